@@ -1,0 +1,120 @@
+#include "common/config.hpp"
+
+#include <array>
+#include <utility>
+
+#include "common/errors.hpp"
+
+namespace gemmar {
+namespace {
+
+template <typename E, std::size_t N>
+E parse_enum(const std::string& s, const std::string& option, const std::array<std::pair<const char*, E>, N>& table) {
+  std::string accepted;
+  for (const auto& [name, value] : table) {
+    if (s == name) return value;
+    accepted += accepted.empty() ? name : std::string("|") + name;
+  }
+  throw UsageError(option + ": unknown value '" + s + "' (accepted: " + accepted + ")");
+}
+
+template <typename E, std::size_t N>
+std::string enum_name(E v, const std::array<std::pair<const char*, E>, N>& table) {
+  for (const auto& [name, value] : table)
+    if (value == v) return name;
+  return "?";
+}
+
+constexpr std::array<std::pair<const char*, Mode>, 5> kModes{{{"gemm-only", Mode::GemmOnly},
+                                                             {"split-sdma", Mode::SplitSdma},
+                                                             {"fused-sdma", Mode::FusedSdma},
+                                                             {"split-lsa", Mode::SplitLsa},
+                                                             {"fused-lsa", Mode::FusedLsa}}};
+constexpr std::array<std::pair<const char*, Quant>, 3> kQuants{
+    {{"blockscale", Quant::Blockscale}, {"ptpc", Quant::Ptpc}, {"mxfp8", Quant::Mxfp8}}};
+constexpr std::array<std::pair<const char*, WireDtype>, 2> kWires{{{"bf16", WireDtype::Bf16}, {"fp8", WireDtype::Fp8}}};
+constexpr std::array<std::pair<const char*, Transport>, 2> kTransports{
+    {{"sdma", Transport::Sdma}, {"lsa", Transport::Lsa}}};
+constexpr std::array<std::pair<const char*, Fp8Format>, 2> kFp8Formats{
+    {{"e4m3fn", Fp8Format::E4M3FN}, {"e4m3fnuz", Fp8Format::E4M3FNUZ}}};
+
+}  // namespace
+
+std::string to_string(Mode v) { return enum_name(v, kModes); }
+std::string to_string(Quant v) { return enum_name(v, kQuants); }
+std::string to_string(WireDtype v) { return enum_name(v, kWires); }
+std::string to_string(Transport v) { return enum_name(v, kTransports); }
+std::string to_string(Fp8Format v) { return enum_name(v, kFp8Formats); }
+Mode parse_mode(const std::string& s, const std::string& o) { return parse_enum(s, o, kModes); }
+Quant parse_quant(const std::string& s, const std::string& o) { return parse_enum(s, o, kQuants); }
+WireDtype parse_wire(const std::string& s, const std::string& o) { return parse_enum(s, o, kWires); }
+Transport parse_transport(const std::string& s, const std::string& o) { return parse_enum(s, o, kTransports); }
+Fp8Format parse_fp8_format(const std::string& s, const std::string& o) { return parse_enum(s, o, kFp8Formats); }
+
+const std::vector<Mode>& all_modes() {
+  static const std::vector<Mode> modes{Mode::GemmOnly, Mode::SplitSdma, Mode::FusedSdma, Mode::SplitLsa,
+                                       Mode::FusedLsa};
+  return modes;
+}
+
+bool is_fused(Mode m) { return m == Mode::FusedSdma || m == Mode::FusedLsa; }
+bool is_split(Mode m) { return m == Mode::SplitSdma || m == Mode::SplitLsa; }
+bool has_collective(Mode m) { return m != Mode::GemmOnly; }
+
+Config effective_config(const Config& c) {
+  Config e = c;
+  if (c.mode == Mode::SplitLsa) {
+    e.gather_dtype = WireDtype::Bf16;
+    e.gather_transport = Transport::Lsa;
+  }
+  if (c.gather_dtype == WireDtype::Bf16) e.fuse_quantize = false;
+  return e;
+}
+
+bool uses_fp8_wire(const Config& c) {
+  const Config e = effective_config(c);
+  return has_collective(e.mode) && e.gather_dtype == WireDtype::Fp8;
+}
+
+int block_m(Quant q) { return q == Quant::Blockscale ? 128 : 256; }
+
+int64_t padded_m(const Shape& s, Quant q) {
+  const int64_t unit = int64_t(s.world) * block_m(q);
+  return (s.m + unit - 1) / unit * unit;
+}
+
+int64_t slice_rows(const Shape& s, Quant q) { return padded_m(s, q) / s.world; }
+
+void validate_shape_config(const Shape& s, const Config& c, bool require_padded) {
+  // Limits keep every buffer addressable and every host-side count in range; far above any real layer.
+  constexpr int64_t kMaxDim = int64_t(1) << 20;
+  GEMMAR_USAGE_CHECK(s.world >= 1 && s.world <= 512 && 512 % s.world == 0, "--world: ", s.world,
+                     " must divide 512 (1, 2, 4, 8, ... 512)");
+  GEMMAR_USAGE_CHECK(s.m >= 1 && s.m <= kMaxDim, "-m: ", s.m, " is out of range [1, ", kMaxDim, "]");
+  GEMMAR_USAGE_CHECK(s.n >= 128 && s.n <= kMaxDim, "-n: ", s.n, " is out of range [128, ", kMaxDim, "]");
+  GEMMAR_USAGE_CHECK(s.k >= 128 && s.k <= kMaxDim, "-k: ", s.k, " is out of range [128, ", kMaxDim, "]");
+  GEMMAR_USAGE_CHECK(s.k % 128 == 0, "-k: ", s.k, " is not a multiple of 128 (the blockscale K block)");
+  GEMMAR_USAGE_CHECK(s.n % 128 == 0, "-n: ", s.n, " is not a multiple of 128 (the B scale block)");
+  GEMMAR_USAGE_CHECK(padded_m(s, c.quant) * s.n <= (int64_t(1) << 34), "-m/-n: output of ", padded_m(s, c.quant),
+                     " x ", s.n, " elements is absurdly large (limit 2^34)");
+  if (uses_fp8_wire(c))
+    GEMMAR_USAGE_CHECK(s.n % 1024 == 0, "-n: ", s.n, " is not a multiple of 1024, required on an fp8 wire",
+                       " (--gather-dtype fp8)");
+  GEMMAR_USAGE_CHECK(c.pull_blocks >= 1 && c.pull_blocks <= 65536, "--pull-blocks: ", c.pull_blocks,
+                     " is out of range [1, 65536]");
+  if (require_padded) {
+    const int64_t unit = int64_t(s.world) * block_m(c.quant);
+    GEMMAR_USAGE_CHECK(s.m % unit == 0, "-m: ", s.m, " is not a multiple of world*BLOCK_M = ", unit,
+                       " (pad it to ", padded_m(s, c.quant), ")");
+  }
+}
+
+std::string config_label(const Config& c) {
+  const Config e = effective_config(c);
+  std::string s = to_string(e.mode) + "/" + to_string(e.quant);
+  if (has_collective(e.mode)) s += "/" + to_string(e.gather_dtype) + "/" + to_string(e.gather_transport);
+  if (e.fuse_quantize) s += "/fuse-quantize";
+  return s;
+}
+
+}  // namespace gemmar

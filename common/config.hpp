@@ -1,0 +1,69 @@
+// The shape and configuration of one gemm_ar run, spelled as in the real benchmark (SPEC 1.1, section 4),
+// and the derived quantities every part shares: padding, slice rows, bytes per phase.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gemmar {
+
+enum class Mode { GemmOnly, SplitSdma, FusedSdma, SplitLsa, FusedLsa };
+enum class Quant { Blockscale, Ptpc, Mxfp8 };
+enum class WireDtype { Bf16, Fp8 };
+enum class Transport { Sdma, Lsa };
+// e4m3fn (OCP: gfx950, NVIDIA) or e4m3fnuz (gfx942). Same bits read 2x apart.
+enum class Fp8Format { E4M3FN, E4M3FNUZ };
+
+struct Shape {
+  int64_t m = 16384;  // rows of the output, before padding
+  int64_t n = 7168;
+  int64_t k = 2048;   // per rank
+  int world = 8;
+};
+
+struct Config {
+  Mode mode = Mode::FusedSdma;
+  Quant quant = Quant::Blockscale;
+  WireDtype gather_dtype = WireDtype::Bf16;
+  Transport gather_transport = Transport::Sdma;
+  int pull_blocks = 64;        // MORI_GEMM_AR_PULL_BLOCKS
+  bool fuse_quantize = false;  // fold the fp8 narrowing into the reduce
+};
+
+std::string to_string(Mode);
+std::string to_string(Quant);
+std::string to_string(WireDtype);
+std::string to_string(Transport);
+std::string to_string(Fp8Format);
+// Parsers throw UsageError naming `option` and listing the accepted spellings.
+Mode parse_mode(const std::string& s, const std::string& option = "--mode");
+Quant parse_quant(const std::string& s, const std::string& option = "--quant");
+WireDtype parse_wire(const std::string& s, const std::string& option = "--gather-dtype");
+Transport parse_transport(const std::string& s, const std::string& option = "--gather-transport");
+Fp8Format parse_fp8_format(const std::string& s, const std::string& option = "--fp8-format");
+const std::vector<Mode>& all_modes();
+
+bool is_fused(Mode);
+bool is_split(Mode);
+bool has_collective(Mode);  // false only for gemm-only
+// split-lsa is a bf16-only 2-stage CU all-reduce: its gather "wire" is always bf16 over CUs.
+bool uses_fp8_wire(const Config&);
+// The gather leg as it really runs: split-lsa forces bf16/lsa, gemm-only has none.
+Config effective_config(const Config&);
+
+// BLOCK_M: 128 for blockscale, 256 otherwise (SPEC 1.1).
+int block_m(Quant);
+// M padded up to a multiple of world * BLOCK_M; padding rows are zero rows.
+int64_t padded_m(const Shape&, Quant);
+// Rows owned per rank after padding: S = padded_m / world.
+int64_t slice_rows(const Shape&, Quant);
+
+// Throws UsageError (exit 2) naming the option for any shape/config the op cannot run:
+// K not a multiple of 128, N not a multiple of 1024 on an fp8 wire, world not dividing 512, absurd sizes,
+// and, when `require_padded` is set, M not already a multiple of world * BLOCK_M.
+void validate_shape_config(const Shape&, const Config&, bool require_padded = false);
+
+// Canonical one-line label, e.g. "fused-sdma/blockscale/fp8/lsa".
+std::string config_label(const Config&);
+
+}  // namespace gemmar

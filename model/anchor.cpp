@@ -1,0 +1,1 @@
+int gemmar_model_anchor = 0;

@@ -1,0 +1,1 @@
+int gemmar_reference_anchor = 0;

@@ -1,0 +1,34 @@
+// Predicted relL2 floors of each wire, derived by emulating the pipeline's every rounding point on
+// sampled rows (never stored constants). Used by `gemmar reference floors` and by the verdict engine.
+#pragma once
+#include <cstdint>
+
+#include "common/config.hpp"
+
+namespace gemmar::reference {
+
+enum class DataKind { Normal, Bench };
+
+struct FloorRequest {
+  Shape shape;
+  Quant quant = Quant::Blockscale;
+  DataKind data = DataKind::Normal;
+  int64_t rows = 256;  // sampled output rows, stratified so every rank's slice is covered
+  uint64_t seed = 1234;
+  Fp8Format fp8_format = Fp8Format::E4M3FN;
+};
+
+struct FloorResult {
+  double bf16 = 0, fp8 = 0;                // predicted relL2 against the fp32 reference
+  double bf16_stderr = 0, fp8_stderr = 0;  // statistical uncertainty from the row sampling
+  int64_t rows_evaluated = 0;
+  double seconds = 0;
+};
+
+FloorResult predict_floors(const FloorRequest&);
+
+// Cached by (shape, quant, data, fp8 format): the verdict engine asks once per distinct config.
+const FloorResult& cached_floors(const Shape&, Quant, DataKind = DataKind::Normal,
+                                 Fp8Format = Fp8Format::E4M3FN);
+
+}  // namespace gemmar::reference

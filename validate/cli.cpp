@@ -1,0 +1,89 @@
+#include "validate/cli.hpp"
+
+#include <cstdlib>
+#include <iostream>
+
+#include "common/errors.hpp"
+
+namespace gemmar::cli {
+
+void add_shape_options(po::options_description& d) {
+  const Shape s;
+  d.add_options()
+      ("m,m", po::value<int64_t>()->default_value(s.m), "rows of the output (tokens)")
+      ("n,n", po::value<int64_t>()->default_value(s.n), "columns of the output")
+      ("k,k", po::value<int64_t>()->default_value(s.k), "reduction length per rank")
+      ("world", po::value<int>()->default_value(s.world), "ranks (W)");
+}
+
+int pull_blocks_from_env() {
+  const char* v = std::getenv("MORI_GEMM_AR_PULL_BLOCKS");
+  if (!v || !*v) return Config{}.pull_blocks;
+  char* end = nullptr;
+  const long b = std::strtol(v, &end, 10);
+  GEMMAR_USAGE_CHECK(end && *end == '\0' && b >= 1 && b <= 65536, "MORI_GEMM_AR_PULL_BLOCKS: '", v,
+                     "' is not an integer in [1, 65536]");
+  return int(b);
+}
+
+void add_config_options(po::options_description& d) {
+  const Config c;
+  d.add_options()
+      ("mode", po::value<std::string>()->default_value(to_string(c.mode)),
+       "gemm-only|split-sdma|fused-sdma|split-lsa|fused-lsa")
+      ("quant", po::value<std::string>()->default_value(to_string(c.quant)), "blockscale|ptpc|mxfp8")
+      ("gather-dtype", po::value<std::string>()->default_value(to_string(c.gather_dtype)), "bf16|fp8")
+      ("gather-transport", po::value<std::string>()->default_value(to_string(c.gather_transport)), "sdma|lsa")
+      ("pull-blocks", po::value<int>(),
+       "pull kernel grid per rank (default: $MORI_GEMM_AR_PULL_BLOCKS, else 64)")
+      ("fuse-quantize", po::bool_switch()->default_value(false), "fold the fp8 narrowing into the reduce");
+}
+
+void add_common_options(po::options_description& d) {
+  d.add_options()
+      ("json", po::bool_switch()->default_value(false), "one JSON document on stdout, nothing else")
+      ("help,h", "this help");
+}
+
+Shape read_shape(const po::variables_map& vm) {
+  Shape s;
+  s.m = vm["m"].as<int64_t>();
+  s.n = vm["n"].as<int64_t>();
+  s.k = vm["k"].as<int64_t>();
+  s.world = vm["world"].as<int>();
+  return s;
+}
+
+Config read_config(const po::variables_map& vm) {
+  Config c;
+  c.mode = parse_mode(vm["mode"].as<std::string>());
+  c.quant = parse_quant(vm["quant"].as<std::string>());
+  c.gather_dtype = parse_wire(vm["gather-dtype"].as<std::string>());
+  c.gather_transport = parse_transport(vm["gather-transport"].as<std::string>());
+  c.pull_blocks = vm.count("pull-blocks") ? vm["pull-blocks"].as<int>() : pull_blocks_from_env();
+  c.fuse_quantize = vm["fuse-quantize"].as<bool>();
+  GEMMAR_USAGE_CHECK(!(c.mode == Mode::SplitLsa && c.gather_dtype == WireDtype::Fp8),
+                     "--gather-dtype: split-lsa is a bf16-only all-reduce (use fused-lsa or *-sdma for fp8)");
+  GEMMAR_USAGE_CHECK(!(c.fuse_quantize && c.gather_dtype != WireDtype::Fp8),
+                     "--fuse-quantize: only meaningful with --gather-dtype fp8");
+  return c;
+}
+
+bool parse(const Args& args, const po::options_description& desc, po::variables_map& vm, std::ostream& out,
+           const std::string& usage_line, const po::positional_options_description* positional) {
+  try {
+    auto parser = po::command_line_parser(args).options(desc);
+    if (positional) parser.positional(*positional);
+    po::store(parser.run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(std::string(e.what()) + " (see --help)");
+  }
+  if (vm.count("help")) {
+    out << "usage: " << usage_line << "\n\n" << desc << "\n";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace gemmar::cli

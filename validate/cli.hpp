@@ -1,0 +1,43 @@
+// The CLI's shared parts: one option vocabulary (SPEC section 4) used by every subcommand, and the
+// subcommand entry points. Each subcommand lives in its own validate/cmd_*.cpp.
+#pragma once
+#include <boost/program_options.hpp>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "common/config.hpp"
+
+namespace gemmar::cli {
+
+namespace po = boost::program_options;
+
+using Args = std::vector<std::string>;
+
+// Adds -m -n -k --world with SPEC defaults.
+void add_shape_options(po::options_description&);
+// Adds --mode --quant --gather-dtype --gather-transport --pull-blocks --fuse-quantize.
+// The pull-blocks default comes from MORI_GEMM_AR_PULL_BLOCKS when set (as in the benchmark), else 64.
+void add_config_options(po::options_description&);
+// Adds --json and --help.
+void add_common_options(po::options_description&);
+
+Shape read_shape(const po::variables_map&);
+Config read_config(const po::variables_map&);
+// MORI_GEMM_AR_PULL_BLOCKS, validated; 64 when unset. Throws UsageError naming the variable.
+int pull_blocks_from_env();
+
+// Parses args against desc (positional names optional); unknown options and bad values become UsageError
+// naming the option. Returns false when --help was given (help already printed to `out`).
+bool parse(const Args& args, const po::options_description& desc, po::variables_map& vm, std::ostream& out,
+           const std::string& usage_line, const po::positional_options_description* positional = nullptr);
+
+// Subcommands: each returns the process exit code; errors are thrown (gemmar::Error).
+int cmd_reference(const Args&);
+int cmd_model(const Args&);
+int cmd_check(const Args&);
+int cmd_run(const Args&);
+int cmd_report(const Args&);
+int cmd_validate(const Args&);
+
+}  // namespace gemmar::cli
