@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/config.hpp"
+#include "model/profile.hpp"
 
 namespace gemmar::model {
 
@@ -18,8 +19,13 @@ struct Profile {
   // (the model's calibrated error plus run-to-run spread); beyond it SLOWER_THAN_MODEL.
   double model_band = 0.10;
   double run_to_run_spread = 0.02;
-  // ... the physical parameters are implementation detail of model/ (see profile.hpp)
+  // The physical parameters, validated (model/profile.hpp).
+  Params params;
+  std::string origin;  // "profiles/NAME.json" or the file path: what error messages name
 };
+
+// The embedded profile names (mi300x, mi355x, h200, h200-1gpu).
+std::vector<std::string> builtin_profile_names();
 
 // name: mi355x|mi300x|h200|h200-1gpu (embedded) or a path to a JSON file.
 Profile load_profile(const std::string& name_or_file);
@@ -29,12 +35,23 @@ struct Phase {
   double us = 0;
   double bytes = 0;   // bytes this phase moves (SPEC 1.1 table)
   std::string bound;  // compute|hbm|link|latency
+  // Breakdown of what the phase moves (bytes above is the SPEC 1.1 figure): FLOPs, bytes over the
+  // links (peer traffic; local HBM on a one-device profile), bytes through local HBM.
+  double flops = 0;
+  double link_bytes = 0;
+  double hbm_bytes = 0;
 };
 
 struct Prediction {
   double total_us = 0;
   double lower_bound_us = 0;  // below this the run cannot have moved its bytes at peak rates
   std::vector<Phase> phases;
+  // total_us is what the standalone benchmark measures (max over ranks, graph replay): the phases plus
+  // the "skew" phase. in_server_us is the same pipeline without the cross-rank launch skew, i.e. what the
+  // serving engine's per-layer phase capture sums to.
+  double in_server_us = 0;
+  bool fused_engaged = true;  // false when a fused mode was asked below the profile's fused_min_m
+  std::vector<std::string> notes;
 };
 
 Prediction predict(const Profile&, const Shape&, const Config&);
@@ -45,7 +62,11 @@ struct Sweep {
   int optimum = 0;
   int band_lo = 0, band_hi = 0;  // values within 1% of the best
 };
+// values: each >= 1, at least one (UsageError naming --values otherwise). The band is the contiguous run
+// of values (sorted) around the optimum whose totals are within 1% of the best.
 Sweep sweep_pull_blocks(const Profile&, const Shape&, const Config&, const std::vector<int>& values);
+// The default grid list of `gemmar model sweep` (8 ... 1024).
+const std::vector<int>& default_pull_grid();
 
 nlohmann::json to_json(const Prediction&);
 nlohmann::json to_json(const Sweep&);

@@ -1,7 +1,189 @@
-// Placeholder until its issue lands: replaced by the owner of this subcommand.
+// gemmar report RESULTS... --out DIR (SPEC section 4): the figures and index.html are drawn by
+// reports/gemmar_report.py under Debian's python3 + matplotlib; this side finds the interpreter and the
+// script, runs it without a shell into a temp directory beside --out, maps its exit codes and renames the
+// directory into place only when the whole report was written.
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/atomic_file.hpp"
 #include "common/errors.hpp"
 #include "validate/cli.hpp"
 
+extern char** environ;
+
 namespace gemmar::cli {
-int cmd_report(const Args&) { throw EnvironmentError("gemmar report: not built yet"); }
+namespace {
+namespace fs = std::filesystem;
+
+// The script's own exit codes, chosen apart from Python's (1: uncaught exception, 2: argparse).
+constexpr int kScriptBadInput = 10;
+constexpr int kScriptEnvironment = 11;
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return (v && *v) ? std::string(v) : fallback;
+}
+
+struct ChildResult {
+  int exit_code = -1;       // -1 when killed by a signal
+  int signal = 0;
+  std::string output;       // stdout and stderr together (stdout is ours to keep clean for --json)
+};
+
+// posix_spawn (no shell: paths with spaces or quotes reach the script as they are).
+ChildResult run_child(const std::vector<std::string>& argv) {
+  int fds[2];
+  if (::pipe(fds) != 0) throw EnvironmentError(std::string("cannot create a pipe: ") + std::strerror(errno));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addclose(&actions, fds[0]);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
+  posix_spawn_file_actions_addclose(&actions, fds[1]);
+  std::vector<char*> cargv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  // MPLBACKEND: no display is ever needed; the script also selects Agg itself.
+  std::vector<std::string> env_store;
+  for (char** e = environ; e && *e; ++e)
+    if (std::strncmp(*e, "MPLBACKEND=", 11) != 0) env_store.emplace_back(*e);
+  env_store.emplace_back("MPLBACKEND=Agg");
+  std::vector<char*> cenv;
+  for (auto& e : env_store) cenv.push_back(e.data());
+  cenv.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = ::posix_spawn(&pid, cargv[0], &actions, nullptr, cargv.data(), cenv.data());
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(fds[1]);
+  if (rc != 0) {
+    ::close(fds[0]);
+    throw EnvironmentError("cannot run the report interpreter " + argv[0] + ": " + std::strerror(rc) +
+                           " (set GEMMAR_PYTHON to a python3 with matplotlib)");
+  }
+  ChildResult res;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n > 0) {
+      res.output.append(buf, size_t(n));
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) res.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) res.signal = WTERMSIG(status);
+  return res;
+}
+
+// The last non-empty line: the script writes its one-line error last, after any library warnings.
+std::string last_line(const std::string& s) {
+  size_t end = s.find_last_not_of("\r\n \t");
+  if (end == std::string::npos) return "";
+  const size_t begin = s.rfind('\n', end);
+  return s.substr(begin == std::string::npos ? 0 : begin + 1, end - (begin == std::string::npos ? 0 : begin + 1) + 1);
+}
+
+}  // namespace
+
+int cmd_report(const Args& args) {
+  po::options_description desc("gemmar report options");
+  desc.add_options()
+      ("results", po::value<std::vector<std::string>>()->multitoken(),
+       "results files: gemmar run / benchmark logs (RESULT_JSON lines), gemmar check --json, gemmar model "
+       "[sweep] --json, gemmar validate's results.json (kind detected per file)")
+      ("out", po::value<std::string>(), "report directory to write (replaced whole, atomically)");
+  add_common_options(desc);
+  po::positional_options_description pos;
+  pos.add("results", -1);
+  po::variables_map vm;
+  if (!parse(args, desc, vm, std::cout,
+             "gemmar report RESULTS... --out DIR [--json]\n"
+             "  env GEMMAR_PYTHON (default /usr/bin/python3), GEMMAR_REPORTS_DIR (default the source reports/)",
+             &pos))
+    return kExitOk;
+  GEMMAR_USAGE_CHECK(vm.count("results") && !vm["results"].as<std::vector<std::string>>().empty(),
+                     "RESULTS: give at least one results file (see --help)");
+  GEMMAR_USAGE_CHECK(vm.count("out") && !vm["out"].as<std::string>().empty(), "--out: the report directory is required");
+  const auto results = vm["results"].as<std::vector<std::string>>();
+  const fs::path out = vm["out"].as<std::string>();
+  const bool json = vm["json"].as<bool>();
+
+  for (const auto& r : results) {
+    std::error_code ec;
+    GEMMAR_USAGE_CHECK(fs::is_regular_file(r, ec), "results file '", r, "': no such file");
+    std::ifstream probe(r);
+    GEMMAR_USAGE_CHECK(probe.good(), "results file '", r, "': cannot be read");
+  }
+
+  const std::string python = env_or("GEMMAR_PYTHON", "/usr/bin/python3");
+  const fs::path script = fs::path(env_or("GEMMAR_REPORTS_DIR", std::string(GEMMAR_SOURCE_DIR) + "/reports")) /
+                          "gemmar_report.py";
+  if (::access(python.c_str(), X_OK) != 0)
+    throw EnvironmentError("report interpreter '" + python + "' not found or not executable (GEMMAR_PYTHON; "
+                           "install python3-matplotlib for /usr/bin/python3)");
+  {
+    std::error_code ec;
+    if (!fs::is_regular_file(script, ec))
+      throw EnvironmentError("report script '" + script.string() + "' not found (GEMMAR_REPORTS_DIR)");
+  }
+
+  AtomicDirectory dir(out);
+  // -I: ignore PYTHON* variables and the user's site-packages (another interpreter's environment must not
+  // leak in); -B: no __pycache__ written into the source tree.
+  std::vector<std::string> argv{python, "-I", "-B", script.string()};
+  for (const auto& r : results) argv.push_back(fs::absolute(r).string());
+  argv.push_back("--out");
+  argv.push_back(dir.path().string());
+  const ChildResult child = run_child(argv);
+  const std::string msg = last_line(child.output);
+  if (child.signal != 0)
+    throw EnvironmentError("report script killed by signal " + std::to_string(child.signal));
+  if (child.exit_code == kScriptBadInput) throw UsageError(msg);
+  if (child.exit_code == kScriptEnvironment) throw EnvironmentError(msg);
+  if (child.exit_code != 0)
+    throw EnvironmentError("report script failed (exit " + std::to_string(child.exit_code) + "): " + msg);
+
+  nlohmann::json manifest;
+  {
+    std::ifstream in(dir.path() / "manifest.json");
+    if (!in) throw EnvironmentError("report script wrote no manifest.json in " + dir.path().string());
+    try {
+      in >> manifest;
+    } catch (const nlohmann::json::exception& e) {
+      throw EnvironmentError("report manifest.json unreadable: " + std::string(e.what()));
+    }
+  }
+  dir.commit();
+
+  const fs::path index = out / "index.html";
+  if (json) {
+    nlohmann::json doc = manifest;
+    doc["out"] = out.string();
+    doc["index"] = index.string();
+    std::cout << doc.dump(2) << "\n";
+  } else {
+    std::cout << "report: " << index.string() << "\n";
+    for (const auto& f : manifest.value("figures", nlohmann::json::array()))
+      std::cout << "  figure  " << (out / f.get<std::string>()).string() << "\n";
+    for (const auto& s : manifest.value("skipped", nlohmann::json::array()))
+      std::cout << "  skipped " << s.value("figure", "") << ": " << s.value("reason", "") << "\n";
+  }
+  return kExitOk;
+}
+
 }  // namespace gemmar::cli

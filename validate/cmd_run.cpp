@@ -1,7 +1,42 @@
-// Placeholder until its issue lands: replaced by the owner of this subcommand.
+// gemmar run: execute the op on a backend (GPU kernels, or the CPU emulation), check every output against the
+// reference, time every phase, judge against the model, print RESULT_JSON lines (benchmark format + gemmar's).
+#include <iostream>
+#include <sstream>
+
 #include "common/errors.hpp"
 #include "validate/cli.hpp"
+#include "validate/run_driver.hpp"
+#include "validate/run_plan.hpp"
 
 namespace gemmar::cli {
-int cmd_run(const Args&) { throw EnvironmentError("gemmar run: not built yet"); }
+
+int cmd_run(const Args& args) {
+  po::options_description desc("gemmar run options");
+  add_shape_options(desc);
+  add_config_options(desc);
+  add_run_plan_options(desc);
+  desc.add_options()("ranks-per-device", po::value<int>()->default_value(0),
+                     "GPU: ranks emulated per device (0: one per device when W devices exist, else all on one)");
+  add_common_options(desc);
+  po::variables_map vm;
+  if (!parse(args, desc, vm, std::cout,
+             "gemmar run [-m -n -k --world] [--mode ... | --all-configs] [--backend gpu|cpu] [--inject FAULT] [--json]"))
+    return kExitOk;
+  RunPlan plan = read_run_plan(vm);
+  plan.ranks_per_device = vm["ranks-per-device"].as<int>();
+  GEMMAR_USAGE_CHECK(plan.ranks_per_device >= 0, "--ranks-per-device: must be >= 0");
+  const bool json = vm["json"].as<bool>();
+  const std::vector<RunOutcome> outcomes = execute_plan(plan, json ? nullptr : &std::cout);
+  if (json) {
+    std::cout << plan_outcomes_to_json(plan, outcomes).dump(2) << "\n";
+  } else {
+    std::vector<Verdict> verdicts;
+    for (const auto& o : outcomes) verdicts.push_back(o.verdict);
+    std::cout << verdict_table(verdicts);
+  }
+  for (const auto& o : outcomes)
+    if (!o.verdict.pass) return kExitCheckFailed;
+  return kExitOk;
+}
+
 }  // namespace gemmar::cli

@@ -39,4 +39,10 @@ RunRecord run_record_from_json(const nlohmann::json& j, const std::string& sourc
 // The benchmark's field names plus gemmar's; NaN written as NaN (like Python's json.dumps).
 nlohmann::json run_record_to_json(const RunRecord&);
 
+// Python-json.dumps compatible text: parse accepts the bare tokens NaN, Infinity and -Infinity outside
+// strings (nlohmann rejects them); dump writes non-finite numbers back as those tokens (nlohmann would
+// write null). Use dump_python_json when printing RESULT_JSON lines. parse throws nlohmann::json::parse_error.
+nlohmann::json parse_python_json(const std::string& text);
+std::string dump_python_json(const nlohmann::json&);
+
 }  // namespace gemmar

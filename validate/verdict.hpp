@@ -30,7 +30,7 @@ struct Verdict {
 
 struct JudgeOptions {
   std::optional<std::string> profile;           // overrides the record's; default mi355x
-  std::optional<int> pull_blocks;               // overrides the record's
+  std::optional<int> pull_blocks;               // for records that carry no pull_blocks (else 64)
   std::vector<RunRecord> baseline;              // --baseline runs, matched by config and shape
   bool judge_timing = true;                     // false for CPU-emulation runs: times are not GPU times
 };
@@ -40,5 +40,26 @@ std::vector<Verdict> judge_all(const std::vector<RunRecord>&, const JudgeOptions
 
 nlohmann::json to_json(const std::vector<Verdict>&);  // {"runs": [...]} as SPEC section 4
 std::string verdict_table(const std::vector<Verdict>&);  // the human table
+
+// A record that could not be read (bad JSON, missing or wrong-typed field): a failing verdict with one
+// INVALID_RECORD finding carrying `message`; `raw` is kept when the line parsed as JSON.
+Verdict invalid_record_verdict(const std::string& source, const std::string& message,
+                               const nlohmann::json& raw = nullptr);
+
+std::string to_string(Severity);  // "error" | "warning"
+
+// The thresholds the rules use (docs/check.md explains each); exposed so tests and reports quote the same.
+namespace verdict_rules {
+inline constexpr double kBf16AcceptMax = 3e-3;     // the benchmark's own bf16 bound (outer guard)
+inline constexpr double kFp8AcceptMin = 5e-3;      // the benchmark's fp8 bounds (outer guard)
+inline constexpr double kFp8AcceptMax = 4e-2;
+inline constexpr double kFloorMargin = 0.20;       // relative allowance above/below the derived floor
+inline constexpr double kFloorSigmas = 4.0;        // floor stderr multiples, when larger than the margin
+inline constexpr double kSilentMinRelL2 = 0.25;    // ten times the fp8 floor: order-one error
+inline constexpr double kSilentPatternTol = 0.10;  // |rel_l2 - sqrt(j/W)| within 10% for j missing slices
+inline constexpr double kSliceOffRelL2 = 0.5;      // a slice with this error never arrived
+inline constexpr double kRankSpreadRel = 0.10;     // per-rank relL2 spread, relative to the floor
+inline constexpr double kRankTimeSpreads = 3.0;    // per-rank time: this many run-to-run spreads
+}  // namespace verdict_rules
 
 }  // namespace gemmar

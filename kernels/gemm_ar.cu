@@ -1,0 +1,701 @@
+// Orchestration of one gemm_ar run on W ranks: buffers, streams, the phase sequence of every mode, copy-engine
+// legs, timing with events, fault injection and read-back. Kernels are in kernels.cu.
+//
+// Ranks: one per device with peer access when W devices exist (or ranks_per_device says so), otherwise all on
+// one device with separate allocations per rank, so "peer" traffic is local HBM but every byte still moves.
+// Each rank has a compute stream and a copy stream; phases are separated by a cross-rank barrier made of
+// events (each rank's streams -> the control stream on the first device -> every rank's streams), which is also
+// what times each phase: the control stream's events bracket "all ranks finished phase X".
+#include "kernels/gemm_ar.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "common/errors.hpp"
+#include "kernels/gpu_compat.hpp"
+#include "kernels/kernels.hpp"
+
+namespace gemmar::kernels {
+namespace {
+
+#define GPU_CHECK(expr)                                                                                  \
+  do {                                                                                                   \
+    const gpuError_t gpu_check_err_ = (expr);                                                            \
+    if (gpu_check_err_ != gpuSuccess)                                                                    \
+      throw ::gemmar::EnvironmentError(std::string("GPU call failed: ") + #expr + ": " +                  \
+                                           gpuGetErrorString(gpu_check_err_) + " (" + __FILE__ + ":" +   \
+                                           std::to_string(__LINE__) + ")",                               \
+                                       __FILE__, __LINE__);                                              \
+  } while (0)
+
+template <typename T>
+T* dalloc(int64_t count) {
+  void* p = nullptr;
+  GPU_CHECK(gpuMalloc(&p, size_t(std::max<int64_t>(count, 1)) * sizeof(T)));
+  return static_cast<T*>(p);
+}
+
+struct RankBufs {
+  int dev = 0;
+  gpuStream_t comp = nullptr, copy = nullptr;
+  uint8_t *a = nullptr, *b = nullptr;
+  float *sa = nullptr, *sb = nullptr;
+  uint16_t* c = nullptr;      // [m, n]: the GEMM partial (split / fused-sdma)
+  uint16_t* recv = nullptr;   // [W][S][n]: slot q = peer q's partial of this rank's slice
+  uint16_t* out = nullptr;    // [m, n]: the all-reduced output
+  uint16_t* out_alt = nullptr;  // stale-output fault: the runs write here, `out` keeps the previous result
+  uint8_t* q = nullptr;       // [S, n]: this rank's slice on the fp8 wire
+  float* qs = nullptr;        // [S]
+  uint8_t* land = nullptr;    // [W][S][n]: peers' fp8 slices landed here (fp8/sdma)
+  float* land_s = nullptr;    // [W][S]
+  unsigned* counters = nullptr;  // [W]: finished GEMM tiles per destination slice
+  unsigned long long* poison = nullptr;
+  std::vector<gpuEvent_t> chunk_ev;  // fused-sdma: one per destination chunk
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+}
+
+class Pipeline {
+ public:
+  Pipeline(const RunPlan& plan, const OperandFn& gen) : plan_(plan) {
+    const Shape& sh = plan.shape;
+    W_ = sh.world;
+    M_ = sh.m;
+    N_ = sh.n;
+    K_ = sh.k;
+    GEMMAR_USAGE_CHECK(W_ >= 1 && W_ <= dev::kMaxWorld, "--world: the GPU backend supports 1..", dev::kMaxWorld);
+    GEMMAR_USAGE_CHECK(plan.config.quant == Quant::Blockscale, "--quant: the GPU kernels implement blockscale only");
+    GEMMAR_USAGE_CHECK(M_ % (int64_t(W_) * dev::kBlockM) == 0, "-m: must be padded to a multiple of world*128");
+    GEMMAR_USAGE_CHECK(N_ % dev::kBlockN == 0, "-n: the GPU GEMM needs a multiple of 128");
+    GEMMAR_USAGE_CHECK(K_ % dev::kBlockK == 0, "-k: must be a multiple of 128");
+    S_ = M_ / W_;
+    eff_ = effective_config(plan.config);
+    int ndev = device_count();
+    if (ndev <= 0) throw EnvironmentError("no GPU device found by the runtime");
+    int rpd = plan.ranks_per_device;
+    if (rpd <= 0) rpd = ndev >= W_ ? 1 : W_;
+    GEMMAR_USAGE_CHECK(rpd <= W_ && (W_ + rpd - 1) / rpd <= ndev, "--ranks-per-device: ", rpd, " ranks per device x ",
+                       ndev, " devices cannot hold ", W_, " ranks");
+    ndev_used_ = (W_ + rpd - 1) / rpd;
+    ranks_.resize(size_t(W_));
+    for (int r = 0; r < W_; ++r) ranks_[r].dev = r / rpd;
+    enable_peer_access();
+    GPU_CHECK(gpuSetDevice(0));
+    GPU_CHECK(gpuStreamCreateWithFlags(&ctl_, gpuStreamNonBlocking));
+    gpuDeviceProp prop{};
+    GPU_CHECK(gpuGetDeviceProperties(&prop, 0));
+    device_ = std::string(prop.name) + " (" + std::to_string(W_) + " ranks on " + std::to_string(ndev_used_) +
+              (ndev_used_ == 1 ? " device)" : " devices)");
+#if defined(GEMMAR_GPU_HIP)
+    // gfx942's MFMA reads fp8 as e4m3fnuz: fn codes read as fnuz are exactly half their value, so the
+    // A x B product is 1/4 of the intended one; folded into B's scales (exact, a power of two).
+    fnuz_hw_ = std::string(prop.gcnArchName).rfind("gfx942", 0) == 0;
+#endif
+    allocate();
+    upload(gen);
+  }
+
+  ~Pipeline() {
+    for (auto& rb : ranks_) {
+      (void)gpuSetDevice(rb.dev);
+      for (void* p : {static_cast<void*>(rb.a), static_cast<void*>(rb.b), static_cast<void*>(rb.sa),
+                      static_cast<void*>(rb.sb), static_cast<void*>(rb.c), static_cast<void*>(rb.recv),
+                      static_cast<void*>(rb.out), static_cast<void*>(rb.out_alt), static_cast<void*>(rb.q),
+                      static_cast<void*>(rb.qs), static_cast<void*>(rb.land), static_cast<void*>(rb.land_s),
+                      static_cast<void*>(rb.counters), static_cast<void*>(rb.poison)})
+        if (p) (void)gpuFree(p);
+      for (auto e : rb.chunk_ev) (void)gpuEventDestroy(e);
+      if (rb.comp) (void)gpuStreamDestroy(rb.comp);
+      if (rb.copy) (void)gpuStreamDestroy(rb.copy);
+    }
+    for (auto& pe : events_) {
+      (void)gpuSetDevice(pe.dev);
+      (void)gpuEventDestroy(pe.ev);
+    }
+    if (ctl_) {
+      (void)gpuSetDevice(0);
+      (void)gpuStreamDestroy(ctl_);
+    }
+  }
+
+  RunOutput run() {
+    RunOutput ro;
+    ro.device = device_;
+    const DeviceFaults& f = plan_.faults;
+    if (f.stale_output) {
+      // The previous run: same pipeline with doubled A scales, its result left in `out`; later runs write
+      // into out_alt, so `out` is what a stale reader would see.
+      for (auto& rb : ranks_) {
+        set(rb.dev);
+        GPU_CHECK(dev::launch_scale_f32(rb.sa, (K_ / 128) * M_, 2.0f, rb.comp));
+      }
+      execute_once(nullptr);
+      sync_all();
+      for (auto& rb : ranks_) {
+        set(rb.dev);
+        GPU_CHECK(dev::launch_scale_f32(rb.sa, (K_ / 128) * M_, 0.5f, rb.comp));
+        std::swap(rb.out, rb.out_alt);
+      }
+    }
+    std::vector<std::map<std::string, double>> phase_runs;
+    std::vector<double> totals;
+    std::vector<std::vector<double>> per_rank(static_cast<size_t>(W_));
+    const int iters = std::max(1, plan_.iterations);
+    for (int it = 0; it < plan_.warmup + iters; ++it) {
+      Timing tm;
+      execute_once(&tm);
+      sync_all();
+      if (it < plan_.warmup) continue;
+      std::map<std::string, double> ph;
+      float ms = 0;
+      for (size_t i = 0; i + 1 < tm.ctl_events.size(); ++i) {
+        GPU_CHECK(gpuEventElapsedTime(&ms, tm.ctl_events[i].ev, tm.ctl_events[i + 1].ev));
+        ph[tm.ctl_events[i + 1].name] += double(ms) * 1e3;
+      }
+      GPU_CHECK(gpuEventElapsedTime(&ms, tm.ctl_events.front().ev, tm.ctl_events.back().ev));
+      totals.push_back(double(ms) * 1e3);
+      for (int r = 0; r < W_; ++r) {
+        GPU_CHECK(gpuEventElapsedTime(&ms, tm.rank_start[r], tm.rank_end[r]));
+        per_rank[r].push_back(double(ms) * 1e3);
+      }
+      phase_runs.push_back(std::move(ph));
+    }
+    for (const auto& [name, _] : phase_runs.front()) {
+      std::vector<double> v;
+      for (const auto& pr : phase_runs) v.push_back(pr.at(name));
+      ro.phases_us[name] = median(v);
+    }
+    ro.total_us = median(totals);
+    for (int r = 0; r < W_; ++r) ro.per_rank_time_us.push_back(median(per_rank[r]));
+    if (f.stale_output)
+      for (auto& rb : ranks_) std::swap(rb.out, rb.out_alt);
+    verify_counters();
+    read_back(ro);
+    ro.pull_blocks = (uses_fp8_wire(eff_) && eff_.gather_transport == Transport::Lsa) ? pull_blocks() : 0;
+    return ro;
+  }
+
+ private:
+  struct NamedEvent {
+    std::string name;
+    gpuEvent_t ev;
+    int dev;
+  };
+  struct Timing {
+    std::vector<NamedEvent> ctl_events;
+    std::vector<gpuEvent_t> rank_start, rank_end;
+  };
+
+  void set(int d) { GPU_CHECK(gpuSetDevice(d)); }
+
+  void enable_peer_access() {
+    for (int i = 0; i < ndev_used_; ++i)
+      for (int j = 0; j < ndev_used_; ++j) {
+        if (i == j) continue;
+        int can = 0;
+        GPU_CHECK(gpuDeviceCanAccessPeer(&can, i, j));
+        if (!can)
+          throw EnvironmentError("device " + std::to_string(i) + " cannot access device " + std::to_string(j) +
+                                 "'s memory (peer access); use --ranks-per-device");
+        set(i);
+        const gpuError_t e = gpuDeviceEnablePeerAccess(j, 0);
+        if (e != gpuSuccess && e != gpuErrorPeerAccessAlreadyEnabled) GPU_CHECK(e);
+        (void)gpuGetLastError();
+      }
+  }
+
+  void allocate() {
+    const bool fp8 = uses_fp8_wire(eff_);
+    for (auto& rb : ranks_) {
+      set(rb.dev);
+      GPU_CHECK(gpuStreamCreateWithFlags(&rb.comp, gpuStreamNonBlocking));
+      GPU_CHECK(gpuStreamCreateWithFlags(&rb.copy, gpuStreamNonBlocking));
+      rb.a = dalloc<uint8_t>(M_ * K_);
+      rb.b = dalloc<uint8_t>(N_ * K_);
+      rb.sa = dalloc<float>((K_ / 128) * M_);
+      rb.sb = dalloc<float>((N_ / 128) * (K_ / 128));
+      rb.c = dalloc<uint16_t>(M_ * N_);
+      rb.recv = dalloc<uint16_t>(int64_t(W_) * S_ * N_);
+      rb.out = dalloc<uint16_t>(M_ * N_);
+      if (plan_.faults.stale_output) rb.out_alt = dalloc<uint16_t>(M_ * N_);
+      if (fp8) {
+        rb.q = dalloc<uint8_t>(S_ * N_);
+        rb.qs = dalloc<float>(S_);
+        rb.land = dalloc<uint8_t>(int64_t(W_) * S_ * N_);
+        rb.land_s = dalloc<float>(int64_t(W_) * S_);
+      }
+      rb.counters = dalloc<unsigned>(W_);
+      rb.poison = dalloc<unsigned long long>(1);
+      rb.chunk_ev.resize(size_t(W_));
+      for (auto& e : rb.chunk_ev) GPU_CHECK(gpuEventCreateWithFlags(&e, gpuEventDisableTiming));
+    }
+  }
+
+  void upload(const OperandFn& gen) {
+    for (int r = 0; r < W_; ++r) {
+      RankOperands op;
+      gen(r, op);
+      GEMMAR_CHECK(int64_t(op.a.size()) == M_ * K_ && int64_t(op.b.size()) == N_ * K_ &&
+                       int64_t(op.a_scale.size()) == (K_ / 128) * M_ &&
+                       int64_t(op.b_scale.size()) == (N_ / 128) * (K_ / 128),
+                   "operand sizes of rank ", r);
+      auto& rb = ranks_[r];
+      set(rb.dev);
+      GPU_CHECK(gpuMemcpy(rb.a, op.a.data(), op.a.size(), gpuMemcpyHostToDevice));
+      GPU_CHECK(gpuMemcpy(rb.b, op.b.data(), op.b.size(), gpuMemcpyHostToDevice));
+      GPU_CHECK(gpuMemcpy(rb.sa, op.a_scale.data(), op.a_scale.size() * 4, gpuMemcpyHostToDevice));
+      GPU_CHECK(gpuMemcpy(rb.sb, op.b_scale.data(), op.b_scale.size() * 4, gpuMemcpyHostToDevice));
+      if (plan_.faults.fnuz_read_as_fn) {
+        GPU_CHECK(dev::launch_fp8_recode(rb.a, M_ * K_, false, rb.comp));
+        GPU_CHECK(dev::launch_fp8_recode(rb.b, N_ * K_, false, rb.comp));
+      }
+      if (fnuz_hw_) {
+        GPU_CHECK(dev::launch_fp8_recode(rb.a, M_ * K_, true, rb.comp));
+        GPU_CHECK(dev::launch_fp8_recode(rb.b, N_ * K_, true, rb.comp));
+        GPU_CHECK(dev::launch_scale_f32(rb.sb, (N_ / 128) * (K_ / 128), 4.0f, rb.comp));
+      }
+      if (plan_.faults.perturbed_rank == r)
+        GPU_CHECK(dev::launch_scale_f32(rb.sb, (N_ / 128) * (K_ / 128), 1.25f, rb.comp));
+      GPU_CHECK(gpuStreamSynchronize(rb.comp));
+    }
+  }
+
+  int pull_blocks() const { return plan_.faults.pull_blocks > 0 ? plan_.faults.pull_blocks : std::max(1, eff_.pull_blocks); }
+
+  gpuEvent_t new_event(int dev, bool timing) {
+    set(dev);
+    gpuEvent_t e;
+    GPU_CHECK(timing ? gpuEventCreate(&e) : gpuEventCreateWithFlags(&e, gpuEventDisableTiming));
+    events_.push_back({"", e, dev});
+    return e;
+  }
+
+  // Every rank's two streams finish the phase -> control stream records `name` -> every stream continues.
+  void barrier(Timing* tm, const std::string& name, bool comp_only = false) {
+    for (auto& rb : ranks_) {
+      for (gpuStream_t s : {rb.comp, rb.copy}) {
+        if (comp_only && s == rb.copy) continue;
+        gpuEvent_t e = new_event(rb.dev, false);
+        GPU_CHECK(gpuEventRecord(e, s));
+        set(0);
+        GPU_CHECK(gpuStreamWaitEvent(ctl_, e, 0));
+      }
+    }
+    gpuEvent_t done = new_event(0, tm != nullptr);
+    set(0);
+    GPU_CHECK(gpuEventRecord(done, ctl_));
+    if (tm) tm->ctl_events.push_back({name, done, 0});
+    for (auto& rb : ranks_) {
+      set(rb.dev);
+      GPU_CHECK(gpuStreamWaitEvent(rb.comp, done, 0));
+      if (!comp_only) GPU_CHECK(gpuStreamWaitEvent(rb.copy, done, 0));
+    }
+  }
+
+  uint16_t* slice_of(uint16_t* base, int p) const { return base + int64_t(p) * S_ * N_; }
+  // Where rank q's partial of slice p lives when the reduce of p runs.
+  const uint16_t* slot_ptr(int p, int q) const {
+    const bool direct = eff_.mode == Mode::FusedLsa;
+    if (!direct && q == p) return ranks_[q].c + int64_t(p) * S_ * N_;
+    return ranks_[p].recv + int64_t(q) * S_ * N_;
+  }
+
+  void put(int r, void* dst, int dst_dev, const void* src, size_t bytes) {
+    auto& rb = ranks_[r];
+    set(rb.dev);
+    if (dst_dev == rb.dev) GPU_CHECK(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDeviceToDevice, rb.copy));
+    else GPU_CHECK(gpuMemcpyPeerAsync(dst, dst_dev, src, rb.dev, bytes, rb.copy));
+  }
+
+  void execute_once(Timing* tm) {
+    const DeviceFaults& f = plan_.faults;
+    const Mode mode = eff_.mode;
+    const bool fp8 = uses_fp8_wire(eff_) && !f.fp8_wire_bypassed;
+    const bool lsa_gather = eff_.gather_transport == Transport::Lsa;
+    const size_t slice_bytes = size_t(S_ * N_) * 2;
+    // Before the run (untimed): poison everything the run writes; fresh slots/landing zones for the faults
+    // whose signature depends on what an unwritten buffer holds (reference/emulation.hpp's Faults).
+    for (auto& rb : ranks_) {
+      set(rb.dev);
+      GPU_CHECK(gpuMemsetAsync(rb.c, 0xff, size_t(M_ * N_) * 2, rb.comp));
+      GPU_CHECK(gpuMemsetAsync(rb.recv, f.silent_scatter ? 0x00 : 0xff, size_t(W_) * slice_bytes, rb.comp));
+      GPU_CHECK(gpuMemsetAsync(rb.out, 0xff, size_t(M_ * N_) * 2, rb.comp));
+      if (rb.q) {
+        GPU_CHECK(gpuMemsetAsync(rb.q, 0xff, size_t(S_ * N_), rb.comp));
+        GPU_CHECK(gpuMemsetAsync(rb.qs, 0xff, size_t(S_) * 4, rb.comp));
+        GPU_CHECK(gpuMemsetAsync(rb.land, f.silent_gather ? 0x00 : 0xff, size_t(W_ * S_ * N_), rb.comp));
+        GPU_CHECK(gpuMemsetAsync(rb.land_s, f.silent_gather ? 0x00 : 0xff, size_t(W_ * S_) * 4, rb.comp));
+      }
+      GPU_CHECK(gpuMemsetAsync(rb.counters, 0, size_t(W_) * 4, rb.comp));
+    }
+    barrier(nullptr, "");
+    if (tm) {
+      tm->rank_start.resize(size_t(W_));
+      tm->rank_end.resize(size_t(W_));
+      for (int r = 0; r < W_; ++r) {
+        tm->rank_start[r] = new_event(ranks_[r].dev, true);
+        tm->rank_end[r] = new_event(ranks_[r].dev, true);
+      }
+    }
+    barrier(tm, "start");
+    if (tm)
+      for (int r = 0; r < W_; ++r) {
+        set(ranks_[r].dev);
+        GPU_CHECK(gpuEventRecord(tm->rank_start[r], ranks_[r].comp));
+      }
+
+    // ---- gemm (+ the fused scatter) ----
+    for (int r = 0; r < W_; ++r) {
+      auto& rb = ranks_[r];
+      set(rb.dev);
+      dev::GemmDest d{};
+      d.slice_rows = S_;
+      d.ldd = N_;
+      d.counters = rb.counters;
+      for (int p = 0; p < W_; ++p) {
+        if (mode == Mode::FusedLsa) d.dst[p] = (p != r && f.silent_scatter) ? nullptr : ranks_[p].recv + int64_t(r) * S_ * N_;
+        else d.dst[p] = slice_of(rb.c, p);
+      }
+      if (mode == Mode::FusedSdma) {
+        // Destination chunks in the order the puts should leave: (r+1)%W first, the own slice last, so each
+        // chunk's put overlaps the GEMM of the chunks after it. The put waits on its chunk's completion.
+        for (int j = 1; j <= W_; ++j) {
+          const int p = (r + j) % W_;
+          GPU_CHECK(dev::launch_gemm_blockscale(rb.a, rb.b, rb.sa, rb.sb, M_, N_, K_, p * S_, (p + 1) * S_, d, rb.comp));
+          if (p == r) continue;
+          GPU_CHECK(gpuEventRecord(rb.chunk_ev[p], rb.comp));
+          GPU_CHECK(gpuStreamWaitEvent(rb.copy, rb.chunk_ev[p], 0));
+          if (!f.silent_scatter)
+            put(r, ranks_[p].recv + int64_t(r) * S_ * N_, ranks_[p].dev, slice_of(rb.c, p), slice_bytes);
+        }
+      } else {
+        GPU_CHECK(dev::launch_gemm_blockscale(rb.a, rb.b, rb.sa, rb.sb, M_, N_, K_, 0, M_, d, rb.comp));
+      }
+    }
+    if (mode == Mode::FusedSdma) {
+      barrier(tm, "gemm", /*comp_only=*/true);
+      barrier(tm, "drain");
+    } else {
+      barrier(tm, "gemm");
+    }
+    if (mode == Mode::GemmOnly) {
+      // The output of gemm-only is the local partial.
+      for (auto& rb : ranks_) {
+        set(rb.dev);
+        GPU_CHECK(gpuMemcpyAsync(rb.out, rb.c, size_t(M_ * N_) * 2, gpuMemcpyDeviceToDevice, rb.comp));
+      }
+      finish(tm);
+      return;
+    }
+    // The faults whose signature is "what the output held before the gather": an in-place all-reduce's
+    // output holds the local partial (copied untimed, outside the phases that are measured: the ctl events
+    // bracket it, so it is subtracted below as its own phase "prefill").
+    if (f.silent_gather || f.no_release) {
+      for (auto& rb : ranks_) {
+        set(rb.dev);
+        const uint16_t* src = rb.c;
+        if (mode == Mode::FusedLsa) src = nullptr;
+        if (src) GPU_CHECK(gpuMemcpyAsync(rb.out, src, size_t(M_ * N_) * 2, gpuMemcpyDeviceToDevice, rb.comp));
+        else
+          for (int p = 0; p < W_; ++p)
+            GPU_CHECK(gpuMemcpyAsync(slice_of(rb.out, p), ranks_[p].recv + int64_t(&rb - ranks_.data()) * S_ * N_,
+                                     slice_bytes, gpuMemcpyDeviceToDevice, rb.comp));
+      }
+      barrier(tm, "prefill");
+    }
+
+    if (mode == Mode::SplitLsa) {
+      // 2-stage CU all-reduce: stage 1 reads every peer's partial of the owned rows (peer loads) and reduces;
+      // the barrier between stages is the event barrier (the kernels of W ranks on one device are not
+      // guaranteed co-resident, so an in-kernel barrier could deadlock); stage 2 loads every peer's reduced
+      // rows into the local output.
+      for (int r = 0; r < W_; ++r) {
+        auto& rb = ranks_[r];
+        set(rb.dev);
+        dev::SlotSet ss{};
+        for (int q = 0; q < W_; ++q) ss.slot[q] = ranks_[q].c + int64_t(r) * S_ * N_;
+        GPU_CHECK(dev::launch_reduce(ss, r, W_, S_, N_, slice_of(rb.out, r), nullptr, nullptr, rb.comp));
+      }
+      barrier(nullptr, "");
+      for (int r = 0; r < W_; ++r) {
+        auto& rb = ranks_[r];
+        set(rb.dev);
+        dev::Bf16Sources bs{};
+        int cnt = 0;
+        for (int j = 1; j < W_; ++j) {
+          const int q = (r + j) % W_;
+          bs.src[cnt] = slice_of(ranks_[q].out, q);
+          bs.out[cnt] = slice_of(rb.out, q);
+          ++cnt;
+        }
+        GPU_CHECK(dev::launch_copy_slices(bs, cnt, S_ * N_, 0, rb.comp));
+      }
+      barrier(tm, "allreduce");
+      finish(tm);
+      return;
+    }
+
+    // ---- scatter (split-sdma) ----
+    if (mode == Mode::SplitSdma) {
+      for (int r = 0; r < W_; ++r)
+        for (int j = 1; j < W_; ++j) {
+          const int p = (r + j) % W_;
+          if (!f.silent_scatter)
+            put(r, ranks_[p].recv + int64_t(r) * S_ * N_, ranks_[p].dev, slice_of(ranks_[r].c, p), slice_bytes);
+        }
+      barrier(tm, "scatter");
+    }
+
+    // no-release: the gather's copies are issued before the reduce, with nothing ordering them after it.
+    if (f.no_release && !lsa_gather) gather(fp8, f);
+
+    // ---- reduce (+ fused quantize) ----
+    const bool fuse_q = fp8 && eff_.fuse_quantize;
+    for (int r = 0; r < W_; ++r) {
+      auto& rb = ranks_[r];
+      set(rb.dev);
+      dev::SlotSet ss{};
+      for (int q = 0; q < W_; ++q) ss.slot[q] = slot_ptr(r, q);
+      GPU_CHECK(dev::launch_reduce(ss, r, W_, S_, N_, slice_of(rb.out, r), fuse_q ? rb.q : nullptr,
+                                   fuse_q ? rb.qs : nullptr, rb.comp));
+    }
+    barrier(tm, "reduce");
+    if (fp8 && !fuse_q) {
+      for (auto& rb : ranks_) {
+        set(rb.dev);
+        GPU_CHECK(dev::launch_quantize(slice_of(rb.out, int(&rb - ranks_.data())), S_, N_, rb.q, rb.qs, rb.comp));
+      }
+      barrier(tm, "quantize");
+    }
+
+    // ---- gather ----
+    if (fp8 && lsa_gather) {
+      // The gather barrier is the event barrier above; the pull's CUs load the peers' fp8 slices directly.
+      {  // lsa gathers are CU loads: a silent copy engine (silent_gather) does not affect them
+        for (int r = 0; r < W_; ++r) {
+          auto& rb = ranks_[r];
+          set(rb.dev);
+          dev::Fp8Sources src{};
+          int cnt = 0;
+          for (int j = 1; j < W_; ++j) {
+            const int q = (r + j) % W_;
+            src.q[cnt] = ranks_[q].q;
+            src.scale[cnt] = ranks_[q].qs;
+            src.out[cnt] = slice_of(rb.out, q);
+            ++cnt;
+          }
+          GPU_CHECK(dev::launch_widen(src, cnt, S_, N_, pull_blocks(), rb.comp));
+        }
+      }
+      barrier(tm, "pull");
+      finish(tm);
+      return;
+    }
+    if (!(f.no_release)) gather(fp8, f);
+    barrier(tm, "gather");
+    if (fp8) {
+      for (int r = 0; r < W_; ++r) {
+        auto& rb = ranks_[r];
+        set(rb.dev);
+        dev::Fp8Sources src{};
+        int cnt = 0;
+        for (int j = 1; j < W_; ++j) {
+          const int q = (r + j) % W_;
+          src.q[cnt] = rb.land + int64_t(q) * S_ * N_;
+          src.scale[cnt] = rb.land_s + int64_t(q) * S_;
+          src.out[cnt] = slice_of(rb.out, q);
+          ++cnt;
+        }
+        GPU_CHECK(dev::launch_widen(src, cnt, S_, N_, 0, rb.comp));
+      }
+      barrier(tm, "dequantize");
+    }
+    finish(tm);
+  }
+
+  // Copy-engine puts of the owned slice to every peer: bf16 rows into the same rows of the peer's output, or
+  // the fp8 slice + its row scales into the peer's landing zone.
+  void gather(bool fp8, const DeviceFaults& f) {
+    if (f.silent_gather) return;
+    for (int r = 0; r < W_; ++r)
+      for (int j = 1; j < W_; ++j) {
+        const int p = (r + j) % W_;
+        if (fp8) {
+          put(r, ranks_[p].land + int64_t(r) * S_ * N_, ranks_[p].dev, ranks_[r].q, size_t(S_ * N_));
+          put(r, ranks_[p].land_s + int64_t(r) * S_, ranks_[p].dev, ranks_[r].qs, size_t(S_) * 4);
+        } else {
+          put(r, slice_of(ranks_[p].out, r), ranks_[p].dev, slice_of(ranks_[r].out, r), size_t(S_ * N_) * 2);
+        }
+      }
+  }
+
+  void finish(Timing* tm) {
+    if (!tm) return;
+    for (int r = 0; r < W_; ++r) {
+      set(ranks_[r].dev);
+      GPU_CHECK(gpuEventRecord(tm->rank_end[r], ranks_[r].comp));
+    }
+  }
+
+  void sync_all() {
+    for (auto& rb : ranks_) {
+      set(rb.dev);
+      GPU_CHECK(gpuStreamSynchronize(rb.comp));
+      GPU_CHECK(gpuStreamSynchronize(rb.copy));
+    }
+    set(0);
+    GPU_CHECK(gpuStreamSynchronize(ctl_));
+    GPU_CHECK(gpuGetLastError());
+  }
+
+  void verify_counters() {
+    // Every GEMM tile of every destination was produced (the epilogue's per-destination counters).
+    const unsigned expect = unsigned((S_ / dev::kBlockM) * (N_ / dev::kBlockN));
+    for (int r = 0; r < W_; ++r) {
+      std::vector<unsigned> c(static_cast<size_t>(W_));
+      set(ranks_[r].dev);
+      GPU_CHECK(gpuMemcpy(c.data(), ranks_[r].counters, size_t(W_) * 4, gpuMemcpyDeviceToHost));
+      for (int p = 0; p < W_; ++p)
+        if (c[p] != expect)
+          throw EnvironmentError("rank " + std::to_string(r) + " produced " + std::to_string(c[p]) + " of " +
+                                 std::to_string(expect) + " GEMM tiles for slice " + std::to_string(p));
+    }
+  }
+
+  void read_back(RunOutput& ro) {
+    const auto& rows = plan_.rows;
+    ro.outputs.assign(size_t(W_), {});
+    ro.partials.assign(size_t(W_), {});
+    std::vector<uint16_t> tmp(static_cast<size_t>(N_));
+    for (int r = 0; r < W_; ++r) {
+      auto& rb = ranks_[r];
+      set(rb.dev);
+      ro.outputs[r].resize(rows.size() * size_t(N_));
+      ro.partials[r].resize(rows.size() * size_t(N_));
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const int64_t row = rows[i];
+        GEMMAR_CHECK(row >= 0 && row < M_, "row ", row, " out of range");
+        GPU_CHECK(gpuMemcpy(ro.outputs[r].data() + i * N_, rb.out + row * N_, size_t(N_) * 2, gpuMemcpyDeviceToHost));
+        const int p = int(row / S_);
+        const uint16_t* part = eff_.mode == Mode::FusedLsa ? ranks_[p].recv + (int64_t(r) * S_ + (row - p * S_)) * N_
+                                                           : rb.c + row * N_;
+        if (eff_.mode == Mode::FusedLsa) set(ranks_[p].dev);
+        GPU_CHECK(gpuMemcpy(tmp.data(), part, size_t(N_) * 2, gpuMemcpyDeviceToHost));
+        set(rb.dev);
+        for (int64_t c = 0; c < N_; ++c) {
+          const uint32_t u = uint32_t(tmp[size_t(c)]) << 16;
+          float v;
+          std::memcpy(&v, &u, 4);
+          ro.partials[r][i * N_ + c] = v;
+        }
+      }
+      GPU_CHECK(gpuMemsetAsync(rb.poison, 0, sizeof(unsigned long long), rb.comp));
+      GPU_CHECK(dev::launch_count_poison(rb.out, M_ * N_, rb.poison, rb.comp));
+      unsigned long long cnt = 0;
+      GPU_CHECK(gpuMemcpyAsync(&cnt, rb.poison, sizeof(cnt), gpuMemcpyDeviceToHost, rb.comp));
+      GPU_CHECK(gpuStreamSynchronize(rb.comp));
+      ro.unwritten_outputs += int64_t(cnt);
+    }
+  }
+
+  RunPlan plan_;
+  Config eff_;
+  int W_ = 0, ndev_used_ = 1;
+  int64_t M_ = 0, N_ = 0, K_ = 0, S_ = 0;
+  bool fnuz_hw_ = false;
+  std::vector<RankBufs> ranks_;
+  gpuStream_t ctl_ = nullptr;
+  std::vector<NamedEvent> events_;
+  std::string device_;
+};
+
+}  // namespace
+
+int device_count() {
+  int n = 0;
+  if (gpuGetDeviceCount(&n) != gpuSuccess) {
+    (void)gpuGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+std::string device_name(int device) {
+  gpuDeviceProp prop{};
+  GPU_CHECK(gpuGetDeviceProperties(&prop, device));
+  return prop.name;
+}
+
+RunOutput run_gemm_ar(const RunPlan& plan, const OperandFn& gen) {
+  Pipeline p(plan, gen);
+  return p.run();
+}
+
+Ceilings measure_ceilings(int64_t bytes, int iterations) {
+  Ceilings c;
+  c.bytes = bytes;
+  GPU_CHECK(gpuSetDevice(0));
+  gpuStream_t s;
+  GPU_CHECK(gpuStreamCreateWithFlags(&s, gpuStreamNonBlocking));
+  uint8_t* src = dalloc<uint8_t>(bytes);
+  uint8_t* dst = dalloc<uint8_t>(bytes);
+  GPU_CHECK(gpuMemset(src, 0x3c, size_t(bytes)));
+  gpuEvent_t e0, e1;
+  GPU_CHECK(gpuEventCreate(&e0));
+  GPU_CHECK(gpuEventCreate(&e1));
+  auto time_it = [&](auto&& fn) {
+    for (int i = 0; i < 2; ++i) fn();
+    std::vector<double> v;
+    for (int i = 0; i < iterations; ++i) {
+      GPU_CHECK(gpuEventRecord(e0, s));
+      fn();
+      GPU_CHECK(gpuEventRecord(e1, s));
+      GPU_CHECK(gpuEventSynchronize(e1));
+      float ms = 0;
+      GPU_CHECK(gpuEventElapsedTime(&ms, e0, e1));
+      v.push_back(double(ms) * 1e3);
+    }
+    return median(v);
+  };
+  const double t_kernel = time_it([&] { GPU_CHECK(dev::launch_copy_kernel(dst, src, bytes, s)); });
+  c.hbm_copy_kernel_gbs = 2.0 * double(bytes) / (t_kernel * 1e3);
+  const double t_memcpy = time_it([&] { GPU_CHECK(gpuMemcpyAsync(dst, src, size_t(bytes), gpuMemcpyDeviceToDevice, s)); });
+  c.memcpy_d2d_gbs = 2.0 * double(bytes) / (t_memcpy * 1e3);
+  c.launch_floor_us = time_it([&] { GPU_CHECK(dev::launch_empty(s)); });
+  int n = device_count();
+  if (n >= 2) {
+    GPU_CHECK(gpuSetDevice(1));
+    uint8_t* peer = dalloc<uint8_t>(bytes);
+    GPU_CHECK(gpuSetDevice(0));
+    const double t_peer = time_it([&] { GPU_CHECK(gpuMemcpyPeerAsync(peer, 1, src, 0, size_t(bytes), s)); });
+    c.peer_copy_gbs = double(bytes) / (t_peer * 1e3);  // one direction: bytes over the link
+    GPU_CHECK(gpuSetDevice(1));
+    GPU_CHECK(gpuFree(peer));
+    GPU_CHECK(gpuSetDevice(0));
+  }
+  GPU_CHECK(gpuFree(src));
+  GPU_CHECK(gpuFree(dst));
+  GPU_CHECK(gpuEventDestroy(e0));
+  GPU_CHECK(gpuEventDestroy(e1));
+  GPU_CHECK(gpuStreamDestroy(s));
+  return c;
+}
+
+double time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const OperandFn& gen) {
+  RunPlan plan;
+  plan.shape = Shape{m, n, k, 1};
+  plan.config.mode = Mode::GemmOnly;
+  plan.iterations = iterations;
+  plan.ranks_per_device = 1;
+  RunOutput o = run_gemm_ar(plan, gen);
+  return o.phases_us.at("gemm");
+}
+
+}  // namespace gemmar::kernels

@@ -1,0 +1,80 @@
+// Host API of the GPU kernels library (gemmar_kernels): one gemm_ar run, every mode and wire, W ranks either
+// one per device (peer access) or several on one device (separate allocations per rank). Plain C++: callers
+// (validate/run_gpu.cpp, the bench) need no GPU headers. The numerics come from reference/numerics_inline.hpp,
+// so the collective the GPU runs is the one the CPU emulation re-computes, bit for bit.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/config.hpp"
+
+namespace gemmar::kernels {
+
+// Faults injected on the device (validate/run_driver.hpp's FaultInjection, minus the host-side ones).
+struct DeviceFaults {
+  bool silent_scatter = false;  // scatter puts / fused-lsa remote stores do nothing
+  bool silent_gather = false;   // gather puts / pull do nothing
+  bool stale_output = false;    // output keeps a previous run's contents (a run with doubled A scales)
+  bool no_release = false;      // the gather leg does not wait for the reduce (reads what is there)
+  int perturbed_rank = -1;      // this rank's B scales are scaled by 1.5 before the GEMM
+  int pull_blocks = 0;          // > 0: launch the pull with this grid instead of the config's
+  bool fp8_wire_bypassed = false;  // fp8-wire configs move the bf16 slice instead
+  bool fnuz_read_as_fn = false;    // operands re-encoded as e4m3fnuz, read as e4m3fn
+};
+
+// The operands of one rank, produced on the host (reference/operands.hpp's generator) and uploaded.
+// Row-major A [m, k] and B [n, k] as e4m3fn bits, A scales [k/128, m] (column-major per SPEC: index kb*m + row),
+// B scales [n/128, k/128] row-major. m is the padded M (padding rows zero).
+struct RankOperands {
+  std::vector<uint8_t> a, b;
+  std::vector<float> a_scale, b_scale;
+};
+// Fills one rank's operands; called once per rank so only one rank's host copy is alive at a time.
+using OperandFn = std::function<void(int rank, RankOperands&)>;
+
+struct RunPlan {
+  Shape shape;  // shape.m must already be padded (multiple of world * 128)
+  Config config;
+  DeviceFaults faults;
+  int ranks_per_device = 0;  // 0: one rank per device when shape.world devices exist, else all on device 0
+  int iterations = 11;       // timed repetitions (median); >= 1
+  int warmup = 2;
+  std::vector<int64_t> rows;  // output rows to read back (every rank)
+};
+
+struct RunOutput {
+  std::vector<std::vector<uint16_t>> outputs;  // [rank][i * n + col] = bf16 bits of row rows[i]
+  std::vector<std::vector<float>> partials;    // [rank][i * n + col] = that rank's GEMM partial (bf16-rounded)
+  std::map<std::string, double> phases_us;     // median over iterations, max over ranks per phase
+  std::vector<double> per_rank_time_us;        // median per rank, start of the run to the rank's last event
+  double total_us = 0;                         // median, start to end of the whole run
+  int64_t unwritten_outputs = 0;               // poison (0xFFFF) elements left in any rank's output
+  std::string device;                          // e.g. "NVIDIA H200 (8 ranks on 1 device)"
+  int pull_blocks = 0;                         // the pull grid actually launched (fp8/lsa), else 0
+};
+
+// Number of usable GPUs (0 when the runtime finds none or has no driver).
+int device_count();
+std::string device_name(int device);
+
+// Runs the plan end to end: upload, poison, `warmup` + `iterations` full runs (each poisoned first), timing,
+// read back. Throws gemmar::EnvironmentError on any runtime failure, UsageError on an unsupported config.
+RunOutput run_gemm_ar(const RunPlan&, const OperandFn&);
+
+// Ceilings measured on the current device, for model/profiles (bytes counted read + written).
+struct Ceilings {
+  double hbm_copy_kernel_gbs = 0;  // our 16-byte vector copy kernel
+  double memcpy_d2d_gbs = 0;       // cudaMemcpyAsync / hipMemcpyAsync device to device
+  double peer_copy_gbs = 0;        // memcpyPeerAsync between devices 0 and 1 (0 when one device)
+  double launch_floor_us = 0;      // an empty kernel, launch to completion, median
+  int64_t bytes = 0;
+};
+Ceilings measure_ceilings(int64_t bytes, int iterations);
+
+// Our blockscale GEMM alone on one device, median time in us over `iterations` (for the TFLOP/s table).
+double time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const OperandFn&);
+
+}  // namespace gemmar::kernels

@@ -1,0 +1,200 @@
+// The one portability layer between HIP (AMD, ROCm) and CUDA (NVIDIA): every kernel source in kernels/ is
+// written once against the gpu* names below and compiled by hipcc/clang (-x hip) or by nvcc (-x cu).
+// Only what the kernels use is mapped; vendor-specific matrix instructions live behind GEMMAR_MMA_* macros so
+// the GEMM main loop has one body per instruction family, chosen at compile time.
+#pragma once
+
+#if defined(__HIP_PLATFORM_AMD__) || defined(__HIPCC__) || defined(__HIP__)
+#define GEMMAR_GPU_HIP 1
+#include <hip/hip_runtime.h>
+#else
+#define GEMMAR_GPU_CUDA 1
+#include <cuda_runtime.h>
+#endif
+
+#include <cstdint>
+
+// ---- runtime API -----------------------------------------------------------------------------------------
+#if defined(GEMMAR_GPU_HIP)
+using gpuError_t = hipError_t;
+using gpuStream_t = hipStream_t;
+using gpuEvent_t = hipEvent_t;
+using gpuGraph_t = hipGraph_t;
+using gpuGraphExec_t = hipGraphExec_t;
+using gpuDeviceProp = hipDeviceProp_t;
+#define gpuSuccess hipSuccess
+#define gpuGetErrorString hipGetErrorString
+#define gpuGetLastError hipGetLastError
+#define gpuGetDeviceCount hipGetDeviceCount
+#define gpuSetDevice hipSetDevice
+#define gpuGetDevice hipGetDevice
+#define gpuGetDeviceProperties hipGetDeviceProperties
+#define gpuDeviceCanAccessPeer hipDeviceCanAccessPeer
+#define gpuDeviceEnablePeerAccess hipDeviceEnablePeerAccess
+#define gpuErrorPeerAccessAlreadyEnabled hipErrorPeerAccessAlreadyEnabled
+#define gpuDeviceSynchronize hipDeviceSynchronize
+#define gpuMalloc hipMalloc
+#define gpuFree hipFree
+#define gpuMemset hipMemset
+#define gpuMemsetAsync hipMemsetAsync
+#define gpuMemcpy hipMemcpy
+#define gpuMemcpyAsync hipMemcpyAsync
+#define gpuMemcpy2D hipMemcpy2D
+#define gpuMemcpyPeerAsync hipMemcpyPeerAsync
+#define gpuMemcpyHostToDevice hipMemcpyHostToDevice
+#define gpuMemcpyDeviceToHost hipMemcpyDeviceToHost
+#define gpuMemcpyDeviceToDevice hipMemcpyDeviceToDevice
+#define gpuStreamCreateWithFlags hipStreamCreateWithFlags
+#define gpuStreamNonBlocking hipStreamNonBlocking
+#define gpuStreamDestroy hipStreamDestroy
+#define gpuStreamSynchronize hipStreamSynchronize
+#define gpuStreamWaitEvent hipStreamWaitEvent
+#define gpuEventCreate hipEventCreate
+#define gpuEventCreateWithFlags hipEventCreateWithFlags
+#define gpuEventDisableTiming hipEventDisableTiming
+#define gpuEventDestroy hipEventDestroy
+#define gpuEventRecord hipEventRecord
+#define gpuEventSynchronize hipEventSynchronize
+#define gpuEventElapsedTime hipEventElapsedTime
+#define gpuFuncSetAttribute(f, a, v) hipFuncSetAttribute(reinterpret_cast<const void*>(f), a, v)
+#define gpuFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
+#else
+using gpuError_t = cudaError_t;
+using gpuStream_t = cudaStream_t;
+using gpuEvent_t = cudaEvent_t;
+using gpuGraph_t = cudaGraph_t;
+using gpuGraphExec_t = cudaGraphExec_t;
+using gpuDeviceProp = cudaDeviceProp;
+#define gpuSuccess cudaSuccess
+#define gpuGetErrorString cudaGetErrorString
+#define gpuGetLastError cudaGetLastError
+#define gpuGetDeviceCount cudaGetDeviceCount
+#define gpuSetDevice cudaSetDevice
+#define gpuGetDevice cudaGetDevice
+#define gpuGetDeviceProperties cudaGetDeviceProperties
+#define gpuDeviceCanAccessPeer cudaDeviceCanAccessPeer
+#define gpuDeviceEnablePeerAccess cudaDeviceEnablePeerAccess
+#define gpuErrorPeerAccessAlreadyEnabled cudaErrorPeerAccessAlreadyEnabled
+#define gpuDeviceSynchronize cudaDeviceSynchronize
+#define gpuMalloc cudaMalloc
+#define gpuFree cudaFree
+#define gpuMemset cudaMemset
+#define gpuMemsetAsync cudaMemsetAsync
+#define gpuMemcpy cudaMemcpy
+#define gpuMemcpyAsync cudaMemcpyAsync
+#define gpuMemcpy2D cudaMemcpy2D
+#define gpuMemcpyPeerAsync cudaMemcpyPeerAsync
+#define gpuMemcpyHostToDevice cudaMemcpyHostToDevice
+#define gpuMemcpyDeviceToHost cudaMemcpyDeviceToHost
+#define gpuMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
+#define gpuStreamCreateWithFlags cudaStreamCreateWithFlags
+#define gpuStreamNonBlocking cudaStreamNonBlocking
+#define gpuStreamDestroy cudaStreamDestroy
+#define gpuStreamSynchronize cudaStreamSynchronize
+#define gpuStreamWaitEvent cudaStreamWaitEvent
+#define gpuEventCreate cudaEventCreate
+#define gpuEventCreateWithFlags cudaEventCreateWithFlags
+#define gpuEventDisableTiming cudaEventDisableTiming
+#define gpuEventDestroy cudaEventDestroy
+#define gpuEventRecord cudaEventRecord
+#define gpuEventSynchronize cudaEventSynchronize
+#define gpuEventElapsedTime cudaEventElapsedTime
+#define gpuFuncSetAttribute(f, a, v) cudaFuncSetAttribute(f, a, v)
+#define gpuFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
+#endif
+
+// ---- device-side ------------------------------------------------------------------------------------------
+// The wavefront is 64 lanes on CDNA (gfx942/gfx950) and the warp 32 on NVIDIA: reductions and the MMA
+// fragment layouts depend on it, so it is a compile-time constant of the device pass.
+#if defined(GEMMAR_GPU_HIP)
+#define GEMMAR_WARP_SIZE 64
+#else
+#define GEMMAR_WARP_SIZE 32
+#endif
+
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#define GEMMAR_DEVICE_PASS 1
+#endif
+
+namespace gemmar::gpu {
+
+// Butterfly max over the whole warp/wavefront.
+__device__ __forceinline__ float warp_max(float v) {
+#if defined(GEMMAR_GPU_HIP)
+  for (int o = GEMMAR_WARP_SIZE / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor(v, o, GEMMAR_WARP_SIZE));
+#else
+  for (int o = GEMMAR_WARP_SIZE / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+#endif
+  return v;
+}
+
+__device__ __forceinline__ float shfl_xor(float v, int o) {
+#if defined(GEMMAR_GPU_HIP)
+  return __shfl_xor(v, o, GEMMAR_WARP_SIZE);
+#else
+  return __shfl_xor_sync(0xffffffffu, v, o);
+#endif
+}
+
+// System-scope release/acquire for flags that peers (other devices) poll.
+__device__ __forceinline__ void fence_system() {
+#if defined(GEMMAR_GPU_HIP)
+  __threadfence_system();
+#else
+  __threadfence_system();
+#endif
+}
+
+}  // namespace gemmar::gpu
+
+// ---- fp8 matrix instruction families ----------------------------------------------------------------------
+// GEMMAR_MMA_SM89: mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 (sm_89+, used on sm_90a).
+// GEMMAR_MMA_MFMA: __builtin_amdgcn_mfma_f32_32x32x16_fp8_fp8 (gfx940+, gfx950). gfx942 hardware reads fp8 as
+//                  e4m3fnuz; the host side compensates (see gemm_ar.cu: fn bits read as fnuz are exactly half).
+// GEMMAR_MMA_SCALAR: a plain fp32 fallback for any other target.
+#if defined(GEMMAR_GPU_CUDA) && defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 890)
+#define GEMMAR_MMA_SM89 1
+#elif defined(GEMMAR_GPU_HIP) && defined(__HIP_DEVICE_COMPILE__) && (defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__) || defined(__gfx950__))
+#define GEMMAR_MMA_MFMA 1
+#else
+#define GEMMAR_MMA_SCALAR 1
+#endif
+
+#if defined(GEMMAR_MMA_SM89)
+namespace gemmar::gpu {
+// D = A(16x32 e4m3, row) * B(32x8 e4m3, col) + C, fp32 accumulate. Fragment layout per PTX ISA 9.7.14.5.
+__device__ __forceinline__ void mma_e4m3_16x8x32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* smem) {
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(addr), "l"(gmem));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+}  // namespace gemmar::gpu
+#endif
+
+#if defined(GEMMAR_MMA_MFMA)
+namespace gemmar::gpu {
+using f32x16 = __attribute__((__vector_size__(16 * sizeof(float)))) float;
+// 32x32x16: each lane supplies 8 fp8 of A (row lane%32, k 8*(lane/32)..+7) and 8 of B (col lane%32, same k);
+// the 16 accumulators of lane l hold C[8*(i/4) + 4*(l/32) + i%4][l%32] (CDNA3 ISA, MFMA layouts).
+__device__ __forceinline__ void mfma_e4m3_32x32x16(f32x16& acc, long a, long b) {
+  acc = __builtin_amdgcn_mfma_f32_32x32x16_fp8_fp8(a, b, acc, 0, 0, 0);
+}
+}  // namespace gemmar::gpu
+#endif

@@ -1,0 +1,522 @@
+// The device kernels of gemm_ar, one source for HIP and CUDA (kernels/gpu_compat.hpp). Every rounding point of
+// the collective (bf16 stores, the fp32 reduce, the fp8 wire) calls reference/numerics_inline.hpp, the same
+// header the CPU emulation uses, so the two agree bit for bit. Only the GEMM's fp32 accumulation order is
+// hardware-defined; that is why the driver re-emulates the collective from the partials read back here.
+#include "kernels/kernels.hpp"
+#include "reference/numerics_inline.hpp"
+
+namespace gemmar::kernels::dev {
+namespace {
+
+namespace nm = gemmar::numerics;
+
+constexpr int kThreads = 256;
+constexpr int kLds = kBlockK + 16;           // smem row stride (bytes): 16 B pad keeps ldmatrix conflict-free
+constexpr int kTileBytes = kBlockM * kLds;   // one 128 x 128 fp8 tile (+pad)
+#if defined(GEMMAR_GPU_HIP)
+constexpr int kStages = 1;                   // gfx942 has 64 KiB of LDS per workgroup
+#else
+constexpr int kStages = 3;                   // cp.async pipeline depth
+#endif
+constexpr int kGemmSmem = kStages * 2 * kTileBytes;
+
+__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
+  return uint32_t(nm::f32_to_bf16(lo)) | (uint32_t(nm::f32_to_bf16(hi)) << 16);
+}
+
+// The tile's rows all belong to one slice (slice_rows is a multiple of 128), so one destination per CTA.
+__device__ __forceinline__ uint16_t* tile_dest(const GemmDest& d, int64_t m0, int& slice) {
+  slice = int(m0 / d.slice_rows);
+  uint16_t* base = d.dst[slice];
+  return base ? base - int64_t(slice) * d.slice_rows * d.ldd : nullptr;  // indexable by absolute row
+}
+
+__device__ __forceinline__ void tile_done(const GemmDest& d, int slice) {
+  __syncthreads();
+  if (threadIdx.x == 0 && d.counters) {
+    __threadfence();  // the tile's stores are visible before its count (the release the put waits on)
+    atomicAdd(d.counters + slice, 1u);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Blockscale GEMM. CTA tile 128 x 128, K step 128 (one scale block). Per K block the MMA accumulates the
+// unscaled fp8 dot products in `blk`; then total = total + blk * (sa * sb) (numerics::block_accumulate).
+__global__ void __launch_bounds__(kThreads, 1)
+    gemm_blockscale_kernel(const uint8_t* __restrict__ A, const uint8_t* __restrict__ B,
+                           const float* __restrict__ SA, const float* __restrict__ SB, int64_t M, int64_t N,
+                           int64_t K, int64_t m_begin, GemmDest dest) {
+  extern __shared__ __align__(16) uint8_t smem[];
+  const int tid = threadIdx.x;
+  const int64_t n0 = int64_t(blockIdx.x) * kBlockN;
+  const int64_t m0 = m_begin + int64_t(blockIdx.y) * kBlockM;
+  const int KB = int(K / kBlockK);
+  const float* sb_row = SB + (n0 / kBlockN) * KB;
+  int slice = 0;
+  uint16_t* C = tile_dest(dest, m0, slice);
+  const int64_t ldd = dest.ldd;
+  (void)N;
+
+#if defined(GEMMAR_MMA_SM89)
+  using namespace gemmar::gpu;
+  const int warp = tid / 32, lane = tid % 32;
+  const int wm = warp / 4, wn = warp % 4;  // 2 x 4 warps, warp tile 64 x 32
+  const int g = lane >> 2, t = lane & 3;
+  auto load_stage = [&](int stage, int kb) {
+    uint8_t* sa = smem + stage * 2 * kTileBytes;
+    uint8_t* sbm = sa + kTileBytes;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int c = tid + i * kThreads;
+      const int row = c >> 3, col16 = c & 7;
+      cp_async_16(sa + row * kLds + col16 * 16, A + (m0 + row) * K + int64_t(kb) * kBlockK + col16 * 16);
+      cp_async_16(sbm + row * kLds + col16 * 16, B + (n0 + row) * K + int64_t(kb) * kBlockK + col16 * 16);
+    }
+  };
+  float total[4][4][4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) total[i][j][e] = 0.0f;
+
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < KB) load_stage(s, s);
+    cp_async_commit();
+  }
+  for (int kb = 0; kb < KB; ++kb) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();
+    const int nk = kb + kStages - 1;
+    if (nk < KB) load_stage(nk % kStages, nk);
+    cp_async_commit();
+
+    const uint8_t* sa = smem + (kb % kStages) * 2 * kTileBytes;
+    const uint8_t* sbm = sa + kTileBytes;
+    float blk[4][4][4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) blk[i][j][e] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      uint32_t af[4][4], bfr[2][4];
+#pragma unroll
+      for (int mt = 0; mt < 4; ++mt)
+        ldmatrix_x4(af[mt], sa + (wm * 64 + mt * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * kLds + kk * 32 +
+                                (lane >> 4) * 16);
+#pragma unroll
+      for (int np = 0; np < 2; ++np)
+        ldmatrix_x4(bfr[np], sbm + (wn * 32 + np * 16 + (lane & 7) + (lane >> 4) * 8) * kLds + kk * 32 +
+                                 ((lane >> 3) & 1) * 16);
+#pragma unroll
+      for (int mt = 0; mt < 4; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt) {
+          const uint32_t b2[2] = {bfr[nt / 2][(nt % 2) * 2], bfr[nt / 2][(nt % 2) * 2 + 1]};
+          mma_e4m3_16x8x32(blk[mt][nt], af[mt], b2);
+        }
+    }
+    const float sbv = sb_row[kb];
+#pragma unroll
+    for (int mt = 0; mt < 4; ++mt) {
+      const int64_t r0 = m0 + wm * 64 + mt * 16 + g;
+      const float sa0 = SA[int64_t(kb) * M + r0], sa1 = SA[int64_t(kb) * M + r0 + 8];
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+        total[mt][nt][0] = nm::block_accumulate(total[mt][nt][0], blk[mt][nt][0], sa0, sbv);
+        total[mt][nt][1] = nm::block_accumulate(total[mt][nt][1], blk[mt][nt][1], sa0, sbv);
+        total[mt][nt][2] = nm::block_accumulate(total[mt][nt][2], blk[mt][nt][2], sa1, sbv);
+        total[mt][nt][3] = nm::block_accumulate(total[mt][nt][3], blk[mt][nt][3], sa1, sbv);
+      }
+    }
+  }
+  cp_async_wait<0>();
+  if (C) {
+#pragma unroll
+    for (int mt = 0; mt < 4; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+        const int64_t r = m0 + wm * 64 + mt * 16 + g;
+        const int64_t c = n0 + wn * 32 + nt * 8 + 2 * t;
+        *reinterpret_cast<uint32_t*>(C + r * ldd + c) = pack_bf16x2(total[mt][nt][0], total[mt][nt][1]);
+        *reinterpret_cast<uint32_t*>(C + (r + 8) * ldd + c) = pack_bf16x2(total[mt][nt][2], total[mt][nt][3]);
+      }
+  }
+  tile_done(dest, slice);
+
+#elif defined(GEMMAR_MMA_MFMA)
+  using namespace gemmar::gpu;
+  const int wave = tid / 64, lane = tid % 64;
+  const int wm = wave / 2, wn = wave % 2;  // 2 x 2 waves, wave tile 64 x 64 = 2 x 2 MFMA 32x32
+  uint8_t* sa = smem;
+  uint8_t* sbm = smem + kTileBytes;
+  f32x16 total[2][2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int e = 0; e < 16; ++e) total[i][j][e] = 0.0f;
+  for (int kb = 0; kb < KB; ++kb) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int c = tid + i * kThreads;
+      const int row = c >> 3, col16 = c & 7;
+      *reinterpret_cast<uint4*>(sa + row * kLds + col16 * 16) =
+          *reinterpret_cast<const uint4*>(A + (m0 + row) * K + int64_t(kb) * kBlockK + col16 * 16);
+      *reinterpret_cast<uint4*>(sbm + row * kLds + col16 * 16) =
+          *reinterpret_cast<const uint4*>(B + (n0 + row) * K + int64_t(kb) * kBlockK + col16 * 16);
+    }
+    __syncthreads();
+    f32x16 blk[2][2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int e = 0; e < 16; ++e) blk[i][j][e] = 0.0f;
+#pragma unroll
+    for (int ks = 0; ks < kBlockK / 16; ++ks) {
+      long af[2], bfr[2];
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+        af[mt] = *reinterpret_cast<const long*>(sa + (wm * 64 + mt * 32 + lane % 32) * kLds + ks * 16 +
+                                                (lane / 32) * 8);
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt)
+        bfr[nt] = *reinterpret_cast<const long*>(sbm + (wn * 64 + nt * 32 + lane % 32) * kLds + ks * 16 +
+                                                 (lane / 32) * 8);
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) mfma_e4m3_32x32x16(blk[mt][nt], af[mt], bfr[nt]);
+    }
+    const float sbv = sb_row[kb];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int e = 0; e < 16; ++e) {
+        const int64_t r = m0 + wm * 64 + mt * 32 + 8 * (e / 4) + 4 * (lane / 32) + (e % 4);
+        const float sav = SA[int64_t(kb) * M + r];
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) total[mt][nt][e] = nm::block_accumulate(total[mt][nt][e], blk[mt][nt][e], sav, sbv);
+      }
+    __syncthreads();
+  }
+  if (C) {
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+        for (int e = 0; e < 16; ++e) {
+          const int64_t r = m0 + wm * 64 + mt * 32 + 8 * (e / 4) + 4 * (lane / 32) + (e % 4);
+          const int64_t c = n0 + wn * 64 + nt * 32 + lane % 32;
+          C[r * ldd + c] = nm::f32_to_bf16(total[mt][nt][e]);
+        }
+  }
+  tile_done(dest, slice);
+
+#else  // scalar fallback: each thread owns an 8 x 8 block of the tile
+  uint8_t* sa = smem;
+  uint8_t* sbm = smem + kTileBytes;
+  const int ty = tid / 16, tx = tid % 16;
+  float total[8][8];
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 8; ++j) total[i][j] = 0.0f;
+  for (int kb = 0; kb < KB; ++kb) {
+    for (int i = 0; i < 4; ++i) {
+      const int c = tid + i * kThreads;
+      const int row = c >> 3, col16 = c & 7;
+      *reinterpret_cast<uint4*>(sa + row * kLds + col16 * 16) =
+          *reinterpret_cast<const uint4*>(A + (m0 + row) * K + int64_t(kb) * kBlockK + col16 * 16);
+      *reinterpret_cast<uint4*>(sbm + row * kLds + col16 * 16) =
+          *reinterpret_cast<const uint4*>(B + (n0 + row) * K + int64_t(kb) * kBlockK + col16 * 16);
+    }
+    __syncthreads();
+    float blk[8][8];
+    for (int i = 0; i < 8; ++i)
+      for (int j = 0; j < 8; ++j) blk[i][j] = 0.0f;
+    for (int kk = 0; kk < kBlockK; ++kk) {
+      float av[8], bv[8];
+      for (int i = 0; i < 8; ++i) av[i] = nm::e4m3_to_f32(sa[(ty * 8 + i) * kLds + kk], false);
+      for (int j = 0; j < 8; ++j) bv[j] = nm::e4m3_to_f32(sbm[(tx * 8 + j) * kLds + kk], false);
+      for (int i = 0; i < 8; ++i)
+        for (int j = 0; j < 8; ++j) blk[i][j] += av[i] * bv[j];
+    }
+    const float sbv = sb_row[kb];
+    for (int i = 0; i < 8; ++i) {
+      const float sav = SA[int64_t(kb) * M + m0 + ty * 8 + i];
+      for (int j = 0; j < 8; ++j) total[i][j] = nm::block_accumulate(total[i][j], blk[i][j], sav, sbv);
+    }
+    __syncthreads();
+  }
+  if (C) {
+    for (int i = 0; i < 8; ++i)
+      for (int j = 0; j < 8; ++j) C[(m0 + ty * 8 + i) * ldd + n0 + tx * 8 + j] = nm::f32_to_bf16(total[i][j]);
+  }
+  tile_done(dest, slice);
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Block-wide NaN-propagating amax (numerics::amax_step is the combine, so a NaN anywhere reaches the scale).
+__device__ float block_amax(float v) {
+  __shared__ float part[kThreads / GEMMAR_WARP_SIZE];
+  for (int o = GEMMAR_WARP_SIZE / 2; o > 0; o >>= 1) v = nm::amax_step(v, gemmar::gpu::shfl_xor(v, o));
+  const int w = threadIdx.x / GEMMAR_WARP_SIZE, l = threadIdx.x % GEMMAR_WARP_SIZE;
+  if (l == 0) part[w] = v;
+  __syncthreads();
+  float r = 0.0f;
+  for (int i = 0; i < int(blockDim.x) / GEMMAR_WARP_SIZE; ++i) r = nm::amax_step(r, part[i]);
+  __syncthreads();
+  return r;
+}
+
+__device__ __forceinline__ void unpack8(const uint4& x, float (&f)[8]) {
+  const uint32_t w[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    f[2 * i] = nm::bf16_to_f32(uint16_t(w[i] & 0xffffu));
+    f[2 * i + 1] = nm::bf16_to_f32(uint16_t(w[i] >> 16));
+  }
+}
+
+// One row of the fp8 wire: amax, scale, codes (numerics::amax_scale / amax_inv_scale / quantize_scaled).
+__device__ void quantize_row(const uint16_t* in, int64_t n, uint8_t* q, float* scale_out) {
+  const int64_t nv = n / 8;
+  float amax = 0.0f;
+  for (int64_t v = threadIdx.x; v < nv; v += blockDim.x) {
+    float f[8];
+    unpack8(reinterpret_cast<const uint4*>(in)[v], f);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) amax = nm::amax_step(amax, f[e]);
+  }
+  amax = block_amax(amax);
+  const float inv = nm::amax_inv_scale(amax, false);
+  for (int64_t v = threadIdx.x; v < nv; v += blockDim.x) {
+    float f[8];
+    unpack8(reinterpret_cast<const uint4*>(in)[v], f);
+    uint32_t lo = 0, hi = 0;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) lo |= uint32_t(nm::quantize_scaled(f[e], inv, false)) << (8 * e);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) hi |= uint32_t(nm::quantize_scaled(f[e + 4], inv, false)) << (8 * e);
+    reinterpret_cast<uint2*>(q)[v] = make_uint2(lo, hi);
+  }
+  if (threadIdx.x == 0) *scale_out = nm::amax_scale(amax, false);
+}
+
+__global__ void __launch_bounds__(kThreads) reduce_kernel(SlotSet slots, int owner, int world, int64_t n,
+                                                          uint16_t* out, uint8_t* q_out, float* q_scale) {
+  const int64_t row = blockIdx.x;
+  const int64_t nv = n / 8;
+  uint16_t* orow = out + row * n;
+  for (int64_t v = threadIdx.x; v < nv; v += blockDim.x) {
+    // numerics::reduce_element, 8 lanes at a time: acc starts at 0, adds peers in order (owner + j) % world.
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int j = 0; j < world; ++j) {
+      const int p = (owner + j) % world;
+      float f[8];
+      unpack8(reinterpret_cast<const uint4*>(slots.slot[p] + row * n)[v], f);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[e] = nm::add_rn(acc[e], f[e]);
+    }
+    uint4 o;
+    o.x = pack_bf16x2(acc[0], acc[1]);
+    o.y = pack_bf16x2(acc[2], acc[3]);
+    o.z = pack_bf16x2(acc[4], acc[5]);
+    o.w = pack_bf16x2(acc[6], acc[7]);
+    reinterpret_cast<uint4*>(orow)[v] = o;
+  }
+  if (q_out) {
+    __syncthreads();  // the block's own global stores are visible to it after the barrier
+    quantize_row(orow, n, q_out + row * n, q_scale + row);
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) quantize_kernel(const uint16_t* in, int64_t n, uint8_t* q_out,
+                                                            float* q_scale) {
+  const int64_t row = blockIdx.x;
+  quantize_row(in + row * n, n, q_out + row * n, q_scale + row);
+}
+
+// 16 codes per step: one 16-byte load (local or over the fabric), two 16-byte stores.
+__global__ void __launch_bounds__(kThreads) widen_kernel(Fp8Sources src, int count, int64_t rows, int64_t n) {
+  const int64_t nv = n / 16;
+  const int64_t per_src = rows * nv;
+  const int64_t total = per_src * count;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int s = int(i / per_src);
+    const int64_t rem = i - int64_t(s) * per_src;
+    const int64_t row = rem / nv, v = rem - row * nv;
+    const uint4 q = reinterpret_cast<const uint4*>(src.q[s] + row * n)[v];
+    const float scale = src.scale[s][row];
+    const uint32_t w[4] = {q.x, q.y, q.z, q.w};
+    uint32_t o[8];
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint8_t c0 = uint8_t(w[k] >> (16 * h)), c1 = uint8_t(w[k] >> (16 * h + 8));
+        o[2 * k + h] = uint32_t(nm::wire_dequantize(c0, scale, false)) |
+                       (uint32_t(nm::wire_dequantize(c1, scale, false)) << 16);
+      }
+    uint4* dst = reinterpret_cast<uint4*>(src.out[s] + row * n) + 2 * v;
+    dst[0] = make_uint4(o[0], o[1], o[2], o[3]);
+    dst[1] = make_uint4(o[4], o[5], o[6], o[7]);
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) copy_slices_kernel(Bf16Sources src, int count, int64_t elems) {
+  const int64_t nv = elems / 8;
+  const int64_t total = nv * count;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int s = int(i / nv);
+    const int64_t v = i - int64_t(s) * nv;
+    reinterpret_cast<uint4*>(src.out[s])[v] = reinterpret_cast<const uint4*>(src.src[s])[v];
+  }
+}
+
+__global__ void count_poison_kernel(const uint16_t* p, int64_t elems, unsigned long long* counter) {
+  unsigned long long c = 0;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < elems; i += int64_t(gridDim.x) * blockDim.x)
+    c += p[i] == 0xffffu ? 1u : 0u;
+  if (c) atomicAdd(counter, c);
+}
+
+__global__ void scale_f32_kernel(float* x, int64_t elems, float factor) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < elems; i += int64_t(gridDim.x) * blockDim.x)
+    x[i] = nm::mul_rn(x[i], factor);
+}
+
+// fn code -> the fnuz code of the same value. fnuz(bits) = fn(bits) / 2, so the fnuz code of v is the fn code
+// of 2v: exponent + 1 for normals, significand * 2 for subnormals (which is code * 2); -0 becomes +0.
+__global__ void fp8_recode_kernel(uint8_t* x, int64_t elems, bool zero_negzero_only) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < elems; i += int64_t(gridDim.x) * blockDim.x) {
+    const uint32_t c = x[i];
+    const uint32_t sign = c & 0x80u, mag = c & 0x7fu;
+    if (zero_negzero_only) {
+      if (c == 0x80u) x[i] = 0;
+      continue;
+    }
+    uint32_t out;
+    if (mag == 0) out = 0;
+    else if ((mag >> 3) == 0) out = sign | (mag * 2u);
+    else out = sign | (mag + 8u > 0x7fu ? 0x7fu : mag + 8u);
+    x[i] = uint8_t(out);
+  }
+}
+
+__global__ void copy_kernel(uint4* __restrict__ dst, const uint4* __restrict__ src, int64_t nv) {
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (; i + 3 * stride < nv; i += 4 * stride) {  // four independent 16-byte loads in flight per thread
+    const uint4 a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
+    dst[i] = a;
+    dst[i + stride] = b;
+    dst[i + 2 * stride] = c;
+    dst[i + 3 * stride] = d;
+  }
+  for (; i < nv; i += stride) dst[i] = src[i];
+}
+
+__global__ void empty_kernel() {}
+
+int sm_count_cached() {
+  static int sms = 0;
+  if (!sms) {
+    int dev = 0;
+    gpuDeviceProp prop{};
+    if (gpuGetDevice(&dev) == gpuSuccess && gpuGetDeviceProperties(&prop, dev) == gpuSuccess)
+      sms = prop.multiProcessorCount;
+    if (sms <= 0) sms = 80;
+  }
+  return sms;
+}
+
+int grid_for(int64_t work_items, int per_block) {
+  const int64_t want = (work_items + per_block - 1) / per_block;
+  const int64_t cap = int64_t(sm_count_cached()) * 8;
+  return int(want < 1 ? 1 : (want > cap ? cap : want));
+}
+
+}  // namespace
+
+gpuError_t launch_gemm_blockscale(const uint8_t* a, const uint8_t* b, const float* a_scale, const float* b_scale,
+                                  int64_t m, int64_t n, int64_t k, int64_t m_begin, int64_t m_end,
+                                  const GemmDest& dest, gpuStream_t s) {
+  static bool attr_set[kMaxWorld] = {};  // the attribute is per device
+  int devno = 0;
+  if (gpuGetDevice(&devno) != gpuSuccess || devno < 0 || devno >= kMaxWorld) devno = 0;
+  if (!attr_set[devno]) {
+    const gpuError_t e =
+        gpuFuncSetAttribute(gemm_blockscale_kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, kGemmSmem);
+    if (e != gpuSuccess) return e;
+    attr_set[devno] = true;
+  }
+  if (m_end <= m_begin) return gpuSuccess;
+  const dim3 grid(unsigned(n / kBlockN), unsigned((m_end - m_begin) / kBlockM));
+  gemm_blockscale_kernel<<<grid, kThreads, kGemmSmem, s>>>(a, b, a_scale, b_scale, m, n, k, m_begin, dest);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_reduce(const SlotSet& slots, int owner, int world, int64_t rows, int64_t n, uint16_t* out,
+                         uint8_t* q_out, float* q_scale, gpuStream_t s) {
+  reduce_kernel<<<unsigned(rows), kThreads, 0, s>>>(slots, owner, world, n, out, q_out, q_scale);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_quantize(const uint16_t* in, int64_t rows, int64_t n, uint8_t* q_out, float* q_scale,
+                           gpuStream_t s) {
+  quantize_kernel<<<unsigned(rows), kThreads, 0, s>>>(in, n, q_out, q_scale);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_widen(const Fp8Sources& src, int count, int64_t rows, int64_t n, int blocks, gpuStream_t s) {
+  if (count <= 0) return gpuSuccess;
+  const int grid = blocks > 0 ? blocks : grid_for(int64_t(count) * rows * (n / 16), kThreads);
+  widen_kernel<<<unsigned(grid), kThreads, 0, s>>>(src, count, rows, n);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_copy_slices(const Bf16Sources& src, int count, int64_t elems, int blocks, gpuStream_t s) {
+  if (count <= 0) return gpuSuccess;
+  const int grid = blocks > 0 ? blocks : grid_for(int64_t(count) * (elems / 8), kThreads);
+  copy_slices_kernel<<<unsigned(grid), kThreads, 0, s>>>(src, count, elems);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_count_poison(const uint16_t* p, int64_t elems, unsigned long long* counter, gpuStream_t s) {
+  count_poison_kernel<<<unsigned(grid_for(elems, kThreads * 8)), kThreads, 0, s>>>(p, elems, counter);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_scale_f32(float* x, int64_t elems, float factor, gpuStream_t s) {
+  scale_f32_kernel<<<unsigned(grid_for(elems, kThreads * 4)), kThreads, 0, s>>>(x, elems, factor);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_fp8_recode(uint8_t* x, int64_t elems, bool zero_negzero_only, gpuStream_t s) {
+  fp8_recode_kernel<<<unsigned(grid_for(elems, kThreads * 8)), kThreads, 0, s>>>(x, elems, zero_negzero_only);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_copy_kernel(void* dst, const void* src, int64_t bytes, gpuStream_t s) {
+  const int64_t nv = bytes / 16;
+  const int grid = sm_count_cached() * 4;
+  copy_kernel<<<unsigned(grid), 512, 0, s>>>(static_cast<uint4*>(dst), static_cast<const uint4*>(src), nv);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_empty(gpuStream_t s) {
+  empty_kernel<<<1, 32, 0, s>>>();
+  return gpuGetLastError();
+}
+
+}  // namespace gemmar::kernels::dev

@@ -1,0 +1,68 @@
+// Launchers of the device kernels (kernels.cu), called by the orchestration in gemm_ar.cu. Every launcher
+// enqueues on the given stream and returns the launch status; nothing here synchronizes.
+#pragma once
+#include <cstdint>
+
+#include "kernels/gpu_compat.hpp"
+
+namespace gemmar::kernels::dev {
+
+constexpr int kMaxWorld = 64;
+constexpr int kBlockM = 128, kBlockN = 128, kBlockK = 128;  // blockscale: one scale block per K step
+
+// Where each finished GEMM tile goes: rows of slice p land at dst[p] + (row - p*slice_rows) * ldd.
+// dst[p] == nullptr drops slice p (a silent push). counters[p] counts finished tiles of slice p.
+struct GemmDest {
+  uint16_t* dst[kMaxWorld];
+  int64_t slice_rows;
+  int64_t ldd;
+  unsigned int* counters;  // [world], may be null
+};
+
+// C tiles for rows [m_begin, m_end) of the blockscale GEMM: A [m, k] e4m3 row-major, B [n, k] e4m3 row-major,
+// a_scale [k/128, m] column-major, b_scale [n/128, k/128]; bf16 RNE of the fp32 accumulator is stored.
+gpuError_t launch_gemm_blockscale(const uint8_t* a, const uint8_t* b, const float* a_scale, const float* b_scale,
+                                  int64_t m, int64_t n, int64_t k, int64_t m_begin, int64_t m_end,
+                                  const GemmDest& dest, gpuStream_t s);
+
+struct SlotSet {
+  const uint16_t* slot[kMaxWorld];  // slot[q]: peer q's bf16 partial of the owned slice, row 0
+};
+// out[row * n + c] (rows of the owned slice) = bf16(sum_j slot[(owner+j)%world][row*n + c]) in fp32.
+// If q_out != nullptr the fp8 wire's narrowing is fused: also writes q_out/q_scale like launch_quantize.
+gpuError_t launch_reduce(const SlotSet& slots, int owner, int world, int64_t rows, int64_t n, uint16_t* out,
+                         uint8_t* q_out, float* q_scale, gpuStream_t s);
+
+// Per row: amax over the bf16 row, scale = amax/448 (1 if zero), codes = e4m3fn RNE(x * 448/amax).
+gpuError_t launch_quantize(const uint16_t* in, int64_t rows, int64_t n, uint8_t* q_out, float* q_scale,
+                           gpuStream_t s);
+
+struct Fp8Sources {
+  const uint8_t* q[kMaxWorld];  // [S, n] codes of source i
+  const float* scale[kMaxWorld];
+  uint16_t* out[kMaxWorld];     // destination rows (bf16) of source i
+};
+// Widens `count` fp8 slices of `rows` rows into bf16: out = bf16(decode(q) * scale). The grid is `blocks`
+// (0 = one block per row); this is both the fp8/sdma dequantize (local sources) and the fp8/lsa pull
+// (sources are peer pointers; blocks = --pull-blocks).
+gpuError_t launch_widen(const Fp8Sources& src, int count, int64_t rows, int64_t n, int blocks, gpuStream_t s);
+
+struct Bf16Sources {
+  const uint16_t* src[kMaxWorld];
+  uint16_t* out[kMaxWorld];
+};
+// CU copy of `count` bf16 slices (split-lsa's second stage; sources are peer pointers).
+gpuError_t launch_copy_slices(const Bf16Sources& src, int count, int64_t elems, int blocks, gpuStream_t s);
+
+// Counts elements equal to 0xFFFF (the poison) into *counter (atomic add).
+gpuError_t launch_count_poison(const uint16_t* p, int64_t elems, unsigned long long* counter, gpuStream_t s);
+// x[i] *= factor.
+gpuError_t launch_scale_f32(float* x, int64_t elems, float factor, gpuStream_t s);
+// Re-encodes e4m3fn codes into e4m3fnuz codes of the same value (the "fnuz read as fn" fault), or, with
+// zero_negzero_only, maps fn's -0 (0x80, NaN in fnuz) to +0 for gfx942's fnuz-reading MFMA.
+gpuError_t launch_fp8_recode(uint8_t* x, int64_t elems, bool zero_negzero_only, gpuStream_t s);
+// 16-byte vector copy (the HBM ceiling).
+gpuError_t launch_copy_kernel(void* dst, const void* src, int64_t bytes, gpuStream_t s);
+gpuError_t launch_empty(gpuStream_t s);
+
+}  // namespace gemmar::kernels::dev

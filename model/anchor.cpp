@@ -1,1 +1,0 @@
-int gemmar_model_anchor = 0;

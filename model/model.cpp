@@ -1,0 +1,285 @@
+// The timing model: each phase of SPEC 1.1 from its bytes/FLOPs and the profile's rates (docs/model.md).
+// Times in us, bytes in B, rates in GB/s (1 GB/s = 1e3 B/us).
+#include "model/model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "common/errors.hpp"
+
+namespace gemmar::model {
+namespace {
+
+double us_at(double bytes, double gbps) { return bytes / (gbps * 1e3); }
+
+struct Ctx {
+  const Params& p;
+  Shape s;
+  Config c;
+  double W, S, N, K, Mp;
+  double share;  // ranks whose work lands on one device: 1, or W when emulated on one device
+
+  Ctx(const Params& pp, const Shape& sh, const Config& cf) : p(pp), s(sh), c(cf) {
+    W = s.world;
+    Mp = double(padded_m(s, c.quant));
+    S = double(slice_rows(s, c.quant));
+    N = double(s.n);
+    K = double(s.k);
+    share = p.one_device ? W : 1.0;
+  }
+
+  // Per-rank effective rates: on one device every rank's traffic shares the device's rate.
+  double link_peak_raw() const {  // datasheet, no efficiency: for the lower bound
+    if (p.link.medium == Medium::Hbm) return p.hbm.peak_gbps / 2.0 / share;  // a local copy reads and writes
+    return p.link.links * p.link.gbps_per_direction;
+  }
+  double sdma_rate() const {  // copy-engine puts
+    if (p.link.medium == Medium::Hbm) return p.copy_engine.d2d_gbps / share;
+    return p.link.links * p.link.gbps_per_direction * p.link.protocol_efficiency;
+  }
+  double cu_rate() const {  // CU loads/stores to peer memory, once enough requests are in flight
+    if (p.link.medium == Medium::Hbm) return p.hbm.copy_gbps / share;
+    return p.link.links * p.link.gbps_per_direction * p.link.protocol_efficiency;
+  }
+  double hbm_rate() const { return p.hbm.peak_gbps * p.hbm.efficiency / share; }
+  double hbm_peak() const { return p.hbm.peak_gbps / share; }
+
+  double quant_eff() const {
+    double r = 1.0;
+    if (c.quant == Quant::Ptpc) r = p.gemm.ptpc_efficiency_ratio;
+    if (c.quant == Quant::Mxfp8) r = p.gemm.mxfp8_efficiency_ratio;
+    return p.gemm.achieved_efficiency * r;
+  }
+  double tile_us() const {
+    const double bm = block_m(c.quant), bn = p.gemm.tile_n;
+    const double per_cu_flops_per_us = p.gemm.fp8_tflops_dense * 1e6 / p.gemm.compute_units;
+    return 2.0 * bm * bn * K / (per_cu_flops_per_us * quant_eff());
+  }
+  double waves_per_gemm() const {
+    const double tiles = std::ceil(Mp / block_m(c.quant)) * std::ceil(N / p.gemm.tile_n);
+    return std::ceil(tiles / p.gemm.compute_units);
+  }
+  // The emulated ranks' GEMMs run one after another on the device: each keeps its own wave quantization.
+  double gemm_only_us() const { return share * (p.gemm.launch_us + waves_per_gemm() * tile_us()); }
+  double gemm_flops() const { return 2.0 * Mp * N * K; }
+};
+
+Phase phase(std::string name, double us, double bytes, std::string bound) {
+  Phase ph;
+  ph.name = std::move(name);
+  ph.us = us;
+  ph.bytes = bytes;
+  ph.bound = std::move(bound);
+  return ph;
+}
+
+// Little's law for the CU pull, with thrash beyond the bandwidth-delay product (docs/model.md "pull").
+struct PullRate {
+  double gbps;
+  bool latency_bound;
+};
+PullRate pull_rate(const Ctx& x, int blocks) {
+  const auto& p = x.p;
+  const double cap = x.cu_rate() * x.share;                                      // device GB/s
+  const double outstanding = x.share * blocks * p.pull.bytes_in_flight_per_block;  // B
+  const double little = outstanding / p.pull.remote_latency_us / 1e3;              // GB/s
+  const double bdp = cap * 1e3 * p.pull.remote_latency_us;                         // B
+  const double thrash = 1.0 + p.pull.contention_k * std::max(0.0, outstanding / bdp - 1.0);
+  return {std::min(cap, little) / thrash / x.share, little < cap};
+}
+
+}  // namespace
+
+const std::vector<int>& default_pull_grid() {
+  static const std::vector<int> v{8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024};
+  return v;
+}
+
+Prediction predict(const Profile& prof, const Shape& shape, const Config& config) {
+  validate_shape_config(shape, config);
+  Prediction pr;
+  Config cfg = effective_config(config);
+  if (is_fused(cfg.mode) && double(shape.m) < prof.params.fused_min_m) {
+    pr.fused_engaged = false;
+    std::ostringstream os;
+    os << "the fused path engages only at M >= " << prof.params.fused_min_m << ": modeled as split-sdma";
+    pr.notes.push_back(os.str());
+    cfg.mode = Mode::SplitSdma;
+  }
+  const Ctx x(prof.params, shape, cfg);
+  const auto& p = x.p;
+  const double L = p.sync.kernel_launch_us * x.share;  // every emulated rank launches its own kernel
+  const double W = x.W, S = x.S, N = x.N;
+  const double slice_bf16 = S * N * 2;
+  const double c_bytes = x.Mp * N * 2;
+  const double scatter_bytes = (W - 1) * slice_bf16;
+  const bool fp8 = uses_fp8_wire(cfg);
+  const bool lsa_gather = cfg.gather_transport == Transport::Lsa;
+  double lb = 0;  // sum over sequential phases of the time at peak rates
+
+  // --- gemm (+ scatter leg)
+  const double gemm_only = x.gemm_only_us();
+  const double gemm_lb = std::max(x.share * x.gemm_flops() / (p.gemm.fp8_tflops_dense * 1e6),
+                                  us_at(c_bytes, x.hbm_peak()));
+  if (cfg.mode == Mode::GemmOnly) {
+    Phase g = phase("gemm", gemm_only, c_bytes, "compute");
+    g.flops = x.gemm_flops();
+    g.hbm_bytes = c_bytes;
+    pr.phases.push_back(g);
+    lb += gemm_lb;
+  } else if (is_fused(cfg.mode)) {
+    const bool sdma = cfg.mode == Mode::FusedSdma;
+    const double gemm_f = gemm_only * (1.0 + p.gemm.epilogue_slowdown);
+    // Pushes start when the first wave of tiles is done, one put per finished BLOCK_M band per peer queue.
+    const double t_first = x.share * p.gemm.launch_us + x.tile_us() * (1.0 + p.gemm.epilogue_slowdown);
+    const double puts_per_queue = sdma ? std::ceil(S / block_m(cfg.quant)) : 0.0;
+    const double wire_rate = (sdma ? x.sdma_rate() : x.cu_rate()) * p.link.scatter_efficiency;
+    const double push_us = puts_per_queue * p.copy_engine.per_put_us + us_at(scatter_bytes, wire_rate);
+    const double tail = std::max(0.0, t_first + push_us - gemm_f);
+    Phase g = phase("gemm", gemm_f, c_bytes, tail > 0 ? "link" : "compute");
+    g.flops = x.gemm_flops();
+    g.link_bytes = scatter_bytes;
+    g.hbm_bytes = c_bytes;
+    pr.phases.push_back(g);
+    Phase d = phase("drain", tail + p.sync.barrier_us, scatter_bytes * std::min(1.0, tail / push_us),
+                    tail > 0 ? "link" : "latency");
+    d.link_bytes = d.bytes;
+    pr.phases.push_back(d);
+    lb += std::max(gemm_lb, us_at(scatter_bytes, x.link_peak_raw()));
+  } else {
+    Phase g = phase("gemm", gemm_only, c_bytes, "compute");
+    g.flops = x.gemm_flops();
+    g.hbm_bytes = c_bytes;
+    pr.phases.push_back(g);
+    lb += gemm_lb;
+    if (cfg.mode == Mode::SplitSdma) {
+      const double us = p.copy_engine.per_put_us +
+                        us_at(scatter_bytes, x.sdma_rate() * p.link.scatter_efficiency) + p.sync.barrier_us;
+      Phase sc = phase("scatter", us, scatter_bytes, "link");
+      sc.link_bytes = scatter_bytes;
+      pr.phases.push_back(sc);
+      lb += us_at(scatter_bytes, x.link_peak_raw());
+    }
+  }
+
+  if (cfg.mode == Mode::SplitLsa) {
+    // Stage 1 reads every peer's partial of the owned rows, stage 2 every peer's reduced rows; the
+    // kernel's grid is assumed sized to keep the links full (no data to calibrate a grid term on).
+    const double link_b = 2 * (W - 1) * slice_bf16;
+    const double hbm_b = W * slice_bf16 + slice_bf16 + (W - 1) * slice_bf16;
+    const double stage1 = std::max(us_at((W - 1) * slice_bf16, x.cu_rate()), us_at(W * slice_bf16 + slice_bf16, x.hbm_rate()));
+    const double stage2 = std::max(us_at((W - 1) * slice_bf16, x.cu_rate()), us_at((W - 1) * slice_bf16, x.hbm_rate()));
+    Phase a = phase("allreduce", L + stage1 + p.sync.barrier_us + stage2 + p.sync.barrier_us, link_b, "link");
+    a.link_bytes = link_b;
+    a.hbm_bytes = hbm_b;
+    pr.phases.push_back(a);
+    lb += std::max(us_at(link_b, x.link_peak_raw()), us_at(hbm_b, x.hbm_peak()));
+  } else if (has_collective(cfg.mode)) {
+    // --- reduce (+ quantize)
+    const double reduce_b = W * slice_bf16 + slice_bf16;
+    const double q_b = 2 * slice_bf16 + S * N + 4 * S;  // reads the bf16 slice twice, writes e4m3 + scales
+    if (fp8 && cfg.fuse_quantize) {
+      // One wave per row for the per-row amax: the kernel's memory parallelism is S waves (Little's law).
+      const double b = reduce_b + S * N + 4 * S;
+      const double little = x.share * S * p.reduce_quantize.bytes_in_flight_per_wave / p.hbm.latency_us / 1e3;
+      const double rate = std::min(x.hbm_rate() * x.share, little) / x.share;
+      Phase r = phase("reduce", L + us_at(b, rate), b, little < x.hbm_rate() * x.share ? "latency" : "hbm");
+      r.hbm_bytes = b;
+      pr.phases.push_back(r);
+      lb += us_at(b, x.hbm_peak());
+    } else {
+      Phase r = phase("reduce", L + us_at(reduce_b, x.hbm_rate()), reduce_b, "hbm");
+      r.hbm_bytes = reduce_b;
+      pr.phases.push_back(r);
+      lb += us_at(reduce_b, x.hbm_peak());
+      if (fp8) {
+        Phase q = phase("quantize", L + us_at(q_b, x.hbm_rate()), q_b, "hbm");
+        q.hbm_bytes = q_b;
+        pr.phases.push_back(q);
+        lb += us_at(q_b, x.hbm_peak());
+      }
+    }
+    // --- gather
+    if (!lsa_gather) {
+      const double gb = fp8 ? (W - 1) * (S * N + 4 * S) : (W - 1) * slice_bf16;
+      const double puts = fp8 ? 2 : 1;  // the fp8 wire carries the row scales in a second put
+      const double us = puts * p.copy_engine.per_put_us + (fp8 ? p.sdma_fp8.gather_handoff_us : 0.0) +
+                        us_at(gb, x.sdma_rate()) + p.sync.barrier_us;
+      Phase g = phase("gather", us, gb, "link");
+      g.link_bytes = gb;
+      pr.phases.push_back(g);
+      lb += us_at(gb, x.link_peak_raw());
+      if (fp8) {
+        const double db = (W - 1) * S * N + (W - 1) * slice_bf16;
+        Phase d = phase("dequantize", L + p.sdma_fp8.dequantize_handoff_us + us_at(db, x.hbm_rate()), db, "hbm");
+        d.hbm_bytes = db;
+        pr.phases.push_back(d);
+        lb += us_at(db, x.hbm_peak());
+      }
+    } else {
+      pr.phases.push_back(phase("gather", L + p.sync.barrier_us, 0, "latency"));
+      const double e = fp8 ? 1.0 : 2.0;
+      const double in_b = (W - 1) * S * N * e + (fp8 ? (W - 1) * 4 * S : 0.0);
+      const double out_b = (W - 1) * slice_bf16;
+      const PullRate r = pull_rate(x, cfg.pull_blocks);
+      const double link_us = us_at(in_b, r.gbps), hbm_us = us_at(out_b, x.hbm_rate());
+      const double us = L + std::max({link_us, hbm_us, p.pull.remote_latency_us});
+      Phase pl = phase("pull", us, (W - 1) * S * N * e, hbm_us > link_us ? "hbm" : r.latency_bound ? "latency" : "link");
+      pl.link_bytes = in_b;
+      pl.hbm_bytes = out_b;
+      pr.phases.push_back(pl);
+      lb += std::max(us_at(in_b, x.link_peak_raw()), us_at(out_b, x.hbm_peak()));
+    }
+  }
+
+  for (const auto& ph : pr.phases) pr.in_server_us += ph.us;
+  if (has_collective(cfg.mode)) pr.phases.push_back(phase("skew", p.standalone.rank_skew_us, 0, "latency"));
+  for (const auto& ph : pr.phases) pr.total_us += ph.us;
+  pr.lower_bound_us = lb;
+  GEMMAR_CHECK(pr.lower_bound_us > 0 && pr.lower_bound_us <= pr.total_us, "lower bound ", pr.lower_bound_us,
+               " above the prediction ", pr.total_us);
+  return pr;
+}
+
+Sweep sweep_pull_blocks(const Profile& prof, const Shape& shape, const Config& config, const std::vector<int>& values) {
+  GEMMAR_USAGE_CHECK(!values.empty(), "--values: the sweep needs at least one value");
+  std::vector<int> v = values;
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  Sweep sw;
+  for (int b : v) {
+    GEMMAR_USAGE_CHECK(b >= 1 && b <= 65536, "--values: ", b, " is out of range [1, 65536]");
+    Config c = config;
+    c.pull_blocks = b;
+    sw.points.push_back({b, predict(prof, shape, c).total_us});
+  }
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < sw.points.size(); ++i)
+    if (sw.points[i].total_us < sw.points[best].total_us) best = i;
+  const double limit = sw.points[best].total_us * 1.01;
+  std::size_t lo = best, hi = best;
+  while (lo > 0 && sw.points[lo - 1].total_us <= limit) --lo;
+  while (hi + 1 < sw.points.size() && sw.points[hi + 1].total_us <= limit) ++hi;
+  sw.optimum = sw.points[best].value;
+  sw.band_lo = sw.points[lo].value;
+  sw.band_hi = sw.points[hi].value;
+  return sw;
+}
+
+nlohmann::json to_json(const Prediction& pr) {
+  nlohmann::json phases = nlohmann::json::array();
+  for (const auto& ph : pr.phases)
+    phases.push_back({{"name", ph.name}, {"us", ph.us}, {"bytes", ph.bytes}, {"bound", ph.bound},
+                      {"flops", ph.flops}, {"link_bytes", ph.link_bytes}, {"hbm_bytes", ph.hbm_bytes}});
+  return {{"total_us", pr.total_us}, {"lower_bound_us", pr.lower_bound_us}, {"in_server_us", pr.in_server_us},
+          {"fused_engaged", pr.fused_engaged}, {"notes", pr.notes}, {"phases", phases}};
+}
+
+nlohmann::json to_json(const Sweep& sw) {
+  nlohmann::json pts = nlohmann::json::array();
+  for (const auto& pt : sw.points) pts.push_back({{"value", pt.value}, {"total_us", pt.total_us}});
+  return {{"points", pts}, {"optimum", {{"value", sw.optimum}, {"band", {sw.band_lo, sw.band_hi}}}}};
+}
+
+}  // namespace gemmar::model

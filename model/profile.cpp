@@ -1,0 +1,190 @@
+#include "model/profile.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "common/errors.hpp"
+#include "model/model.hpp"
+
+namespace gemmar::model {
+namespace {
+
+enum class Rule { Positive, NonNegative, Fraction /* (0, 1] */, AtLeastOne };
+
+class Reader {
+ public:
+  Reader(const nlohmann::json& doc, std::string origin) : doc_(doc), origin_(std::move(origin)) {}
+
+  [[noreturn]] void fail(const std::string& path, const std::string& what) const {
+    throw UsageError(origin_ + ": " + path + ": " + what);
+  }
+
+  // The leaf {"value": ..., "source": "..."} at a dotted path.
+  const nlohmann::json& leaf(const std::string& path) const {
+    const nlohmann::json* node = &doc_;
+    std::string walked;
+    std::istringstream parts(path);
+    for (std::string key; std::getline(parts, key, '.');) {
+      walked += walked.empty() ? key : "." + key;
+      if (!node->is_object()) fail(walked, "parent is not an object");
+      const auto it = node->find(key);
+      if (it == node->end()) fail(walked, "missing field");
+      node = &*it;
+    }
+    if (!node->is_object()) fail(path, "must be an object {\"value\": ..., \"source\": \"...\"}");
+    const auto src = node->find("source");
+    if (src == node->end()) fail(path + ".source", "missing field (every parameter says where it comes from)");
+    if (!src->is_string() || src->get<std::string>().empty()) fail(path + ".source", "must be a non-empty string");
+    if (node->find("value") == node->end()) fail(path + ".value", "missing field");
+    return (*node)["value"];
+  }
+
+  double number(const std::string& path, Rule rule) const {
+    const auto& v = leaf(path);
+    if (!v.is_number()) fail(path, std::string("must be a number, got ") + v.type_name());
+    const double x = v.get<double>();
+    if (!std::isfinite(x)) fail(path, "must be finite");
+    switch (rule) {
+      case Rule::Positive:
+        if (!(x > 0)) fail(path, "must be > 0, got " + fmt(x));
+        break;
+      case Rule::NonNegative:
+        if (!(x >= 0)) fail(path, "must be >= 0, got " + fmt(x));
+        break;
+      case Rule::Fraction:
+        if (!(x > 0 && x <= 1)) fail(path, "must be in (0, 1], got " + fmt(x));
+        break;
+      case Rule::AtLeastOne:
+        if (!(x >= 1)) fail(path, "must be >= 1, got " + fmt(x));
+        break;
+    }
+    return x;
+  }
+
+  bool boolean(const std::string& path) const {
+    const auto& v = leaf(path);
+    if (!v.is_boolean()) fail(path, std::string("must be true or false, got ") + v.type_name());
+    return v.get<bool>();
+  }
+
+  std::string text(const std::string& path) const {
+    const auto& v = leaf(path);
+    if (!v.is_string()) fail(path, std::string("must be a string, got ") + v.type_name());
+    return v.get<std::string>();
+  }
+
+ private:
+  static std::string fmt(double x) {
+    std::ostringstream os;
+    os << x;
+    return os.str();
+  }
+  const nlohmann::json& doc_;
+  std::string origin_;
+};
+
+}  // namespace
+
+Params parse_params(const nlohmann::json& doc, const std::string& origin) {
+  if (!doc.is_object()) throw UsageError(origin + ": the profile must be a JSON object");
+  const Reader r(doc, origin);
+  using R = Rule;
+  Params p;
+  p.one_device = r.boolean("emulated_on_one_device");
+  p.fused_min_m = r.number("fused_min_m", R::NonNegative);
+
+  p.gemm.fp8_tflops_dense = r.number("gemm.fp8_tflops_dense", R::Positive);
+  p.gemm.compute_units = r.number("gemm.compute_units", R::AtLeastOne);
+  p.gemm.tile_n = r.number("gemm.tile_n", R::AtLeastOne);
+  p.gemm.achieved_efficiency = r.number("gemm.achieved_efficiency", R::Fraction);
+  p.gemm.ptpc_efficiency_ratio = r.number("gemm.ptpc_efficiency_ratio", R::Positive);
+  p.gemm.mxfp8_efficiency_ratio = r.number("gemm.mxfp8_efficiency_ratio", R::Positive);
+  p.gemm.launch_us = r.number("gemm.launch_us", R::NonNegative);
+  p.gemm.epilogue_slowdown = r.number("gemm.epilogue_slowdown", R::NonNegative);
+  for (const char* q : {"ptpc", "mxfp8"}) {
+    const double ratio = q[0] == 'p' ? p.gemm.ptpc_efficiency_ratio : p.gemm.mxfp8_efficiency_ratio;
+    if (p.gemm.achieved_efficiency * ratio > 1)
+      r.fail(std::string("gemm.") + q + "_efficiency_ratio", "pushes the achieved efficiency above dense peak");
+  }
+
+  p.hbm.peak_gbps = r.number("hbm.peak_gbps", R::Positive);
+  p.hbm.efficiency = r.number("hbm.efficiency", R::Fraction);
+  p.hbm.latency_us = r.number("hbm.latency_us", R::Positive);
+
+  const std::string medium = r.text("link.medium");
+  if (medium == "xgmi") p.link.medium = Medium::Xgmi;
+  else if (medium == "nvlink") p.link.medium = Medium::Nvlink;
+  else if (medium == "hbm") p.link.medium = Medium::Hbm;
+  else r.fail("link.medium", "unknown medium '" + medium + "' (accepted: xgmi|nvlink|hbm)");
+  if (p.link.medium != Medium::Hbm) {
+    p.link.links = r.number("link.links", R::AtLeastOne);
+    p.link.gbps_per_direction = r.number("link.gbps_per_direction", R::Positive);
+  }
+  p.link.protocol_efficiency = r.number("link.protocol_efficiency", R::Fraction);
+  p.link.scatter_efficiency = r.number("link.scatter_efficiency", R::Fraction);
+
+  p.copy_engine.per_put_us = r.number("copy_engine.per_put_us", R::NonNegative);
+  if (p.link.medium == Medium::Hbm) {
+    p.hbm.copy_gbps = r.number("hbm.copy_gbps", R::Positive);
+    p.copy_engine.d2d_gbps = r.number("copy_engine.d2d_gbps", R::Positive);
+    if (!p.one_device) r.fail("emulated_on_one_device", "link.medium hbm means the ranks share one device: must be true");
+  }
+  p.sync.kernel_launch_us = r.number("sync.kernel_launch_us", R::NonNegative);
+  p.sync.barrier_us = r.number("sync.barrier_us", R::NonNegative);
+  p.sdma_fp8.gather_handoff_us = r.number("sdma_fp8.gather_handoff_us", R::NonNegative);
+  p.sdma_fp8.dequantize_handoff_us = r.number("sdma_fp8.dequantize_handoff_us", R::NonNegative);
+  p.pull.bytes_in_flight_per_block = r.number("pull.bytes_in_flight_per_block", R::Positive);
+  p.pull.remote_latency_us = r.number("pull.remote_latency_us", R::Positive);
+  p.pull.contention_k = r.number("pull.contention_k", R::NonNegative);
+  p.reduce_quantize.bytes_in_flight_per_wave = r.number("reduce_quantize.bytes_in_flight_per_wave", R::Positive);
+  p.standalone.rank_skew_us = r.number("standalone.rank_skew_us", R::NonNegative);
+  return p;
+}
+
+Profile load_profile(const std::string& name_or_file) {
+  const auto& embedded = embedded_profiles();
+  std::string text, origin;
+  if (const auto it = embedded.find(name_or_file); it != embedded.end()) {
+    text = it->second;
+    origin = "profiles/" + name_or_file + ".json";
+  } else {
+    std::ifstream in(name_or_file, std::ios::binary);
+    if (!in) {
+      std::string names;
+      for (const auto& [n, _] : embedded) names += names.empty() ? n : "|" + n;
+      throw UsageError("--profile: '" + name_or_file + "' is neither a built-in profile (" + names +
+                       ") nor a readable file");
+    }
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+    origin = name_or_file;
+  }
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw UsageError(origin + ": not valid JSON: " + e.what());
+  }
+  Profile prof;
+  prof.params = parse_params(doc, origin);
+  const Reader r(doc, origin);
+  const auto name = doc.find("name");
+  if (name == doc.end() || !name->is_string() || name->get<std::string>().empty())
+    r.fail("name", "missing or not a non-empty string");
+  prof.name = name->get<std::string>();
+  prof.model_band = r.number("model_band", Rule::Fraction);
+  prof.run_to_run_spread = r.number("run_to_run_spread", Rule::Fraction);
+  prof.origin = origin;
+  prof.source = std::move(doc);
+  return prof;
+}
+
+std::vector<std::string> builtin_profile_names() {
+  std::vector<std::string> v;
+  for (const auto& [n, _] : embedded_profiles()) v.push_back(n);
+  return v;
+}
+
+}  // namespace gemmar::model

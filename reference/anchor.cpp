@@ -1,1 +1,0 @@
-int gemmar_reference_anchor = 0;

@@ -1,0 +1,395 @@
+#include "reference/emulation.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "common/errors.hpp"
+#include "reference/formats.hpp"
+#include "reference/gemm.hpp"
+#include "reference/quant.hpp"
+
+namespace gemmar::reference {
+namespace {
+
+constexpr int kReleaseBands = 32;
+constexpr int64_t kFusedTileN = 256;    // columns per epilogue push in the fused modes
+constexpr int64_t kLineBytes = 64;      // what a copy engine reads stale at a time
+constexpr float kPerturbFactor = 1.25f;
+constexpr Tensor kNoReleaseTag = Tensor(0x4e52);  // "NR": its own stream of the counter generator
+
+// The no-release pattern for (receiving rank, owner, row): is the line stale, given the element's column?
+struct ReleasePattern {
+  uint64_t seed;
+  int world;
+  int64_t slice;
+  bool band_hit(int receiver, int owner, int64_t row) const {
+    const int64_t band = (row - int64_t(owner) * slice) * kReleaseBands / slice;
+    const int bands = 1 + int(counter_hash(seed, receiver, kNoReleaseTag, -1, -1) & 1u);
+    for (int b = 0; b < bands; ++b) {
+      const int64_t hit = int64_t(counter_hash(seed, receiver, kNoReleaseTag, -2 - owner, b) % kReleaseBands);
+      if (hit == band) return true;
+    }
+    return false;
+  }
+  double line_probability(int receiver) const {
+    return 0.004 + 0.008 * uniform_sample(seed, receiver, kNoReleaseTag, -3, -3);
+  }
+  bool line_stale(int receiver, int64_t row, int64_t line, double p) const {
+    return uniform_sample(seed, receiver, kNoReleaseTag, row, line) < p;
+  }
+};
+
+}  // namespace
+
+Bf16Outputs emulate_collective(const CollectiveRequest& req, const Partials& partials) {
+  const Shape& s = req.shape;
+  const int W = s.world;
+  const int64_t N = s.n;
+  const int64_t R = int64_t(req.rows.size());
+  const Config cfg = effective_config(req.config);
+  const Faults& f = req.faults;
+  GEMMAR_CHECK(int(partials.size()) == W, "partials for ", partials.size(), " ranks, world is ", W);
+  for (const auto& p : partials) GEMMAR_CHECK(int64_t(p.size()) == R * N, "partials of the wrong size");
+  const int64_t S = slice_rows(s, cfg.quant);
+  const int64_t pm = padded_m(s, cfg.quant);
+  for (int64_t r : req.rows) GEMMAR_CHECK(r >= 0 && r < pm, "row ", r, " outside the padded M ", pm);
+
+  if (f.stale_output) {
+    GEMMAR_CHECK(req.previous_outputs != nullptr, "stale_output needs the previous run's outputs");
+    GEMMAR_CHECK(int(req.previous_outputs->size()) == W);
+    return *req.previous_outputs;
+  }
+
+  // Each rank's local bf16 partial; the output buffer starts holding it (in-place all-reduce).
+  Bf16Outputs out(size_t(W), std::vector<uint16_t>(size_t(R * N)));
+  for (int r = 0; r < W; ++r) {
+    const float mult = r == f.perturbed_rank ? kPerturbFactor : 1.0f;
+    const float* src = partials[size_t(r)].data();
+    uint16_t* dst = out[size_t(r)].data();
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < R * N; ++i) dst[i] = to_bf16(mult == 1.0f ? src[i] : src[i] * mult);
+  }
+  if (!has_collective(cfg.mode)) return out;
+
+  const bool fp8 = cfg.gather_dtype == WireDtype::Fp8 && !f.fp8_wire_bypassed;
+  const bool sdma_gather = cfg.gather_transport == Transport::Sdma && cfg.mode != Mode::SplitLsa;
+  const ReleasePattern rel{req.seed, W, S};
+  std::vector<double> line_p(static_cast<size_t>(W));
+  for (int r = 0; r < W; ++r) line_p[size_t(r)] = rel.line_probability(r);
+
+#pragma omp parallel
+  {
+    std::vector<uint16_t> slots(size_t(W * N)), reduced(static_cast<size_t>(N)), landed(static_cast<size_t>(N));
+    std::vector<uint8_t> wire(static_cast<size_t>(N)), landed8(static_cast<size_t>(N));
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t i = 0; i < R; ++i) {
+      const int64_t row = req.rows[size_t(i)];
+      const int owner = int(row / S);
+      // Row i of every output buffer still holds the local partial until this iteration writes it.
+      auto local_row = [&](int r) { return out[size_t(r)].data() + i * N; };
+
+      // ---- scatter leg: slot p of the owner receives peer p's bf16 partial of this row ----
+      std::fill(slots.begin(), slots.end(), uint16_t(0));  // fresh receive windows
+      for (int p = 0; p < W; ++p) {
+        uint16_t* slot = slots.data() + p * N;
+        if (p == owner || cfg.mode == Mode::SplitLsa) {
+          // The owner's own partial is read in place; split-lsa's first stage loads every peer's input
+          // for the owned rows with CU loads (no puts to go silent).
+          for (int64_t c = 0; c < N; ++c) slot[c] = local_row(p)[c];
+        } else if (f.silent_scatter) {
+          // the put did nothing: the slot keeps its fresh contents
+        } else if (is_fused(cfg.mode)) {
+          for (int64_t c0 = 0; c0 < N; c0 += kFusedTileN)  // the epilogue pushes each finished tile
+            std::memcpy(slot + c0, local_row(p) + c0, size_t(std::min(kFusedTileN, N - c0)) * 2);
+        } else {
+          std::memcpy(slot, local_row(p), size_t(N) * 2);  // split-sdma: one copy-engine put per slice
+        }
+      }
+      // ---- reduce: fp32 in peer order (owner + j) % W, stored bf16 ----
+      for (int64_t c = 0; c < N; ++c)
+        reduced[size_t(c)] = numerics::reduce_element(owner, W, [&](int p) { return slots[size_t(p * N + c)]; });
+      float scale = 1.0f;
+      if (fp8) scale = wire_quantize_row(reduced.data(), N, wire.data(), req.wire_format);
+
+      // ---- gather leg ----
+      for (int r = 0; r < W; ++r) {
+        if (r == owner) continue;
+        uint16_t* dst = out[size_t(r)].data() + i * N;
+        const bool stale_band = f.no_release && sdma_gather && rel.band_hit(r, owner, row);
+        if (!fp8) {
+          if (sdma_gather && f.silent_gather) continue;  // keeps its local partial
+          if (stale_band) {
+            const int64_t per_line = kLineBytes / 2;
+            for (int64_t c = 0; c < N; ++c) {
+              const bool stale = rel.line_stale(r, row, c / per_line, line_p[size_t(r)]);
+              // the pre-reduce contents of the owner's buffer: its local bf16 partial
+              landed[size_t(c)] = stale ? local_row(owner)[c] : reduced[size_t(c)];
+            }
+            std::memcpy(dst, landed.data(), size_t(N) * 2);
+          } else {
+            std::memcpy(dst, reduced.data(), size_t(N) * 2);
+          }
+        } else {
+          float landed_scale = scale;
+          if (sdma_gather && f.silent_gather) {
+            std::fill(landed8.begin(), landed8.end(), uint8_t(0));  // nothing landed
+            landed_scale = 0.0f;
+          } else if (stale_band) {
+            for (int64_t c = 0; c < N; ++c)
+              landed8[size_t(c)] = rel.line_stale(r, row, c / kLineBytes, line_p[size_t(r)]) ? 0 : wire[size_t(c)];
+          } else {
+            std::memcpy(landed8.data(), wire.data(), size_t(N));
+          }
+          // sdma: the dequantize kernel widens the landed slice; lsa: the pull widens in registers. Same math.
+          wire_dequantize_row(landed8.data(), landed_scale, N, dst, req.wire_format);
+        }
+      }
+      // The owner's reduce output lands in its own output row (in place), never quantized.
+      std::memcpy(local_row(owner), reduced.data(), size_t(N) * 2);
+    }
+  }
+  return out;
+}
+
+std::vector<uint16_t> straightforward_sum(const Shape& s, Quant q, const std::vector<int64_t>& rows,
+                                          const Partials& partials) {
+  const int W = s.world;
+  const int64_t N = s.n, S = slice_rows(s, q);
+  std::vector<uint16_t> out(rows.size() * size_t(N));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const int owner = int(rows[i] / S);
+    for (int64_t c = 0; c < N; ++c) {
+      float acc = 0.0f;
+      for (int j = 0; j < W; ++j) acc += from_bf16(to_bf16(partials[size_t((owner + j) % W)][i * size_t(N) + size_t(c)]));
+      out[i * size_t(N) + size_t(c)] = to_bf16(acc);
+    }
+  }
+  return out;
+}
+
+PartialsResult compute_partials(const PartialsRequest& req) {
+  const OperandSpec& spec = req.operands;
+  const Shape& s = spec.shape;
+  PartialsResult res;
+  res.rows = req.rows.empty() ? all_rows(s, spec.quant) : req.rows;
+  const size_t cells = res.rows.size() * size_t(s.n);
+  if (req.with_reference) res.reference.assign(cells, 0.0f);
+  if (req.with_truth) res.truth.assign(cells, 0.0);
+  const Fp8Format decode_as = req.fnuz_read_as_fn ? Fp8Format::E4M3FN : spec.fp8_format;
+  for (int r = 0; r < s.world; ++r) {
+    const RankOperands op = make_rank_operands(spec, r, res.rows);
+    res.partials.push_back(emulated_partial(op, spec.quant, decode_as));
+    if (req.with_reference) {
+      const std::vector<float> p = reference_partial(op, spec.quant, spec.fp8_format);
+      for (size_t i = 0; i < cells; ++i) res.reference[i] += p[i];
+    }
+    if (req.with_truth) {
+      const std::vector<double> p = truth_partial(op, spec.quant, spec.fp8_format);
+      for (size_t i = 0; i < cells; ++i) res.truth[i] += p[i];
+    }
+  }
+  return res;
+}
+
+EmulationResult emulate(const EmulationRequest& req) {
+  validate_shape_config(req.shape, req.config);
+  PartialsRequest pr;
+  pr.operands = {req.shape, req.config.quant, req.data, req.seed, req.fp8_format};
+  pr.rows = req.rows;
+  pr.fnuz_read_as_fn = req.faults.fnuz_read_as_fn;
+  PartialsResult p = compute_partials(pr);
+
+  CollectiveRequest cr;
+  cr.shape = req.shape;
+  cr.config = req.config;
+  cr.rows = p.rows;
+  cr.wire_format = req.fp8_format;
+  cr.faults = req.faults;
+  cr.seed = req.seed;
+  Bf16Outputs previous;
+  if (req.faults.stale_output) {
+    // A previous, fault-free run of the same config on other data.
+    PartialsRequest prev = pr;
+    prev.operands.seed = req.seed ^ 0x5ca1ab1e5eedull;
+    prev.fnuz_read_as_fn = false;
+    prev.with_reference = false;
+    const PartialsResult pp = compute_partials(prev);
+    CollectiveRequest pc = cr;
+    pc.faults = {};
+    previous = emulate_collective(pc, pp.partials);
+    cr.previous_outputs = &previous;
+  }
+  EmulationResult res;
+  res.outputs = emulate_collective(cr, p.partials);
+  res.rows = std::move(p.rows);
+  res.partials = std::move(p.partials);
+  res.reference = std::move(p.reference);
+  return res;
+}
+
+// ---- relL2 ---------------------------------------------------------------------------------------------
+
+std::vector<int64_t> sample_rows(const Shape& s, Quant q, int64_t count, uint64_t seed) {
+  const int W = s.world;
+  const int64_t S = slice_rows(s, q);
+  std::vector<int64_t> rows;
+  // Real rows per slice; a slice entirely of padding has none to sample.
+  std::vector<int64_t> real(static_cast<size_t>(W));
+  int nonempty = 0;
+  for (int h = 0; h < W; ++h) {
+    real[size_t(h)] = std::clamp<int64_t>(s.m - int64_t(h) * S, 0, S);
+    nonempty += real[size_t(h)] > 0;
+  }
+  int idx = 0;
+  for (int h = 0; h < W; ++h) {
+    if (real[size_t(h)] == 0) continue;
+    const int64_t want = count / nonempty + (idx < count % nonempty ? 1 : 0);
+    ++idx;
+    const int64_t nh = std::min(want, real[size_t(h)]);
+    const int64_t base = int64_t(h) * S;
+    for (int64_t j = 0; j < nh; ++j) {
+      // One draw inside each of nh equal sub-ranges: distinct, spread over the slice.
+      const int64_t lo = j * real[size_t(h)] / nh, hi = (j + 1) * real[size_t(h)] / nh;
+      const int64_t off = lo + int64_t(counter_hash(seed, h, Tensor(0x5350), j, 0) % uint64_t(hi - lo));
+      rows.push_back(base + off);
+    }
+  }
+  return rows;
+}
+
+RowErrors row_errors(const std::vector<uint16_t>& out, const std::vector<float>& ref, int64_t n) {
+  GEMMAR_CHECK(out.size() == ref.size() && n > 0 && out.size() % size_t(n) == 0);
+  const size_t R = out.size() / size_t(n);
+  RowErrors e;
+  e.err2.assign(R, 0.0);
+  e.ref2.assign(R, 0.0);
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < R; ++i) {
+    double a = 0, b = 0;
+    for (size_t c = 0; c < size_t(n); ++c) {
+      const double r = ref[i * size_t(n) + c];
+      const double d = double(from_bf16(out[i * size_t(n) + c])) - r;
+      a += d * d;
+      b += r * r;
+    }
+    e.err2[i] = a;
+    e.ref2[i] = b;
+  }
+  return e;
+}
+
+RelL2 stratified_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows, const RowErrors& e) {
+  const int W = s.world;
+  const int64_t S = slice_rows(s, q);
+  GEMMAR_CHECK(e.err2.size() == rows.size() && e.ref2.size() == rows.size());
+  std::vector<double> se(size_t(W), 0), sr(size_t(W), 0);
+  std::vector<int64_t> nh(size_t(W), 0);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const size_t h = size_t(rows[i] / S);
+    se[h] += e.err2[i];
+    sr[h] += e.ref2[i];
+    ++nh[h];
+  }
+  std::vector<double> Nh(static_cast<size_t>(W)), wh(size_t(W), 0);
+  double E = 0, Rf = 0;
+  for (int h = 0; h < W; ++h) {
+    const int64_t real = std::clamp<int64_t>(s.m - int64_t(h) * S, 0, S);
+    Nh[size_t(h)] = double(std::max(real, nh[size_t(h)]));
+    if (nh[size_t(h)] == 0) continue;
+    wh[size_t(h)] = Nh[size_t(h)] / double(nh[size_t(h)]);
+    E += wh[size_t(h)] * se[size_t(h)];
+    Rf += wh[size_t(h)] * sr[size_t(h)];
+  }
+  RelL2 out;
+  if (!(Rf > 0)) {
+    out.value = E > 0 ? std::numeric_limits<double>::infinity() : 0.0;
+    if (std::isnan(E)) out.value = std::numeric_limits<double>::quiet_NaN();
+    return out;
+  }
+  const double Q = E / Rf;
+  out.value = std::sqrt(Q);
+  if (!std::isfinite(Q)) return out;
+  // Linearized ratio estimator: d_i = e_i - Q r_i; variance per stratum with finite-population correction.
+  std::vector<double> mean(size_t(W), 0), ss(size_t(W), 0);
+  for (int h = 0; h < W; ++h)
+    if (nh[size_t(h)]) mean[size_t(h)] = (se[size_t(h)] - Q * sr[size_t(h)]) / double(nh[size_t(h)]);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const size_t h = size_t(rows[i] / S);
+    const double d = e.err2[i] - Q * e.ref2[i] - mean[h];
+    ss[h] += d * d;
+  }
+  double pooled_ss = 0;
+  int64_t pooled_df = 0;
+  for (int h = 0; h < W; ++h)
+    if (nh[size_t(h)] > 1) {
+      pooled_ss += ss[size_t(h)];
+      pooled_df += nh[size_t(h)] - 1;
+    }
+  const double pooled = pooled_df > 0 ? pooled_ss / double(pooled_df) : 0.0;
+  double var = 0;
+  for (int h = 0; h < W; ++h) {
+    const double n = double(nh[size_t(h)]);
+    if (n == 0) continue;
+    const double s2 = n > 1 ? ss[size_t(h)] / (n - 1) : pooled;
+    const double fpc = 1.0 - n / Nh[size_t(h)];
+    var += Nh[size_t(h)] * Nh[size_t(h)] * fpc * s2 / n;
+  }
+  const double se_q = std::sqrt(var) / Rf;
+  out.stderr_ = out.value > 0 ? se_q / (2.0 * out.value) : se_q;
+  return out;
+}
+
+std::vector<RelL2> per_rank_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows, const Bf16Outputs& outs,
+                                   const std::vector<float>& ref) {
+  std::vector<RelL2> v;
+  for (const auto& o : outs) v.push_back(stratified_rel_l2(s, q, rows, row_errors(o, ref, s.n)));
+  return v;
+}
+
+RelL2 all_views_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows, const Bf16Outputs& outs,
+                       const std::vector<float>& ref) {
+  RowErrors sum;
+  sum.err2.assign(rows.size(), 0.0);
+  for (const auto& o : outs) {
+    const RowErrors e = row_errors(o, ref, s.n);
+    for (size_t i = 0; i < rows.size(); ++i) sum.err2[i] += e.err2[i] / double(outs.size());
+    sum.ref2 = e.ref2;
+  }
+  return stratified_rel_l2(s, q, rows, sum);
+}
+
+std::vector<double> per_slice_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows, const Bf16Outputs& outs,
+                                     const std::vector<float>& ref) {
+  const int64_t S = slice_rows(s, q);
+  std::vector<double> e(size_t(s.world), 0), r(size_t(s.world), 0);
+  std::vector<int64_t> n(size_t(s.world), 0);
+  for (const auto& o : outs) {
+    const RowErrors re = row_errors(o, ref, s.n);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const size_t h = size_t(rows[i] / S);
+      e[h] += re.err2[i];
+      r[h] += re.ref2[i];
+      ++n[h];
+    }
+  }
+  std::vector<double> out(size_t(s.world));
+  for (size_t h = 0; h < out.size(); ++h)
+    out[h] = n[h] == 0 ? std::numeric_limits<double>::quiet_NaN()
+                       : (r[h] > 0 ? std::sqrt(e[h] / r[h]) : (e[h] > 0 ? std::numeric_limits<double>::infinity() : 0.0));
+  return out;
+}
+
+double rel_l2(const std::vector<uint16_t>& out, const std::vector<float>& ref) {
+  GEMMAR_CHECK(out.size() == ref.size());
+  double e = 0, r = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const double d = double(from_bf16(out[i])) - double(ref[i]);
+    e += d * d;
+    r += double(ref[i]) * double(ref[i]);
+  }
+  return r > 0 ? std::sqrt(e / r) : (e > 0 ? std::numeric_limits<double>::infinity() : 0.0);
+}
+
+}  // namespace gemmar::reference

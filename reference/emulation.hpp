@@ -1,0 +1,137 @@
+// THE PIPELINE EMULATION: the CPU backend of `gemmar run` / `gemmar validate` (SPEC 1.1).
+//
+// W ranks are separate buffers. Each rank's fp32 partial is rounded to bf16 (its local partial; the output
+// buffer holds it before the collective, as an in-place all-reduce's does). Scatter leg: the owner of a row
+// (rank r owns padded rows [r*S, (r+1)*S)) receives every peer's bf16 partial in one slot per peer. Reduce:
+// fp32 sum in peer order (owner + j) % W, j = 0..W-1, stored bf16 (numerics::reduce_element). Gather leg:
+//   bf16 wire: exact copies of the owner's rows into every peer's output;
+//   fp8 wire (sdma and lsa alike): the owner quantizes each owned row (quant.hpp wire_quantize_row), peers
+//   dequantize to bf16; the owner's own rows are never quantized.
+// split-lsa is bf16 only (effective_config), gemm-only has no collective (output = local bf16 partial).
+// The collective is row local, so it runs on any selection of rows: sampled rows of the full reference shape,
+// or all rows of a small shape. It runs on computed partials or on externally supplied ones (a GPU's).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "common/config.hpp"
+#include "reference/floors.hpp"
+#include "reference/operands.hpp"
+
+namespace gemmar::reference {
+
+// Mirror of gemmar::FaultInjection (validate/run_driver.hpp). Where each applies, physically:
+//  silent_scatter: peer puts of the scatter leg do nothing (split-sdma copies, fused epilogue pushes); the
+//    owner's slots for those peers keep their fresh (zero) contents, so the reduce holds the owner's own
+//    partial only. split-lsa pulls with CU loads: unaffected.
+//  silent_gather: copy-engine puts of the gather leg (transport sdma) do nothing: a peer's output rows keep
+//    what they held, its own local bf16 partial (bf16 wire) or, on the fp8 wire, the dequantize kernel widens
+//    a landing buffer that never got data (zeros). lsa gathers are CU loads: unaffected.
+//    Both legs silent: every rank's output is its own local partial, relL2 ~ sqrt((W-1)/W).
+//  stale_output: every output holds a previous run's result (another seed).
+//  no_release: the copy engine of the sdma gather reads some 64-byte lines of the owner's slice before the
+//    reduce's stores are visible: stale lines carry the pre-reduce contents (bf16: the owner's local partial;
+//    fp8: zero codes). Per (seed, receiving rank): 1-2 of 32 bands of each slice, each line stale with a
+//    probability drawn per rank; relL2 ~1e-2, different per rank.
+//  perturbed_rank: that rank's fp32 partial is scaled by 1.25 before the collective (a wrong scale).
+//  fp8_wire_bypassed: an fp8-wire config whose gather actually moved bf16.
+//  fnuz_read_as_fn: the kernels decode e4m3fnuz operands as e4m3fn (only when partials are computed here).
+struct Faults {
+  bool silent_scatter = false;
+  bool silent_gather = false;
+  bool stale_output = false;
+  bool no_release = false;
+  int perturbed_rank = -1;
+  bool fp8_wire_bypassed = false;
+  bool fnuz_read_as_fn = false;
+  bool any() const {
+    return silent_scatter || silent_gather || stale_output || no_release || perturbed_rank >= 0 ||
+           fp8_wire_bypassed || fnuz_read_as_fn;
+  }
+};
+
+// Per rank, row-major [rows.size(), N].
+using Partials = std::vector<std::vector<float>>;
+using Bf16Outputs = std::vector<std::vector<uint16_t>>;
+
+struct CollectiveRequest {
+  Shape shape;
+  Config config;
+  std::vector<int64_t> rows;                // global padded rows, each < padded_m
+  Fp8Format wire_format = Fp8Format::E4M3FN;  // the fp8 wire's format
+  Faults faults;
+  uint64_t seed = 1234;                     // drives the no-release pattern
+  // stale_output: the previous run's outputs (same rows); required when stale_output is set.
+  const Bf16Outputs* previous_outputs = nullptr;
+};
+
+// The collective on given fp32 partials -> every rank's bf16 output rows.
+Bf16Outputs emulate_collective(const CollectiveRequest&, const Partials&);
+
+// The straightforward sum the bf16 wire must equal bit for bit: bf16(sum over j of bf16(partial[(o+j)%W])).
+std::vector<uint16_t> straightforward_sum(const Shape&, Quant, const std::vector<int64_t>& rows, const Partials&);
+
+struct PartialsRequest {
+  OperandSpec operands;
+  std::vector<int64_t> rows;  // empty = all padded rows
+  bool fnuz_read_as_fn = false;
+  bool with_reference = true;
+  bool with_truth = false;    // fp64 reference as well (small shapes)
+};
+struct PartialsResult {
+  std::vector<int64_t> rows;
+  Partials partials;                 // emulated GPU partials per rank
+  std::vector<float> reference;      // fp32: sum over ranks (0..W-1) of the dequantized fp32 partials
+  std::vector<double> truth;         // fp64 sum, if requested
+};
+// Generates each rank's operands (only the requested A rows, all of B) and computes partials and references.
+PartialsResult compute_partials(const PartialsRequest&);
+
+struct EmulationRequest {
+  Shape shape;
+  Config config;
+  DataKind data = DataKind::Normal;
+  uint64_t seed = 1234;
+  Fp8Format fp8_format = Fp8Format::E4M3FN;  // operands and wire
+  std::vector<int64_t> rows;                 // empty = all padded rows
+  Faults faults;
+};
+struct EmulationResult {
+  std::vector<int64_t> rows;
+  Bf16Outputs outputs;             // per rank [rows, N] bf16 bits
+  Partials partials;               // the partials the collective ran on (before any perturbation)
+  std::vector<float> reference;    // fp32 reference rows [rows, N]
+};
+// Operands -> partials -> collective (with faults).
+EmulationResult emulate(const EmulationRequest&);
+
+// ---- relL2 -------------------------------------------------------------------------------------------
+// Stratified row sampling: `count` rows spread evenly over the W slices (real rows only, never padding),
+// one draw per equal sub-range of each slice; deterministic in seed; sorted. count >= all real rows -> all.
+std::vector<int64_t> sample_rows(const Shape&, Quant, int64_t count, uint64_t seed);
+
+struct RelL2 {
+  double value = 0;
+  double stderr_ = 0;  // standard error from the row sampling (0 when every real row is included)
+};
+// Per-row squared error and squared reference norm, for one output view.
+struct RowErrors {
+  std::vector<double> err2, ref2;  // one per row
+};
+RowErrors row_errors(const std::vector<uint16_t>& out, const std::vector<float>& ref, int64_t n);
+// Combines rows (global indices `rows`) into a relL2 over the whole output, treating each slice as a stratum.
+RelL2 stratified_rel_l2(const Shape&, Quant, const std::vector<int64_t>& rows, const RowErrors&);
+// relL2 of every rank's output; and relL2 over all ranks' views together (mean of squared errors).
+std::vector<RelL2> per_rank_rel_l2(const Shape&, Quant, const std::vector<int64_t>& rows, const Bf16Outputs&,
+                                   const std::vector<float>& ref);
+RelL2 all_views_rel_l2(const Shape&, Quant, const std::vector<int64_t>& rows, const Bf16Outputs&,
+                       const std::vector<float>& ref);
+// Per slice (index = owning rank) over all ranks' views of that slice's rows: a missing slice shows as ~1.
+// Slices with no sampled row get NaN.
+std::vector<double> per_slice_rel_l2(const Shape&, Quant, const std::vector<int64_t>& rows, const Bf16Outputs&,
+                                     const std::vector<float>& ref);
+// Plain relL2 of one bf16 output against an fp32 reference (same layout).
+double rel_l2(const std::vector<uint16_t>& out, const std::vector<float>& ref);
+
+}  // namespace gemmar::reference

@@ -1,0 +1,110 @@
+#include "reference/quant.hpp"
+
+#include <cmath>
+
+#include "common/errors.hpp"
+#include "reference/formats.hpp"
+
+namespace gemmar::reference {
+
+int64_t scale_k_block(Quant q, int64_t k) {
+  switch (q) {
+    case Quant::Blockscale: return 128;
+    case Quant::Ptpc: return k;
+    case Quant::Mxfp8: return 32;
+  }
+  return 128;
+}
+
+int64_t scale_count(Quant q, Operand op, int64_t rows, int64_t cols) {
+  switch (q) {
+    case Quant::Blockscale:
+      return op == Operand::A ? (cols / 128) * rows : ((rows + 127) / 128) * (cols / 128);
+    case Quant::Ptpc: return rows;
+    case Quant::Mxfp8: return rows * (cols / 32);
+  }
+  return 0;
+}
+
+int64_t scale_index(Quant q, Operand op, int64_t rows, int64_t cols, int64_t row, int64_t col) {
+  switch (q) {
+    case Quant::Blockscale:
+      return op == Operand::A ? (col / 128) * rows + row : (row / 128) * (cols / 128) + col / 128;
+    case Quant::Ptpc: return row;
+    case Quant::Mxfp8: return row * (cols / 32) + col / 32;
+  }
+  return 0;
+}
+
+float mx_scale(float amax) {
+  if (!(amax > 0.0f) || !std::isfinite(amax)) return 1.0f;
+  // OCP MX: shared exponent = floor(log2(amax)) - emax(e4m3) with emax = 8.
+  const int e = std::ilogb(amax) - 8;
+  return std::ldexp(1.0f, e);
+}
+
+QuantizedMatrix quantize(const float* x, int64_t rows, int64_t cols, Quant q, Operand op, Fp8Format f) {
+  GEMMAR_CHECK(cols % 128 == 0);
+  QuantizedMatrix out;
+  out.rows = rows;
+  out.cols = cols;
+  out.codes.assign(size_t(rows * cols), 0);
+  out.scales.assign(size_t(scale_count(q, op, rows, cols)), 1.0f);
+  const bool fnuz = is_fnuz(f);
+  // Block geometry: `br` rows x `bk` columns share one scale.
+  const int64_t bk = scale_k_block(q, cols);
+  const int64_t br = (q == Quant::Blockscale && op == Operand::B) ? 128 : 1;
+#pragma omp parallel for schedule(static)
+  for (int64_t r0 = 0; r0 < rows; r0 += br) {
+    const int64_t r1 = std::min(rows, r0 + br);
+    for (int64_t k0 = 0; k0 < cols; k0 += bk) {
+      float amax = 0.0f;
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t k = k0; k < k0 + bk; ++k) amax = numerics::amax_step(amax, x[r * cols + k]);
+      float scale, inv;
+      if (q == Quant::Mxfp8) {
+        scale = mx_scale(amax);
+        inv = 1.0f / scale;  // exact: a power of two
+      } else {
+        scale = numerics::amax_scale(amax, fnuz);
+        inv = numerics::amax_inv_scale(amax, fnuz);
+      }
+      out.scales[size_t(scale_index(q, op, rows, cols, r0, k0))] = scale;
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t k = k0; k < k0 + bk; ++k)
+          out.codes[size_t(r * cols + k)] = numerics::quantize_scaled(x[r * cols + k], inv, fnuz);
+    }
+  }
+  return out;
+}
+
+std::vector<float> dequantize(const QuantizedMatrix& m, Quant q, Operand op, Fp8Format f) {
+  std::vector<float> out(size_t(m.rows * m.cols));
+  const auto& table = decode_table(f);
+  const int64_t bk = scale_k_block(q, m.cols);
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < m.rows; ++r)
+    for (int64_t k0 = 0; k0 < m.cols; k0 += bk) {
+      const float s = m.scales[size_t(scale_index(q, op, m.rows, m.cols, r, k0))];
+      for (int64_t k = k0; k < k0 + bk; ++k)
+        out[size_t(r * m.cols + k)] = numerics::mul_rn(table[m.codes[size_t(r * m.cols + k)]], s);
+    }
+  return out;
+}
+
+float wire_quantize_row(const uint16_t* row, int64_t n, uint8_t* codes, Fp8Format f) {
+  const bool fnuz = is_fnuz(f);
+  float amax = 0.0f;
+  for (int64_t i = 0; i < n; ++i) amax = numerics::amax_step(amax, numerics::bf16_to_f32(row[i]));
+  const float scale = numerics::amax_scale(amax, fnuz);
+  const float inv = numerics::amax_inv_scale(amax, fnuz);
+  for (int64_t i = 0; i < n; ++i) codes[i] = numerics::quantize_scaled(numerics::bf16_to_f32(row[i]), inv, fnuz);
+  return scale;
+}
+
+void wire_dequantize_row(const uint8_t* codes, float scale, int64_t n, uint16_t* out, Fp8Format f) {
+  const bool fnuz = is_fnuz(f);
+  for (int64_t i = 0; i < n; ++i) out[i] = numerics::wire_dequantize(codes[i], scale, fnuz);
+}
+
+}  // namespace gemmar::reference

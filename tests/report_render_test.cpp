@@ -1,0 +1,307 @@
+// gemmar report end to end through the binary: every input kind of tests/data/report renders, every
+// expected figure is a real PNG of a sensible size referenced by index.html, missing data is explained,
+// bad input exits 2 naming the file and line, a missing interpreter exits 3, and output is reproducible.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kData = fs::path(GEMMAR_TEST_DATA_DIR) / "report";
+
+struct Result {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Runs the gemmar binary with `env` prefixed (VAR=value ...), capturing stdout and stderr separately.
+Result run_gemmar(const std::vector<std::string>& args, const std::string& env = "") {
+  static int counter = 0;
+  const fs::path tmp = fs::temp_directory_path() / ("gemmar_report_test_" + std::to_string(::getpid()) + "_" +
+                                                    std::to_string(counter++));
+  std::string cmd = env.empty() ? "" : "env " + env + " ";
+  cmd += shell_quote(GEMMAR_BINARY);
+  for (const auto& a : args) cmd += " " + shell_quote(a);
+  cmd += " >" + shell_quote(tmp.string() + ".out") + " 2>" + shell_quote(tmp.string() + ".err");
+  const int status = std::system(cmd.c_str());
+  Result r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(tmp.string() + ".out");
+  r.err = slurp(tmp.string() + ".err");
+  fs::remove(tmp.string() + ".out");
+  fs::remove(tmp.string() + ".err");
+  return r;
+}
+
+bool python_has_matplotlib() {
+  static const bool has = std::system("/usr/bin/python3 -I -c 'import matplotlib, numpy' >/dev/null 2>&1") == 0;
+  return has;
+}
+
+struct PngInfo {
+  bool valid = false;
+  uint32_t width = 0, height = 0;
+};
+
+uint32_t be32(const std::string& s, size_t at) {
+  return (uint32_t(uint8_t(s[at])) << 24) | (uint32_t(uint8_t(s[at + 1])) << 16) |
+         (uint32_t(uint8_t(s[at + 2])) << 8) | uint32_t(uint8_t(s[at + 3]));
+}
+
+// Signature, then the IHDR chunk first with length 13 (PNG spec), then an IEND at the end.
+PngInfo read_png(const fs::path& p) {
+  const std::string s = slurp(p);
+  PngInfo info;
+  static const std::string sig("\x89PNG\r\n\x1a\n", 8);
+  if (s.size() < 8 + 25 + 12 || s.compare(0, 8, sig) != 0) return info;
+  if (be32(s, 8) != 13 || s.compare(12, 4, "IHDR") != 0) return info;
+  if (s.compare(s.size() - 8, 4, "IEND") != 0) return info;
+  info.width = be32(s, 16);
+  info.height = be32(s, 20);
+  info.valid = true;
+  return info;
+}
+
+class ReportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!python_has_matplotlib()) GTEST_SKIP() << "/usr/bin/python3 lacks matplotlib (python3-matplotlib)";
+    root_ = fs::temp_directory_path() / ("gemmar_report_" + std::to_string(::getpid()) + "_" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    if (!root_.empty()) fs::remove_all(root_, ec);
+  }
+  static std::string data(const std::string& name) { return (kData / name).string(); }
+
+  void expect_figures(const fs::path& out, const std::vector<std::string>& figures) {
+    const std::string html = slurp(out / "index.html");
+    ASSERT_FALSE(html.empty()) << out / "index.html";
+    for (const auto& f : figures) {
+      const PngInfo png = read_png(out / f);
+      EXPECT_TRUE(png.valid) << f << " is not a valid PNG";
+      EXPECT_GE(png.width, 400u) << f;
+      EXPECT_GE(png.height, 300u) << f;
+      EXPECT_LE(png.width, 4000u) << f;
+      EXPECT_NE(html.find("src=\"" + f + "\""), std::string::npos) << "index.html does not show " << f;
+    }
+  }
+
+  fs::path root_;
+};
+
+const std::vector<std::string> kAllFigures{"phases_by_mode.png", "total_vs_m.png", "pull_grid.png",
+                                           "rel_l2_vs_floor.png", "rank_spread.png"};
+
+TEST_F(ReportTest, AllInputKindsTogetherDrawEveryFigure) {
+  const fs::path out = root_ / "all";
+  const Result r = run_gemmar({"report", data("bench_mi355x.log"), data("gemmar_run.log"), data("check.json"),
+                               data("model.json"), data("model_sweep.json"), "--out", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_figures(out, kAllFigures);
+  const std::string html = slurp(out / "index.html");
+  // Each finding's sentence reaches the verdict table, with its code.
+  EXPECT_NE(html.find("SILENT_TRANSFER"), std::string::npos);
+  EXPECT_NE(html.find("the copy-engine puts moved nothing"), std::string::npos);
+  EXPECT_NE(html.find("RANK_DIVERGENCE"), std::string::npos);
+  EXPECT_NE(html.find("class=\"fail\">fail"), std::string::npos);
+  // Every run's config, and the profile, are shown; nothing is fetched from elsewhere.
+  EXPECT_NE(html.find("fused-sdma fp8/lsa"), std::string::npos);
+  EXPECT_NE(html.find("<code>mi355x</code>"), std::string::npos);
+  EXPECT_EQ(html.find("http://"), std::string::npos);
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  // Human output lists the figures; nothing half-written is left beside --out.
+  EXPECT_NE(r.out.find("phases_by_mode.png"), std::string::npos);
+  for (const auto& e : fs::directory_iterator(root_))
+    EXPECT_EQ(e.path().filename(), "all") << "left behind: " << e.path();
+}
+
+TEST_F(ReportTest, BenchmarkLogAloneDrawsTimingFiguresAndSaysWhatIsMissing) {
+  const fs::path out = root_ / "bench";
+  const Result r = run_gemmar({"report", data("bench_mi355x.log"), "--out", out.string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_figures(out, {"total_vs_m.png", "rel_l2_vs_floor.png", "rank_spread.png"});
+  // The benchmark prints no phases and no sweep: those figures are skipped, and the page says why.
+  EXPECT_FALSE(fs::exists(out / "phases_by_mode.png"));
+  EXPECT_FALSE(fs::exists(out / "pull_grid.png"));
+  const std::string html = slurp(out / "index.html");
+  EXPECT_NE(html.find("<code>phases_by_mode.png</code> not drawn: no run carries measured phases"), std::string::npos);
+  EXPECT_NE(html.find("<code>pull_grid.png</code> not drawn: no pull-grid sweep"), std::string::npos);
+  EXPECT_EQ(html.find("src=\"pull_grid.png\""), std::string::npos);
+  // --json: one document on stdout naming what was drawn and what was skipped.
+  EXPECT_EQ(r.out.front(), '{');
+  EXPECT_NE(r.out.find("\"skipped\""), std::string::npos);
+  EXPECT_NE(r.out.find("\"figure\": \"pull_grid.png\""), std::string::npos);
+  EXPECT_NE(r.out.find("\"runs\": 21"), std::string::npos);
+}
+
+TEST_F(ReportTest, CpuValidateResultsSkipTimingFiguresWithReasons) {
+  const fs::path out = root_ / "validate";
+  const Result r = run_gemmar({"report", data("results.json"), "--out", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The CPU emulation has numerics, model phases and a sweep but no GPU times.
+  expect_figures(out, {"phases_by_mode.png", "pull_grid.png", "rel_l2_vs_floor.png"});
+  EXPECT_FALSE(fs::exists(out / "total_vs_m.png"));
+  EXPECT_FALSE(fs::exists(out / "rank_spread.png"));
+  const std::string html = slurp(out / "index.html");
+  EXPECT_NE(html.find("<code>total_vs_m.png</code> not drawn: no run carries a time"), std::string::npos);
+  EXPECT_NE(html.find("<code>rank_spread.png</code> not drawn: no run carries per_rank_time_us"), std::string::npos);
+  EXPECT_NE(html.find("no measured phases (phases_us)"), std::string::npos);
+  EXPECT_NE(html.find("WIRE_NOT_USED"), std::string::npos);
+  EXPECT_NE(html.find("validate results"), std::string::npos);
+  EXPECT_NE(html.find("h200-1gpu"), std::string::npos);  // the profile object of results.json
+}
+
+TEST_F(ReportTest, ModelDocumentsAloneDrawModelBarsAndSweep) {
+  const fs::path out = root_ / "model";
+  const Result r = run_gemmar({"report", data("model.json"), data("model_sweep.json"), "--out", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_figures(out, {"phases_by_mode.png", "pull_grid.png"});
+  const std::string html = slurp(out / "index.html");
+  EXPECT_NE(html.find("No runs in the inputs"), std::string::npos);
+  EXPECT_NE(html.find("only the model curve is drawn"), std::string::npos);
+}
+
+TEST_F(ReportTest, SameInputsGiveByteIdenticalFigures) {
+  const fs::path a = root_ / "a", b = root_ / "b";
+  ASSERT_EQ(run_gemmar({"report", data("gemmar_run.log"), data("model_sweep.json"), "--out", a.string()}).exit_code, 0);
+  ASSERT_EQ(run_gemmar({"report", data("gemmar_run.log"), data("model_sweep.json"), "--out", b.string()}).exit_code, 0);
+  for (const auto& f : {"phases_by_mode.png", "pull_grid.png", "rel_l2_vs_floor.png", "rank_spread.png"}) {
+    const std::string pa = slurp(a / f), pb = slurp(b / f);
+    EXPECT_FALSE(pa.empty()) << f;
+    EXPECT_TRUE(pa == pb) << f << " differs between two renders of the same input";
+    EXPECT_EQ(pa.find("matplotlib"), std::string::npos) << f << " carries a Software metadata chunk";
+  }
+}
+
+TEST_F(ReportTest, ExistingOutputDirectoryIsReplacedWhole) {
+  const fs::path out = root_ / "replace";
+  fs::create_directories(out);
+  std::ofstream(out / "stale.png") << "old";
+  ASSERT_EQ(run_gemmar({"report", data("results.json"), "--out", out.string()}).exit_code, 0);
+  EXPECT_FALSE(fs::exists(out / "stale.png"));
+  EXPECT_TRUE(fs::exists(out / "index.html"));
+}
+
+TEST_F(ReportTest, WrongFieldTypeExitsTwoNamingFileLineAndField) {
+  const fs::path out = root_ / "bad";
+  const Result r = run_gemmar({"report", data("bad_field.log"), "--out", out.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("bad_field.log:3"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("'m'"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line expected: " << r.err;
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_FALSE(fs::exists(out)) << "a failed report must leave nothing at --out";
+  for (const auto& e : fs::directory_iterator(root_)) ADD_FAILURE() << "left behind: " << e.path();
+}
+
+TEST_F(ReportTest, TruncatedJsonLineExitsTwoNamingTheLine) {
+  const Result r = run_gemmar({"report", data("bad_json.log"), "--out", (root_ / "bad").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("bad_json.log:2: invalid JSON"), std::string::npos) << r.err;
+}
+
+TEST_F(ReportTest, MissingRequiredFieldAndNonResultsFileExitTwo) {
+  const fs::path f = root_ / "no_mode.log";
+  std::ofstream(f) << "RESULT_JSON {\"world_size\": 8, \"m\": 4096, \"n\": 7168, \"k\": 2048}\n";
+  Result r = run_gemmar({"report", f.string(), "--out", (root_ / "o").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no_mode.log:1: missing required field 'mode'"), std::string::npos) << r.err;
+
+  const fs::path g = root_ / "notes.txt";
+  std::ofstream(g) << "just a log line\nanother one\n";
+  r = run_gemmar({"report", g.string(), "--out", (root_ / "o").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("notes.txt: no RESULT_JSON lines"), std::string::npos) << r.err;
+
+  r = run_gemmar({"report", (root_ / "absent.log").string(), "--out", (root_ / "o").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("absent.log"), std::string::npos) << r.err;
+}
+
+TEST_F(ReportTest, NanRelL2IsAcceptedAndMarked) {
+  const fs::path f = root_ / "nan.log";
+  std::ofstream(f) << "RESULT_JSON {\"mode\": \"fused-sdma\", \"world_size\": 8, \"m\": 16384, \"n\": 7168, "
+                      "\"k\": 2048, \"gather_dtype\": \"fp8\", \"gather_transport\": \"lsa\", "
+                      "\"max_rank_time_us\": 961.2, \"rel_l2\": NaN, \"validated\": false}\n";
+  const fs::path out = root_ / "nan";
+  const Result r = run_gemmar({"report", f.string(), "--out", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_figures(out, {"rel_l2_vs_floor.png"});
+  EXPECT_NE(slurp(out / "index.html").find("NaN"), std::string::npos);
+}
+
+TEST_F(ReportTest, UsageErrorsNameTheOption) {
+  Result r = run_gemmar({"report", data("results.json")});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--out"), std::string::npos) << r.err;
+  r = run_gemmar({"report", "--out", (root_ / "o").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("RESULTS"), std::string::npos) << r.err;
+}
+
+// Not skipped without matplotlib: the interpreter check comes before any drawing.
+TEST(ReportEnvironmentTest, MissingInterpreterExitsThree) {
+  const fs::path out = fs::temp_directory_path() / ("gemmar_report_nopy_" + std::to_string(::getpid()));
+  const Result r = run_gemmar({"report", (kData / "results.json").string(), "--out", out.string()},
+                              "GEMMAR_PYTHON=/nonexistent");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("/nonexistent"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(ReportEnvironmentTest, InterpreterWithoutMatplotlibExitsThree) {
+  // A python3 that cannot import matplotlib: a wrapper that hides every site directory.
+  const fs::path dir = fs::temp_directory_path() / ("gemmar_report_nompl_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path wrapper = dir / "python3";
+  {
+    std::ofstream w(wrapper);
+    w << "#!/bin/sh\nexec /usr/bin/python3 -S \"$@\"\n";
+  }
+  fs::permissions(wrapper, fs::perms::owner_all);
+  if (std::system(("'" + wrapper.string() + "' -c 'import matplotlib' >/dev/null 2>&1").c_str()) == 0) {
+    fs::remove_all(dir);
+    GTEST_SKIP() << "matplotlib importable even without site-packages";
+  }
+  const Result r = run_gemmar({"report", (kData / "results.json").string(), "--out", (dir / "out").string()},
+                              "GEMMAR_PYTHON=" + wrapper.string());
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("matplotlib"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "out"));
+  fs::remove_all(dir);
+}
+
+}  // namespace

@@ -1,0 +1,83 @@
+// One harness, thin plug-ins: a backend (the CPU emulation, or the GPU kernels) only executes one config
+// and hands back what it produced; this driver generates the operands, poisons nothing itself (backends
+// poison their outputs before the kernels write them), checks every output against the reference, times,
+// judges with the verdict engine and builds the RESULT_JSON record. `gemmar run` and `gemmar validate` use it.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/config.hpp"
+#include "validate/run_record.hpp"
+#include "validate/verdict.hpp"
+
+namespace gemmar {
+
+// Faults a backend can be asked to inject, so that detection is shown on purpose (`--inject`).
+struct FaultInjection {
+  bool silent_scatter = false;  // scatter-leg puts do nothing
+  bool silent_gather = false;   // gather-leg puts do nothing
+  bool stale_output = false;    // the output keeps a previous run's contents
+  bool no_release = false;      // reduce output handed to the copy engine without a release
+  int perturbed_rank = -1;      // this rank's partial is perturbed
+  std::optional<int> pull_blocks;  // launch the pull kernel with this grid instead of the config's
+  bool fp8_wire_bypassed = false;  // an fp8-wire run that actually moved bf16
+  bool fnuz_read_as_fn = false;    // operands encoded e4m3fnuz, read as e4m3fn
+  std::string label() const;       // "none" or a comma list
+};
+// Parses "silent-puts|silent-scatter|silent-gather|stale-output|no-release|perturb-rank=R|pull-blocks=N|
+// wire-bypassed|fnuz-as-fn", comma separated. UsageError naming --inject otherwise.
+FaultInjection parse_injection(const std::string& spec);
+
+struct BackendResult {
+  std::string backend;  // "cpu-emulation" | "gpu"
+  // Output rows that were checked, as bf16 bits, per rank: outputs[rank][i * N + col] is row rows[i].
+  std::vector<int64_t> rows;
+  std::vector<std::vector<uint16_t>> outputs;
+  // The backend's own fp32 partials for the same rows, per rank (GPU: read back from the GEMM output), so the
+  // collective can be re-emulated from them and compared bit for bit on the bf16 wire. Empty if unavailable.
+  std::vector<std::vector<float>> partials;
+  // Timing (GPU only): median over graph replays, per phase, per rank.
+  std::map<std::string, double> phases_us;
+  std::vector<double> per_rank_time_us;
+  std::optional<double> total_us;
+  std::string device;  // e.g. "NVIDIA H200 (8 ranks on 1 device)"
+};
+
+struct RunRequest {
+  Shape shape;
+  Config config;
+  FaultInjection inject;
+  uint64_t seed = 1234;
+  int ranks_per_device = 0;  // GPU: 0 = one rank per device when W devices exist, else all on one
+  int64_t check_rows = 256;  // sampled output rows checked against the reference (stratified per slice)
+  int iterations = 11;       // graph replays timed (median)
+  std::string profile;       // the model profile to judge against ("" = backend's default)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  // Runs one config end to end on the given operands, returns the sampled rows (the rows listed in
+  // `rows_to_return`) of every rank's output and partials, and timings where it has them.
+  virtual BackendResult execute(const RunRequest&, const std::vector<int64_t>& rows_to_return) = 0;
+};
+
+std::unique_ptr<Backend> make_cpu_backend();
+// Defined in validate/run_gpu.cpp when built with GEMMAR_HIP or GEMMAR_CUDA; throws EnvironmentError
+// (exit 3) when no GPU is present or the build has no kernels.
+std::unique_ptr<Backend> make_gpu_backend();
+bool gpu_backend_built();
+
+struct RunOutcome {
+  RunRecord record;  // RESULT_JSON fields + gemmar's
+  Verdict verdict;
+};
+
+RunOutcome run_and_check(Backend&, const RunRequest&);
+
+}  // namespace gemmar

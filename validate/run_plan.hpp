@@ -1,0 +1,43 @@
+// What `gemmar run` and `gemmar validate` share: which configs to run (one, or every mode and wire the
+// backend supports), on which backend, at which M values, and how results are printed.
+#pragma once
+#include <iosfwd>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "validate/cli.hpp"
+#include "validate/run_driver.hpp"
+
+namespace gemmar {
+
+struct RunPlan {
+  std::string backend;          // "cpu" | "gpu"
+  std::vector<int64_t> m_values;
+  Shape shape;                  // m is replaced by each of m_values
+  std::vector<Config> configs;
+  FaultInjection inject;
+  uint64_t seed = 1234;
+  int64_t check_rows = 256;
+  int iterations = 11;
+  int ranks_per_device = 0;
+  std::string profile;
+};
+
+// Every mode x wire x transport of SPEC 1.1 that exists (split-lsa bf16 only; gemm-only once), at `base`'s quant
+// and pull grid.
+std::vector<Config> all_configs(const Config& base);
+
+namespace cli {
+// --backend --all-configs --m-list --inject --seed --check-rows --iterations --profile
+void add_run_plan_options(po::options_description&);
+RunPlan read_run_plan(const po::variables_map&);
+}  // namespace cli
+
+// Runs every (m, config) of the plan; prints each RESULT_JSON line to `log` as it completes (if non-null).
+std::vector<RunOutcome> execute_plan(const RunPlan&, std::ostream* log);
+nlohmann::json plan_outcomes_to_json(const RunPlan&, const std::vector<RunOutcome>&);
+// The benchmark's line: "RESULT_JSON {...}".
+std::string result_json_line(const RunOutcome&);
+
+}  // namespace gemmar

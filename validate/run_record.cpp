@@ -1,0 +1,290 @@
+#include "validate/run_record.hpp"
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "common/errors.hpp"
+
+namespace gemmar {
+
+namespace {
+
+// Non-finite tokens are swapped for strings no benchmark writes, then swapped back to doubles after the
+// parse: nlohmann's grammar is strict JSON and offers no hook for them.
+constexpr const char* kNanSentinel = "\x01gemmar:NaN";
+constexpr const char* kPosInfSentinel = "\x01gemmar:+Inf";
+constexpr const char* kNegInfSentinel = "\x01gemmar:-Inf";
+
+bool is_word_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
+}
+
+std::string substitute_non_finite(const std::string& text) {
+  std::string out;
+  out.reserve(text.size() + 16);
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) {
+        out += text[++i];
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      out += c;
+      continue;
+    }
+    const bool boundary_before = i == 0 || !is_word_char(text[i - 1]);
+    auto token_at = [&](const char* tok, size_t len) {
+      return boundary_before && text.compare(i, len, tok) == 0 &&
+             (i + len >= text.size() || !is_word_char(text[i + len]));
+    };
+    if (token_at("NaN", 3)) {
+      out += '"';
+      out += kNanSentinel;
+      out += '"';
+      i += 2;
+    } else if (token_at("Infinity", 8)) {
+      out += '"';
+      out += kPosInfSentinel;
+      out += '"';
+      i += 7;
+    } else if (token_at("-Infinity", 9)) {
+      out += '"';
+      out += kNegInfSentinel;
+      out += '"';
+      i += 8;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+void restore_non_finite(nlohmann::json& j) {
+  if (j.is_string()) {
+    const auto& s = j.get_ref<const std::string&>();
+    if (s == kNanSentinel)
+      j = std::numeric_limits<double>::quiet_NaN();
+    else if (s == kPosInfSentinel)
+      j = std::numeric_limits<double>::infinity();
+    else if (s == kNegInfSentinel)
+      j = -std::numeric_limits<double>::infinity();
+  } else if (j.is_structured()) {
+    for (auto& v : j) restore_non_finite(v);
+  }
+}
+
+void dump_into(const nlohmann::json& j, std::string& out) {
+  if (j.is_number_float()) {
+    const double v = j.get<double>();
+    if (std::isnan(v)) {
+      out += "NaN";
+      return;
+    }
+    if (std::isinf(v)) {
+      out += v > 0 ? "Infinity" : "-Infinity";
+      return;
+    }
+  }
+  if (j.is_object()) {
+    out += '{';
+    bool first = true;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (!first) out += ", ";
+      first = false;
+      out += nlohmann::json(it.key()).dump();
+      out += ": ";
+      dump_into(it.value(), out);
+    }
+    out += '}';
+  } else if (j.is_array()) {
+    out += '[';
+    bool first = true;
+    for (const auto& v : j) {
+      if (!first) out += ", ";
+      first = false;
+      dump_into(v, out);
+    }
+    out += ']';
+  } else {
+    out += j.dump();
+  }
+}
+
+[[noreturn]] void bad_field(const std::string& source, const std::string& field, const std::string& what) {
+  throw UsageError(source + ": field '" + field + "' " + what);
+}
+
+const char* type_name(const nlohmann::json& v) { return v.type_name(); }
+
+double get_number(const nlohmann::json& j, const std::string& key, const std::string& source) {
+  const auto& v = j.at(key);
+  if (!v.is_number()) bad_field(source, key, std::string("must be a number, got ") + type_name(v));
+  return v.get<double>();
+}
+
+int64_t get_int(const nlohmann::json& j, const std::string& key, const std::string& source) {
+  const auto& v = j.at(key);
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) return int64_t(d);
+  }
+  bad_field(source, key, std::string("must be an integer, got ") + (v.is_number() ? v.dump() : type_name(v)));
+}
+
+std::string get_string(const nlohmann::json& j, const std::string& key, const std::string& source) {
+  const auto& v = j.at(key);
+  if (!v.is_string()) bad_field(source, key, std::string("must be a string, got ") + type_name(v));
+  return v.get<std::string>();
+}
+
+bool get_bool(const nlohmann::json& j, const std::string& key, const std::string& source) {
+  const auto& v = j.at(key);
+  if (v.is_boolean()) return v.get<bool>();
+  // Python writes bools as true/false, but hand-edited logs use 0/1.
+  if (v.is_number_integer() && (v.get<int64_t>() == 0 || v.get<int64_t>() == 1)) return v.get<int64_t>() == 1;
+  bad_field(source, key, std::string("must be a boolean, got ") + (v.is_number() ? v.dump() : type_name(v)));
+}
+
+std::vector<double> get_number_array(const nlohmann::json& j, const std::string& key, const std::string& source) {
+  const auto& v = j.at(key);
+  if (!v.is_array()) bad_field(source, key, std::string("must be an array of numbers, got ") + type_name(v));
+  std::vector<double> out;
+  out.reserve(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!v[i].is_number())
+      bad_field(source, key + "[" + std::to_string(i) + "]", std::string("must be a number, got ") + type_name(v[i]));
+    out.push_back(v[i].get<double>());
+  }
+  return out;
+}
+
+bool present(const nlohmann::json& j, const char* key) { return j.contains(key) && !j.at(key).is_null(); }
+
+template <typename Parse>
+auto parse_enum_field(const nlohmann::json& j, const std::string& key, const std::string& source, Parse parse) {
+  const std::string s = get_string(j, key, source);
+  try {
+    return parse(s, key);
+  } catch (const UsageError& e) {
+    throw UsageError(source + ": field " + e.what());
+  }
+}
+
+}  // namespace
+
+nlohmann::json parse_python_json(const std::string& text) {
+  auto j = nlohmann::json::parse(substitute_non_finite(text));
+  restore_non_finite(j);
+  return j;
+}
+
+std::string dump_python_json(const nlohmann::json& j) {
+  std::string out;
+  dump_into(j, out);
+  return out;
+}
+
+RunRecord run_record_from_json(const nlohmann::json& j, const std::string& source) {
+  if (!j.is_object()) throw UsageError(source + ": a run record must be a JSON object, got " + j.type_name());
+  RunRecord r;
+  r.source = source;
+  r.raw = j;
+  for (const char* key : {"mode", "m", "n", "k", "world_size"})
+    if (!present(j, key)) bad_field(source, key, "is missing (required: mode, m, n, k, world_size)");
+
+  r.config.mode = parse_enum_field(j, "mode", source, parse_mode);
+  r.shape.m = get_int(j, "m", source);
+  r.shape.n = get_int(j, "n", source);
+  r.shape.k = get_int(j, "k", source);
+  const int64_t world = get_int(j, "world_size", source);
+  if (world < 1 || world > 512) bad_field(source, "world_size", "is " + std::to_string(world) + ", not in [1, 512]");
+  r.shape.world = int(world);
+  if (present(j, "quant")) r.config.quant = parse_enum_field(j, "quant", source, parse_quant);
+  if (present(j, "gather_dtype")) r.config.gather_dtype = parse_enum_field(j, "gather_dtype", source, parse_wire);
+  if (present(j, "gather_transport"))
+    r.config.gather_transport = parse_enum_field(j, "gather_transport", source, parse_transport);
+  if (present(j, "fuse_quantize")) r.config.fuse_quantize = get_bool(j, "fuse_quantize", source);
+
+  if (present(j, "max_rank_time_us")) r.max_rank_time_us = get_number(j, "max_rank_time_us", source);
+  if (present(j, "per_rank_time_us")) r.per_rank_time_us = get_number_array(j, "per_rank_time_us", source);
+  if (j.contains("rel_l2")) {
+    // Python writes float('nan') as NaN, but a None (no check ran) as null: both mean "not validated".
+    r.rel_l2 = j.at("rel_l2").is_null() ? std::numeric_limits<double>::quiet_NaN() : get_number(j, "rel_l2", source);
+  }
+  if (present(j, "validated")) r.validated = get_bool(j, "validated", source);
+  if (present(j, "timing")) {
+    const auto& t = j.at("timing");
+    r.timing = t.is_string() ? t.get<std::string>() : t.dump();
+  }
+
+  if (present(j, "pull_blocks")) {
+    const int64_t b = get_int(j, "pull_blocks", source);
+    if (b < 1 || b > 65536) bad_field(source, "pull_blocks", "is " + std::to_string(b) + ", not in [1, 65536]");
+    r.pull_blocks = int(b);
+    r.config.pull_blocks = int(b);
+  }
+  if (present(j, "per_rank_rel_l2")) r.per_rank_rel_l2 = get_number_array(j, "per_rank_rel_l2", source);
+  if (present(j, "per_slice_rel_l2")) r.per_slice_rel_l2 = get_number_array(j, "per_slice_rel_l2", source);
+  if (present(j, "phases_us")) {
+    const auto& p = j.at("phases_us");
+    if (!p.is_object()) bad_field(source, "phases_us", std::string("must be an object name -> us, got ") + p.type_name());
+    for (auto it = p.begin(); it != p.end(); ++it) {
+      if (it->is_null()) continue;  // the benchmark's table has null for phases a wire does not run
+      if (!it->is_number())
+        bad_field(source, "phases_us." + it.key(), std::string("must be a number, got ") + it->type_name());
+      r.phases_us[it.key()] = it->get<double>();
+    }
+  }
+  if (present(j, "profile")) r.profile = get_string(j, "profile", source);
+  if (present(j, "backend")) r.backend = get_string(j, "backend", source);
+
+  // The sizes and combinations the op itself rejects mean the record cannot describe a real run.
+  try {
+    validate_shape_config(r.shape, r.config, false);
+  } catch (const UsageError& e) {
+    throw UsageError(source + ": " + e.what());
+  }
+  if (r.config.mode == Mode::SplitLsa && r.config.gather_dtype == WireDtype::Fp8)
+    bad_field(source, "gather_dtype", "is fp8 but split-lsa is a bf16-only all-reduce");
+  return r;
+}
+
+nlohmann::json run_record_to_json(const RunRecord& r) {
+  nlohmann::json j = r.raw.is_object() ? r.raw : nlohmann::json::object();
+  j["mode"] = to_string(r.config.mode);
+  j["world_size"] = r.shape.world;
+  j["m"] = r.shape.m;
+  j["n"] = r.shape.n;
+  j["k"] = r.shape.k;
+  j["quant"] = to_string(r.config.quant);
+  j["gather_dtype"] = to_string(r.config.gather_dtype);
+  j["gather_transport"] = to_string(r.config.gather_transport);
+  j["fuse_quantize"] = r.config.fuse_quantize;
+  if (r.max_rank_time_us) j["max_rank_time_us"] = *r.max_rank_time_us;
+  if (!r.per_rank_time_us.empty()) j["per_rank_time_us"] = r.per_rank_time_us;
+  if (r.rel_l2) j["rel_l2"] = *r.rel_l2;
+  if (r.validated) j["validated"] = *r.validated;
+  if (!r.timing.empty()) j["timing"] = r.timing;
+  j["pull_blocks"] = r.pull_blocks.value_or(r.config.pull_blocks);
+  if (!r.per_rank_rel_l2.empty()) j["per_rank_rel_l2"] = r.per_rank_rel_l2;
+  if (!r.per_slice_rel_l2.empty()) j["per_slice_rel_l2"] = r.per_slice_rel_l2;
+  if (!r.phases_us.empty()) {
+    nlohmann::json p = nlohmann::json::object();
+    for (const auto& [name, us] : r.phases_us) p[name] = us;
+    j["phases_us"] = p;
+  }
+  if (r.profile) j["profile"] = *r.profile;
+  if (r.backend) j["backend"] = *r.backend;
+  return j;
+}
+
+}  // namespace gemmar

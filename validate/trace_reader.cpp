@@ -1,0 +1,262 @@
+#include "validate/trace_reader.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/errors.hpp"
+
+namespace gemmar {
+
+namespace {
+
+std::regex compile(const PhasePattern& p, const std::string& where) {
+  try {
+    return std::regex(p.regex, std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
+  } catch (const std::regex_error& e) {
+    throw UsageError(where + ": invalid regex for phase '" + p.phase + "': '" + p.regex + "' (" + e.what() + ")");
+  }
+}
+
+std::string trim(const std::string& s) {
+  const size_t a = s.find_first_not_of(" \t\r\n");
+  if (a == std::string::npos) return "";
+  const size_t b = s.find_last_not_of(" \t\r\n");
+  return s.substr(a, b - a + 1);
+}
+
+// RFC 4180 fields: kernel names are templated C++ and carry commas inside quotes.
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool q = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (q) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cur += '"';
+        ++i;
+      } else if (c == '"') {
+        q = false;
+      } else {
+        cur += c;
+      }
+    } else if (c == '"') {
+      q = true;
+    } else if (c == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else if (c != '\r') {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+struct Event {
+  std::string device;
+  std::string name;
+  double dur_us;
+};
+
+struct Accumulator {
+  const std::vector<PhasePattern>& patterns;
+  std::vector<std::regex> res;
+  std::map<std::string, std::map<std::string, double>> per_device;  // device -> phase -> summed us
+  std::map<std::string, int> gemm_count;
+  TracePhases out;
+
+  void add(const Event& e) {
+    for (size_t i = 0; i < res.size(); ++i) {
+      if (std::regex_search(e.name, res[i])) {
+        per_device[e.device][patterns[i].phase] += e.dur_us;
+        if (patterns[i].phase == "gemm") gemm_count[e.device]++;
+        out.kernels_matched++;
+        return;
+      }
+    }
+    out.kernels_unmatched++;
+    if (out.unmatched_names.size() < 5 &&
+        std::find(out.unmatched_names.begin(), out.unmatched_names.end(), e.name) == out.unmatched_names.end())
+      out.unmatched_names.push_back(e.name.substr(0, 120));
+  }
+
+  TracePhases finish() {
+    out.devices = int(per_device.size());
+    out.iterations = 0;
+    for (auto& [dev, phases] : per_device) {
+      const int iters = std::max(1, gemm_count.count(dev) ? gemm_count[dev] : 1);
+      out.iterations = std::max(out.iterations, iters);
+      for (auto& [phase, us] : phases) {
+        const double per_iter = us / iters;
+        auto& slot = out.phases_us[phase];
+        slot = std::max(slot, per_iter);
+      }
+    }
+    if (out.iterations == 0) out.iterations = 1;
+    return out;
+  }
+};
+
+void read_csv(std::istream& in, const std::string& path, Accumulator& acc) {
+  std::string line;
+  std::getline(in, line);
+  const auto header = split_csv(line);
+  auto col = [&](const std::string& name) {
+    for (size_t i = 0; i < header.size(); ++i)
+      if (trim(header[i]) == name) return int(i);
+    return -1;
+  };
+  const int name_c = col("Kernel_Name"), start_c = col("Start_Timestamp"), end_c = col("End_Timestamp");
+  const int dev_c = col("Agent_Id");
+  if (name_c < 0 || start_c < 0 || end_c < 0)
+    throw UsageError(path + ":1: not a rocprofv3 kernel trace (needs columns Kernel_Name, Start_Timestamp, "
+                     "End_Timestamp)");
+  int64_t lineno = 1;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (trim(line).empty()) continue;
+    const auto f = split_csv(line);
+    const int need = std::max({name_c, start_c, end_c, dev_c});
+    if (int(f.size()) <= need)
+      throw UsageError(path + ":" + std::to_string(lineno) + ": " + std::to_string(f.size()) +
+                       " columns, the header names " + std::to_string(header.size()));
+    double t0 = 0, t1 = 0;
+    try {
+      t0 = std::stod(f[size_t(start_c)]);
+      t1 = std::stod(f[size_t(end_c)]);
+    } catch (const std::exception&) {
+      throw UsageError(path + ":" + std::to_string(lineno) + ": Start_Timestamp/End_Timestamp are not numbers");
+    }
+    if (t1 < t0)
+      throw UsageError(path + ":" + std::to_string(lineno) + ": End_Timestamp is before Start_Timestamp");
+    acc.add({dev_c >= 0 ? f[size_t(dev_c)] : "0", f[size_t(name_c)], (t1 - t0) * 1e-3});
+  }
+}
+
+void read_chrome(std::istream& in, const std::string& path, Accumulator& acc) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw UsageError(path + ": not valid JSON (" + std::string(e.what()) + ")");
+  }
+  const nlohmann::json* events = nullptr;
+  if (j.is_object() && j.contains("traceEvents")) events = &j["traceEvents"];
+  else if (j.is_array()) events = &j;
+  if (!events || !events->is_array()) throw UsageError(path + ": a Chrome trace needs a \"traceEvents\" array");
+  for (size_t i = 0; i < events->size(); ++i) {
+    const auto& e = (*events)[i];
+    if (!e.is_object() || e.value("ph", "") != "X") continue;
+    const std::string cat = e.contains("cat") && e["cat"].is_string() ? e["cat"].get<std::string>() : "";
+    std::string lcat = cat;
+    std::transform(lcat.begin(), lcat.end(), lcat.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    // Host-side events (cpu_op, cuda_runtime) would double count the kernels they launch.
+    if (lcat.find("kernel") == std::string::npos && lcat.find("memcpy") == std::string::npos) continue;
+    if (!e.contains("name") || !e["name"].is_string() || !e.contains("dur") || !e["dur"].is_number())
+      throw UsageError(path + ": traceEvents[" + std::to_string(i) + "] needs a string name and a numeric dur");
+    std::string dev = "0";
+    if (e.contains("pid")) dev = e["pid"].is_string() ? e["pid"].get<std::string>() : e["pid"].dump();
+    acc.add({dev, e["name"].get<std::string>(), e["dur"].get<double>()});
+  }
+}
+
+}  // namespace
+
+const std::vector<PhasePattern>& default_phase_patterns() {
+  static const std::vector<PhasePattern> p{
+      {"dequantize", "dequant|fp8_?to_?bf16|widen_local"},
+      {"quantize", "quantize|quant_|amax|bf16_?to_?fp8|narrow"},
+      {"pull", "pull|widen"},
+      {"allreduce", "all_?reduce|two_?stage|rccl|nccl"},
+      {"reduce", "reduce"},
+      {"drain", "drain|wait_(puts|scatter|signal)"},
+      {"scatter", "scatter"},
+      {"gather", "gather|barrier"},
+      {"gemm", "gemm|matmul|Cijk_|blockscale|mfma|wgmma"},
+  };
+  return p;
+}
+
+std::vector<PhasePattern> load_phase_map(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw UsageError("--phase-map: cannot open " + path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string text = ss.str();
+  std::vector<PhasePattern> out;
+  const std::string t = trim(text);
+  if (!t.empty() && t[0] == '{') {
+    nlohmann::ordered_json j;
+    try {
+      j = nlohmann::ordered_json::parse(t);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw UsageError("--phase-map " + path + ": not valid JSON (" + e.what() + ")");
+    }
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (!it->is_string()) throw UsageError("--phase-map " + path + ": phase '" + it.key() + "' needs a regex string");
+      out.push_back({it.key(), it->get<std::string>()});
+    }
+  } else {
+    std::istringstream in(text);
+    std::string line;
+    int lineno = 0;
+    while (std::getline(in, line)) {
+      ++lineno;
+      const std::string l = trim(line);
+      if (l.empty() || l[0] == '#') continue;
+      const size_t eq = l.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == l.size())
+        throw UsageError("--phase-map " + path + ":" + std::to_string(lineno) + ": expected phase=REGEX, got '" + l + "'");
+      out.push_back({trim(l.substr(0, eq)), trim(l.substr(eq + 1))});
+    }
+  }
+  if (out.empty()) throw UsageError("--phase-map " + path + ": no patterns");
+  for (const auto& p : out) compile(p, "--phase-map " + path);
+  return out;
+}
+
+void apply_phase_override(std::vector<PhasePattern>& patterns, const std::string& spec) {
+  const size_t eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+    throw UsageError("--phase-pattern: expected phase=REGEX, got '" + spec + "'");
+  PhasePattern p{spec.substr(0, eq), spec.substr(eq + 1)};
+  compile(p, "--phase-pattern");
+  for (auto& q : patterns)
+    if (q.phase == p.phase) {
+      q.regex = p.regex;
+      return;
+    }
+  patterns.insert(patterns.begin(), p);
+}
+
+TracePhases read_trace(const std::string& path, const std::vector<PhasePattern>& patterns) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw UsageError("--trace: cannot open " + path);
+  Accumulator acc{patterns, {}, {}, {}, {}};
+  for (const auto& p : patterns) acc.res.push_back(compile(p, "--trace " + path));
+  // Sniff the first non-space byte: '{' or '[' is a Chrome trace, anything else a CSV header.
+  char c = 0;
+  while (f.get(c) && (c == ' ' || c == '\n' || c == '\r' || c == '\t')) {
+  }
+  if (!f) throw UsageError("--trace " + path + ": empty file");
+  f.unget();
+  if (c == '{' || c == '[') {
+    acc.out.format = "chrome-trace";
+    read_chrome(f, path, acc);
+  } else {
+    acc.out.format = "rocprofv3-csv";
+    read_csv(f, path, acc);
+  }
+  if (acc.out.kernels_matched == 0)
+    throw UsageError("--trace " + path + ": no kernel matched any phase pattern (" +
+                     std::to_string(acc.out.kernels_unmatched) + " kernels; use --phase-pattern phase=REGEX)");
+  return acc.finish();
+}
+
+}  // namespace gemmar

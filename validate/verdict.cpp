@@ -1,0 +1,562 @@
+#include "validate/verdict.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <tuple>
+
+#include "common/errors.hpp"
+#include "model/model.hpp"
+#include "reference/floors.hpp"
+
+namespace gemmar {
+
+using namespace verdict_rules;
+
+namespace {
+
+std::string sci(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+std::string us(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f us", v);
+  return buf;
+}
+
+std::string pct(double frac) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", 100.0 * frac);
+  return buf;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The model and its profiles are pure functions of their inputs; `gemmar check` over a long log asks the
+// same (profile, shape, config) many times, so each is computed once.
+struct ModelCache {
+  std::mutex mu;
+  std::map<std::string, std::shared_ptr<model::Profile>> profiles;
+  std::map<std::string, model::Prediction> predictions;
+  std::map<std::string, model::Sweep> sweeps;
+};
+ModelCache& model_cache() {
+  static ModelCache c;
+  return c;
+}
+
+std::string cache_key(const std::string& profile, const Shape& s, const Config& c) {
+  std::ostringstream os;
+  os << profile << '|' << s.m << ',' << s.n << ',' << s.k << ',' << s.world << '|' << config_label(c) << '|'
+     << c.pull_blocks;
+  return os.str();
+}
+
+std::shared_ptr<model::Profile> profile_for(const std::string& name) {
+  auto& c = model_cache();
+  {
+    std::lock_guard lock(c.mu);
+    auto it = c.profiles.find(name);
+    if (it != c.profiles.end()) return it->second;
+  }
+  auto p = std::make_shared<model::Profile>(model::load_profile(name));
+  std::lock_guard lock(c.mu);
+  return c.profiles.emplace(name, p).first->second;
+}
+
+model::Prediction predict_cached(const std::string& pname, const model::Profile& p, const Shape& s,
+                                 const Config& cfg) {
+  auto& c = model_cache();
+  const std::string key = cache_key(pname, s, cfg);
+  {
+    std::lock_guard lock(c.mu);
+    auto it = c.predictions.find(key);
+    if (it != c.predictions.end()) return it->second;
+  }
+  auto pred = model::predict(p, s, cfg);
+  std::lock_guard lock(c.mu);
+  return c.predictions.emplace(key, pred).first->second;
+}
+
+// Grid values the pull sweep visits: the powers of two and their midpoints a kernel engineer would try.
+const std::vector<int>& pull_grid_values() {
+  static const std::vector<int> v{8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024};
+  return v;
+}
+
+model::Sweep sweep_cached(const std::string& pname, const model::Profile& p, const Shape& s, const Config& cfg) {
+  auto& c = model_cache();
+  Config key_cfg = cfg;
+  key_cfg.pull_blocks = 0;
+  const std::string key = cache_key(pname, s, key_cfg);
+  {
+    std::lock_guard lock(c.mu);
+    auto it = c.sweeps.find(key);
+    if (it != c.sweeps.end()) return it->second;
+  }
+  auto sw = model::sweep_pull_blocks(p, s, cfg, pull_grid_values());
+  std::lock_guard lock(c.mu);
+  return c.sweeps.emplace(key, sw).first->second;
+}
+
+double sweep_total(const model::Sweep& sw, int value, const std::string& pname, const model::Profile& p,
+                   const Shape& s, Config cfg) {
+  for (const auto& pt : sw.points)
+    if (pt.value == value) return pt.total_us;
+  cfg.pull_blocks = value;
+  return predict_cached(pname, p, s, cfg).total_us;
+}
+
+double sweep_best(const model::Sweep& sw) {
+  double best = INFINITY;
+  for (const auto& pt : sw.points)
+    if (pt.value == sw.optimum) best = pt.total_us;
+  if (!std::isfinite(best))
+    for (const auto& pt : sw.points) best = std::min(best, pt.total_us);
+  return best;
+}
+
+bool is_pull_wire(const Config& eff) {
+  return has_collective(eff.mode) && uses_fp8_wire(eff) && eff.gather_transport == Transport::Lsa;
+}
+
+bool uses_copy_engine(Mode m) { return m == Mode::SplitSdma || m == Mode::FusedSdma; }
+
+// Shape and config decide which runs are the "same" for a baseline; the pull grid only matters where there
+// is a pull.
+std::string match_key(const RunRecord& r, const Config& cfg, bool with_quant) {
+  std::ostringstream os;
+  const Config eff = effective_config(cfg);
+  Config c = cfg;
+  if (!with_quant) c.quant = Quant::Blockscale;
+  os << r.shape.m << ',' << r.shape.n << ',' << r.shape.k << ',' << r.shape.world << '|' << config_label(c);
+  if (is_pull_wire(eff)) os << "|pull=" << cfg.pull_blocks;
+  return os.str();
+}
+
+Config judged_config(const RunRecord& r, const JudgeOptions& o) {
+  Config c = r.config;
+  c.pull_blocks = r.pull_blocks ? *r.pull_blocks : o.pull_blocks.value_or(Config{}.pull_blocks);
+  return c;
+}
+
+struct Judge {
+  const RunRecord& r;
+  const JudgeOptions& o;
+  Verdict v;
+  Config cfg, eff;
+
+  void add(const std::string& code, Severity sev, std::string msg) {
+    v.findings.push_back({code, sev, std::move(msg)});
+    if (sev == Severity::Error) v.pass = false;
+  }
+
+  void numerics() {
+    const int W = r.shape.world;
+    const bool collective = has_collective(eff.mode);
+    const bool fp8 = collective && uses_fp8_wire(eff);
+    const std::string wire = fp8 ? "fp8" : "bf16";
+
+    // --- NOT_VALIDATED: the benchmark's own check did not run or did not pass.
+    const bool rel_ok = r.rel_l2 && std::isfinite(*r.rel_l2);
+    std::vector<std::string> why;
+    if (!r.rel_l2) why.push_back("carries no rel_l2");
+    else if (!rel_ok) why.push_back("has rel_l2 " + sci(*r.rel_l2) + " (the output holds NaN/inf or the check was skipped)");
+    if (!r.validated) why.push_back("carries no validated field (the benchmark's check was skipped)");
+    else if (!*r.validated) why.push_back("has validated=false (the benchmark's own bound rejected it)");
+    if (!why.empty()) {
+      std::string msg = "The run ";
+      for (size_t i = 0; i < why.size(); ++i) msg += (i ? " and " : "") + why[i];
+      msg += ": rerun with validation on and look at the output for NaN before trusting its time.";
+      add("NOT_VALIDATED", Severity::Error, msg);
+    }
+
+    // The benchmark's rel_l2 is the minimum over ranks; the worst rank decides correctness.
+    std::optional<double> worst;
+    if (rel_ok) worst = *r.rel_l2;
+    int worst_rank = -1;
+    for (size_t i = 0; i < r.per_rank_rel_l2.size(); ++i) {
+      const double x = r.per_rank_rel_l2[i];
+      if (std::isfinite(x) && (!worst || x > *worst)) {
+        worst = x;
+        worst_rank = int(i);
+      }
+    }
+
+    // --- floors for this run's own shape, quant and wire.
+    std::optional<double> floor_bf16, floor_fp8, expected, sigma;
+    if (collective) {
+      try {
+        const auto& fl = reference::cached_floors(r.shape, cfg.quant);
+        floor_bf16 = fl.bf16;
+        floor_fp8 = fl.fp8;
+        expected = fp8 ? fl.fp8 : fl.bf16;
+        // The floor is estimated on rows_evaluated sampled rows; the run's own relL2 averages over M rows, so
+        // its row-to-row noise is the floor's stderr scaled by sqrt(rows/M).
+        const double se = fp8 ? fl.fp8_stderr : fl.bf16_stderr;
+        const double rows = double(std::max<int64_t>(fl.rows_evaluated, 1));
+        sigma = se * std::sqrt(1.0 + rows / double(std::max<int64_t>(r.shape.m, 1)));
+        v.context["floors"] = {{"bf16", fl.bf16},          {"fp8", fl.fp8},
+                               {"bf16_stderr", fl.bf16_stderr}, {"fp8_stderr", fl.fp8_stderr},
+                               {"rows_evaluated", fl.rows_evaluated}, {"wire", wire}};
+      } catch (const Error& e) {
+        add("FLOOR_UNAVAILABLE", Severity::Warning,
+            std::string("The reference floors could not be derived for this shape (") + e.what() +
+                "), so only the benchmark's own bounds were applied.");
+      }
+    }
+    const double accept_max = fp8 ? kFp8AcceptMax : kBf16AcceptMax;
+    double upper = accept_max;
+    double tol = kFloorMargin;
+    if (expected) {
+      tol = std::max(kFloorMargin, kFloorSigmas * *sigma / *expected);
+      upper = std::min(upper, *expected * (1.0 + tol));
+      v.context["numerics"] = {{"expected_floor", *expected}, {"tolerance", tol}, {"upper", upper},
+                               {"lower", *expected * (1.0 - tol)}, {"accept_max", accept_max}};
+    } else {
+      v.context["numerics"] = {{"upper", upper}, {"accept_max", accept_max}};
+    }
+    const std::string floor_txt = expected ? ("the " + wire + " floor " + sci(*expected)) : ("the benchmark's bound " + sci(accept_max));
+
+    // --- SILENT_TRANSFER: order-one error in the shape of whole slices missing.
+    bool silent = false;
+    if (collective) {
+      std::vector<int> off;
+      for (size_t i = 0; i < r.per_slice_rel_l2.size(); ++i)
+        if (!(r.per_slice_rel_l2[i] < kSliceOffRelL2)) off.push_back(int(i));
+      const std::string fix = uses_copy_engine(eff.mode)
+                                  ? "copy-engine puts did nothing: check the host library was built with SDMA queues"
+                                  : "peer stores never landed: check the peer windows are mapped and the barrier waits for them";
+      if (!off.empty()) {
+        std::string list;
+        for (size_t i = 0; i < off.size() && i < 8; ++i) list += (i ? "," : "") + std::to_string(off[i]);
+        if (off.size() > 8) list += ",...";
+        silent = true;
+        add("SILENT_TRANSFER", Severity::Error,
+            std::to_string(off.size()) + " of " + std::to_string(r.per_slice_rel_l2.size()) +
+                " slices (owners " + list + ") have relL2 >= " + sci(kSliceOffRelL2) + " against " + floor_txt +
+                ": " + fix + ".");
+      } else if (worst && *worst >= kSilentMinRelL2) {
+        const double x = *worst;
+        const int j = std::clamp(int(std::lround(double(W) * x * x)), 1, W);
+        const double pattern = std::sqrt(double(j) / double(W));
+        if (std::fabs(x - pattern) <= kSilentPatternTol * pattern) {
+          silent = true;
+          add("SILENT_TRANSFER", Severity::Error,
+              "rel_l2 " + sci(x) + " matches " + std::to_string(j) + " of " + std::to_string(W) +
+                  " slices missing (sqrt(" + std::to_string(j) + "/" + std::to_string(W) + ")=" + sci(pattern) +
+                  ") against " + floor_txt + ": " + fix + ".");
+        }
+      }
+    }
+
+    // --- NUMERICS_ABOVE_FLOOR / WIRE_NOT_USED / NUMERICS_BELOW_FLOOR.
+    if (worst && !silent) {
+      const double x = *worst;
+      const std::string who = worst_rank >= 0 ? " (rank " + std::to_string(worst_rank) + ")" : "";
+      if (x > upper) {
+        std::string hint = fp8 ? "look for a wrong scale, an fnuz/fn mix-up or an unreleased store on the gather leg"
+                               : "look for a stale or unreleased slice, a wrong scale or a skipped rank in the reduce";
+        add("NUMERICS_ABOVE_FLOOR", Severity::Error,
+            "rel_l2 " + sci(x) + who + " is " + sci(x / (expected ? *expected : accept_max)) + "x " + floor_txt +
+                " (limit " + sci(upper) + "): " + hint + ".");
+      } else if (fp8 && floor_bf16 && floor_fp8 &&
+                 (x <= kFp8AcceptMin ||
+                  std::log(x) < 0.5 * (std::log(*floor_bf16) + std::log(*floor_fp8)))) {
+        add("WIRE_NOT_USED", Severity::Error,
+            "This fp8-wire run has rel_l2 " + sci(x) + ", at the bf16 floor " + sci(*floor_bf16) +
+                " rather than the fp8 floor " + sci(*floor_fp8) +
+                ": the fp8 wire never engaged, check that gather_dtype reaches the kernels and the quantize kernel runs.");
+      } else if (fp8 && !floor_fp8 && x <= kFp8AcceptMin) {
+        add("WIRE_NOT_USED", Severity::Error,
+            "This fp8-wire run has rel_l2 " + sci(x) + ", below the benchmark's fp8 lower bound " + sci(kFp8AcceptMin) +
+                ": the fp8 wire never engaged, check that gather_dtype reaches the kernels.");
+      } else if (expected && rel_ok && *r.rel_l2 < *expected * (1.0 - tol)) {
+        add("NUMERICS_BELOW_FLOOR", Severity::Warning,
+            "rel_l2 " + sci(*r.rel_l2) + " is below " + floor_txt + " by more than " + pct(tol).substr(1) +
+                ": check that the reference is not computed from the output's own rounding.");
+      }
+    }
+
+    // --- RANK_DIVERGENCE (numerics): every rank ends with the same sum; different errors mean different data.
+    std::vector<double> pr;
+    for (double x : r.per_rank_rel_l2)
+      if (std::isfinite(x)) pr.push_back(x);
+    if (pr.size() >= 2) {
+      const auto [mn, mx] = std::minmax_element(pr.begin(), pr.end());
+      const double scale = expected ? *expected : median(pr);
+      const double spread = *mx - *mn;
+      v.context["per_rank_rel_l2_spread"] = spread;
+      if (scale > 0 && spread > kRankSpreadRel * scale) {
+        const int lo = int(mn - pr.begin()), hi = int(mx - pr.begin());
+        add("RANK_DIVERGENCE", Severity::Error,
+            "Per-rank relL2 ranges from " + sci(*mn) + " (rank " + std::to_string(lo) + ") to " + sci(*mx) +
+                " (rank " + std::to_string(hi) + ") against " + floor_txt +
+                ": ranks read different data, the signature of a missing release before the copy engine reads the "
+                "reduce output (use cache-bypassing stores or a system-scope release).");
+      }
+    }
+  }
+
+  void timing(const std::string& pname, const model::Profile& prof) {
+    const bool emulated = r.backend && *r.backend == "cpu-emulation";
+    const bool have_time = r.max_rank_time_us && std::isfinite(*r.max_rank_time_us) && *r.max_rank_time_us > 0;
+    const double spread = prof.run_to_run_spread;
+    const bool pull = is_pull_wire(eff);
+
+    model::Prediction pred = predict_cached(pname, prof, r.shape, cfg);
+    v.context["model"] = {{"profile", pname},
+                          {"total_us", pred.total_us},
+                          {"lower_bound_us", pred.lower_bound_us},
+                          {"model_band", prof.model_band},
+                          {"run_to_run_spread", spread},
+                          {"pull_blocks", cfg.pull_blocks}};
+
+    // --- GRID_OFF_OPTIMUM: a configuration finding, judged on the model alone.
+    std::optional<model::Sweep> sw;
+    if (pull) {
+      sw = sweep_cached(pname, prof, r.shape, cfg);
+      const double best = sweep_best(*sw);
+      v.context["pull_sweep"] = {{"optimum", sw->optimum}, {"band", {sw->band_lo, sw->band_hi}}, {"best_us", best}};
+      const int g = cfg.pull_blocks;
+      if (g < sw->band_lo || g > sw->band_hi) {
+        const double at_g = sweep_total(*sw, g, pname, prof, r.shape, cfg);
+        const double cost = at_g - best;
+        const double frac = best > 0 ? cost / best : 0;
+        add("GRID_OFF_OPTIMUM", frac > spread ? Severity::Error : Severity::Warning,
+            "Wrong grid, not wrong transport: the pull kernel ran with " + std::to_string(g) +
+                " blocks, outside the model's optimum band [" + std::to_string(sw->band_lo) + ", " +
+                std::to_string(sw->band_hi) + "], which costs " + us(cost) + " (" + pct(frac) + ") over " +
+                std::to_string(sw->optimum) + " blocks: set MORI_GEMM_AR_PULL_BLOCKS=" +
+                std::to_string(sw->optimum) + ".");
+      }
+    }
+
+    if (!o.judge_timing || emulated || !have_time) return;
+    const double t = *r.max_rank_time_us;
+
+    // --- FASTER_THAN_PHYSICS
+    if (t < pred.lower_bound_us) {
+      add("FASTER_THAN_PHYSICS", Severity::Error,
+          us(t) + " is below the " + us(pred.lower_bound_us) + " that moving this run's bytes takes at the " +
+              pname + " peak rates (model " + us(pred.total_us) +
+              "): the data was not moved, suspect silent puts rather than a fast kernel.");
+    }
+    // --- SLOWER_THAN_MODEL
+    const double slow_limit = pred.total_us * (1.0 + prof.model_band);
+    if (t > slow_limit) {
+      std::string msg = us(t) + " is " + pct(t / pred.total_us - 1.0) + " over the model's " + us(pred.total_us) +
+                        " (band " + pct(prof.model_band).substr(1) + ")";
+      if (pull && sw && !r.pull_blocks) {
+        // The benchmark does not print its grid: find the grid whose prediction explains the time.
+        const model::SweepPoint* near = nullptr;
+        for (const auto& pt : sw->points)
+          if (!near || std::fabs(pt.total_us - t) < std::fabs(near->total_us - t)) near = &pt;
+        if (near && (near->value < sw->band_lo || near->value > sw->band_hi) &&
+            std::fabs(near->total_us - t) <= prof.model_band * t) {
+          msg += ", which matches a pull grid of " + std::to_string(near->value) + " blocks (model " +
+                 us(near->total_us) + "): wrong grid, not wrong transport, check MORI_GEMM_AR_PULL_BLOCKS";
+        } else {
+          msg += ": compare its phases with `gemmar model` to find the slow one";
+        }
+      } else {
+        msg += ": compare its phases with `gemmar model` to find the slow one";
+      }
+      add("SLOWER_THAN_MODEL", Severity::Error, msg + ".");
+    }
+
+    // --- RANK_DIVERGENCE (time)
+    std::vector<double> times;
+    for (double x : r.per_rank_time_us)
+      if (std::isfinite(x)) times.push_back(x);
+    if (times.size() >= 2) {
+      const double med = median(times);
+      const auto mx = std::max_element(times.begin(), times.end());
+      const double lim = kRankTimeSpreads * spread;
+      if (med > 0 && *mx > med * (1.0 + lim)) {
+        add("RANK_DIVERGENCE", Severity::Error,
+            "Rank " + std::to_string(mx - times.begin()) + " took " + us(*mx) + " against the ranks' median " +
+                us(med) + " (" + pct(*mx / med - 1.0) + ", beyond " + pct(lim).substr(1) +
+                " = 3x the run-to-run spread): look for a throttled GPU or a slow link on that rank.");
+      }
+    }
+
+    // --- REGRESSION / QUANT_MISMATCH against --baseline.
+    if (!o.baseline.empty()) {
+      const std::string key = match_key(r, cfg, true);
+      const std::string loose = match_key(r, cfg, false);
+      std::vector<double> same;
+      std::vector<const RunRecord*> same_src, other_quant;
+      for (const auto& b : o.baseline) {
+        const Config bc = judged_config(b, o);
+        if (!b.max_rank_time_us || !std::isfinite(*b.max_rank_time_us)) continue;
+        if (match_key(b, bc, true) == key) {
+          same.push_back(*b.max_rank_time_us);
+          same_src.push_back(&b);
+        } else if (match_key(b, bc, false) == loose) {
+          other_quant.push_back(&b);
+        }
+      }
+      if (!same.empty()) {
+        const double base = median(same);
+        v.context["baseline"] = {{"source", same_src.front()->source}, {"runs", same.size()}, {"time_us", base}};
+        if (t > base * (1.0 + spread)) {
+          add("REGRESSION", Severity::Error,
+              us(t) + " is " + pct(t / base - 1.0) + " slower than the baseline's " + us(base) + " (" +
+                  same_src.front()->source + ", same shape and config), beyond the " + pct(spread).substr(1) +
+                  " run-to-run spread.");
+        }
+      } else if (!other_quant.empty()) {
+        const RunRecord& b = *other_quant.front();
+        const double bt = *b.max_rank_time_us;
+        add("QUANT_MISMATCH", Severity::Warning,
+            "The baseline has this shape and config only as " + to_string(b.config.quant) + " (" + b.source + ", " +
+                us(bt) + ", this " + to_string(cfg.quant) + " run " + pct(t / bt - 1.0) +
+                "), so the difference is the quant mode, not machine drift: compare against a " +
+                to_string(cfg.quant) + " baseline.");
+      }
+    }
+  }
+};
+
+}  // namespace
+
+std::string to_string(Severity s) { return s == Severity::Error ? "error" : "warning"; }
+
+Verdict judge(const RunRecord& r, const JudgeOptions& o) {
+  Judge j{r, o, Verdict{}, judged_config(r, o), {}};
+  j.eff = effective_config(j.cfg);
+  j.v.source = r.source;
+  j.v.record = r;
+  j.v.context = nlohmann::json::object();
+  j.v.context["config"] = config_label(j.cfg);
+  j.numerics();
+
+  const std::string pname = o.profile ? *o.profile : r.profile.value_or("mi355x");
+  std::shared_ptr<model::Profile> prof;
+  try {
+    prof = profile_for(pname);
+  } catch (const UsageError& e) {
+    // A bad --profile is the user's and is rejected before judging; a bad profile field is this record's.
+    if (o.profile) throw;
+    j.add("INVALID_RECORD", Severity::Error,
+          std::string("Its profile field names no usable profile (") + e.what() + "): fix the field or pass --profile.");
+  }
+  if (prof) {
+    try {
+      j.timing(pname, *prof);
+    } catch (const UsageError& e) {
+      j.add("MODEL_UNAVAILABLE", Severity::Warning,
+            std::string("The timing model cannot predict this config (") + e.what() + "), so its time was not judged.");
+    }
+  }
+  return j.v;
+}
+
+std::vector<Verdict> judge_all(const std::vector<RunRecord>& runs, const JudgeOptions& o) {
+  std::vector<Verdict> out;
+  out.reserve(runs.size());
+  for (const auto& r : runs) out.push_back(judge(r, o));
+  return out;
+}
+
+Verdict invalid_record_verdict(const std::string& source, const std::string& message, const nlohmann::json& raw) {
+  Verdict v;
+  v.source = source;
+  v.pass = false;
+  v.record.source = source;
+  v.record.raw = raw;
+  v.context = {{"invalid", true}};
+  v.findings.push_back({"INVALID_RECORD", Severity::Error, message});
+  return v;
+}
+
+namespace {
+bool is_invalid(const Verdict& v) { return v.context.is_object() && v.context.contains("invalid"); }
+
+nlohmann::json finite_or_null(const std::optional<double>& x) {
+  if (!x || !std::isfinite(*x)) return nullptr;
+  return *x;
+}
+}  // namespace
+
+nlohmann::json to_json(const std::vector<Verdict>& vs) {
+  nlohmann::json runs = nlohmann::json::array();
+  int pass = 0, fail = 0;
+  for (const auto& v : vs) {
+    nlohmann::json f = nlohmann::json::array();
+    for (const auto& x : v.findings)
+      f.push_back({{"code", x.code}, {"severity", to_string(x.severity)}, {"message", x.message}});
+    nlohmann::json run = {{"source", v.source}, {"verdict", v.pass ? "pass" : "fail"}, {"findings", f}};
+    if (!is_invalid(v)) {
+      run["config"] = config_label(v.record.config);
+      run["m"] = v.record.shape.m;
+      run["n"] = v.record.shape.n;
+      run["k"] = v.record.shape.k;
+      run["world_size"] = v.record.shape.world;
+      run["time_us"] = finite_or_null(v.record.max_rank_time_us);
+      run["rel_l2"] = finite_or_null(v.record.rel_l2);
+      run["record"] = run_record_to_json(v.record);
+    }
+    run["context"] = v.context;
+    (v.pass ? pass : fail)++;
+    runs.push_back(std::move(run));
+  }
+  return {{"runs", runs}, {"summary", {{"runs", vs.size()}, {"pass", pass}, {"fail", fail}}}};
+}
+
+std::string verdict_table(const std::vector<Verdict>& vs) {
+  struct Row { std::string c[7]; };
+  std::vector<Row> rows;
+  rows.push_back({{"source", "config", "M", "time", "rel_l2", "verdict", "findings"}});
+  for (const auto& v : vs) {
+    Row row;
+    row.c[0] = v.source;
+    const bool inv = is_invalid(v);
+    row.c[1] = inv ? "-" : config_label(v.record.config);
+    if (!inv && is_pull_wire(effective_config(v.record.config)))
+      row.c[1] += "/pull=" + std::to_string(v.record.pull_blocks.value_or(v.record.config.pull_blocks));
+    row.c[2] = inv ? "-" : std::to_string(v.record.shape.m);
+    row.c[3] = inv || !v.record.max_rank_time_us ? "-" : us(*v.record.max_rank_time_us);
+    row.c[4] = inv || !v.record.rel_l2 ? "-" : sci(*v.record.rel_l2);
+    row.c[5] = v.pass ? "pass" : "FAIL";
+    std::string codes;
+    for (const auto& f : v.findings)
+      codes += (codes.empty() ? "" : ",") + f.code + (f.severity == Severity::Warning ? "(w)" : "");
+    row.c[6] = codes.empty() ? "-" : codes;
+    rows.push_back(row);
+  }
+  size_t width[7] = {};
+  for (const auto& row : rows)
+    for (int i = 0; i < 7; ++i) width[i] = std::max(width[i], row.c[i].size());
+  std::ostringstream os;
+  for (size_t ri = 0; ri < rows.size(); ++ri) {
+    for (int i = 0; i < 7; ++i) {
+      os << rows[ri].c[i];
+      if (i < 6) os << std::string(width[i] - rows[ri].c[i].size() + 2, ' ');
+    }
+    os << '\n';
+    if (ri == 0) continue;
+    for (const auto& f : vs[ri - 1].findings)
+      os << "    " << to_string(f.severity) << " " << f.code << ": " << f.message << '\n';
+  }
+  int fail = 0;
+  for (const auto& v : vs) fail += v.pass ? 0 : 1;
+  os << vs.size() << " run(s): " << (vs.size() - size_t(fail)) << " pass, " << fail << " fail\n";
+  return os.str();
+}
+
+}  // namespace gemmar
