@@ -1,6 +1,12 @@
 #include "common/atomic_file.hpp"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
 
 #include <cstdio>
 #include <fstream>
@@ -16,6 +22,28 @@ fs::path temp_sibling(const fs::path& target) {
   fs::path parent = target.parent_path();
   if (parent.empty()) parent = ".";
   return parent / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()));
+}
+// Temp siblings of `target` left by runs that were killed (SIGKILL leaves no chance to clean up): named
+// after a process that no longer exists. Removed so that interrupted runs do not accumulate.
+void remove_dead_siblings(const fs::path& target) {
+  fs::path parent = target.parent_path();
+  if (parent.empty()) parent = ".";
+  const std::string prefix = "." + target.filename().string() + ".tmp.";
+  std::error_code ec;
+  for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string rest = name.substr(prefix.size());
+    const size_t digits = rest.find_first_not_of("0123456789");
+    if (digits == 0 || rest.empty()) continue;
+    const std::string tail = digits == std::string::npos ? "" : rest.substr(digits);
+    if (!tail.empty() && tail != ".old") continue;
+    const long pid = std::strtol(rest.substr(0, digits).c_str(), nullptr, 10);
+    if (pid <= 0 || pid == long(::getpid())) continue;
+    if (::kill(pid_t(pid), 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to judge)
+    std::error_code rm;
+    fs::remove_all(it->path(), rm);
+  }
 }
 }  // namespace
 
@@ -44,6 +72,7 @@ AtomicDirectory::AtomicDirectory(fs::path final_dir) : final_(std::move(final_di
   std::error_code ec;
   if (!final_.parent_path().empty()) fs::create_directories(final_.parent_path(), ec);
   fs::remove_all(temp_, ec);
+  remove_dead_siblings(final_);
   if (!fs::create_directories(temp_, ec) || ec)
     throw EnvironmentError("cannot create directory " + temp_.string() + ": " + ec.message());
 }
@@ -57,6 +86,16 @@ AtomicDirectory::~AtomicDirectory() {
 
 void AtomicDirectory::commit() {
   std::error_code ec;
+#ifdef RENAME_EXCHANGE
+  // Linux: swap the new directory and the existing one in one step, so that no instant exists at which
+  // final_ is missing (a kill between two renames would leave neither old nor new in place).
+  if (fs::is_directory(final_, ec) &&
+      ::renameat2(AT_FDCWD, temp_.c_str(), AT_FDCWD, final_.c_str(), RENAME_EXCHANGE) == 0) {
+    committed_ = true;
+    fs::remove_all(temp_, ec);  // now holds the old contents
+    return;
+  }
+#endif
   // An existing output directory is replaced whole: first moved aside, then removed.
   fs::path old;
   if (fs::exists(final_)) {

@@ -23,7 +23,9 @@ enum class Tensor : uint32_t { A = 1, B = 2, ScaleA = 3, ScaleB = 4 };
 
 // The counter-based generator: splitmix64 over a mix of the key; Box-Muller (double) for normals.
 uint64_t counter_hash(uint64_t seed, int rank, Tensor, int64_t row, int64_t col);
+// Element (row, col) is the cosine (col even) or sine (col odd) of Box-Muller draw (row, col / 2).
 double normal_sample(uint64_t seed, int rank, Tensor, int64_t row, int64_t col);
+void normal_pair(uint64_t seed, int rank, Tensor, int64_t row, int64_t pair, double& cos_part, double& sin_part);
 double uniform_sample(uint64_t seed, int rank, Tensor, int64_t row, int64_t col);  // in [0, 1)
 
 struct RankOperands {

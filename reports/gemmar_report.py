@@ -180,7 +180,7 @@ def normalize_run(rec, where, verdict=None, findings=None, context=None):
     """One run (a RESULT_JSON object, or a check/validate run's "record") in the report's own form."""
     if not isinstance(rec, dict):
         fail_input(f"{where}: expected a JSON object for a run")
-    run = {"source": where}
+    run = {"source": where, "floor_band": None}
     run["mode"] = get_field(rec, ["mode"], "str", where, required=True)
     run["m"] = get_field(rec, ["m", "M"], "int", where, required=True)
     run["n"] = get_field(rec, ["n", "N"], "int", where, required=True)
@@ -220,6 +220,22 @@ def normalize_run(rec, where, verdict=None, findings=None, context=None):
                                         "context.floors")
         if run["profile"] is None and isinstance(context.get("profile"), str):
             run["profile"] = context["profile"]
+        cm = context.get("model")
+        if run["profile"] is None and isinstance(cm, dict) and isinstance(cm.get("profile"), str):
+            run["profile"] = cm["profile"]
+        # The band the verdict engine judged relL2 against (what "as the floor says" meant for this run).
+        num = context.get("numerics")
+        if isinstance(num, dict):
+            lo = get_field(num, ["lower"], "num", where + " context.numerics")
+            hi = get_field(num, ["upper"], "num", where + " context.numerics")
+            if lo is not None and hi is not None:
+                run["floor_band"] = (lo, hi)
+            elif hi is not None:
+                run["floor_band"] = (None, hi)
+            exp = get_field(num, ["expected_floor"], "num", where + " context.numerics")
+            if exp is not None:
+                run["floors"] = dict(run["floors"] or {})
+                run["floors"].setdefault(run["wire"], exp)
     if run["max_us"] is None and run["per_rank_us"]:
         run["max_us"] = max(run["per_rank_us"])
     return run
@@ -629,7 +645,7 @@ def fig_pull_grid(inputs, outdir, notes):
         notes.append("pull_grid.png: no measured fp8/lsa run with a pull_blocks value matches the sweep; "
                      "only the model curve is drawn")
     ax.set_xscale("log", base=2)
-    ticks = sorted(set(xs))
+    ticks = sorted(set(xs) | {float(r["pull_blocks"]) for r in with_grid})
     ax.set_xticks(ticks)
     ax.set_xticklabels([f"{t:g}" for t in ticks], rotation=45 if len(ticks) > 10 else 0)
     ax.set_xlabel("pull grid (blocks per rank, MORI_GEMM_AR_PULL_BLOCKS)")
@@ -658,7 +674,8 @@ def fig_rel_l2(inputs, outdir, notes):
     finite = [r["rel_l2"] for r in runs if r["rel_l2"] is not None and math.isfinite(r["rel_l2"])
               and r["rel_l2"] > 0]
     floors = [r["floors"][r["wire"]] for r in runs if r["floors"] and r["floors"].get(r["wire"], 0) > 0]
-    vals = finite + floors + [3e-3, 4e-2, 5e-3]
+    bands = [b for r in runs if r["floor_band"] for b in r["floor_band"] if b and b > 0]
+    vals = finite + floors + bands + [3e-3, 4e-2, 5e-3]
     top = max(vals) * 3.0
     bottom = min(vals) / 3.0
     labelled = set()
@@ -675,9 +692,13 @@ def fig_rel_l2(inputs, outdir, notes):
             ax.fill_between([i - 0.4, i + 0.4], [lo_win or bottom] * 2, [hi_win] * 2, color="#55a868",
                             alpha=0.12, linewidth=0, label=once("benchmark pass window (SPEC 1.2)"))
         f = r["floors"].get(r["wire"]) if r["floors"] else None
+        if r["floor_band"]:
+            blo, bhi = r["floor_band"]
+            ax.fill_between([i - 0.35, i + 0.35], [blo or bottom] * 2, [bhi] * 2, color="#4c72b0", alpha=0.3,
+                            linewidth=0, label=once("verdict's floor band (context.numerics)"))
         if f:
             se = r["floors"].get(r["wire"] + "_stderr")
-            if se:
+            if se and not r["floor_band"]:
                 ax.fill_between([i - 0.35, i + 0.35], [max(f - 3 * se, bottom)] * 2, [f + 3 * se] * 2,
                                 color="#4c72b0", alpha=0.35, linewidth=0, label=once("predicted floor +-3 stderr"))
             ax.hlines(f, i - 0.35, i + 0.35, color="#4c72b0", linewidth=2, label=once("predicted floor"))

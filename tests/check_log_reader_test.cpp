@@ -25,18 +25,18 @@ std::vector<LogEntry> read_string(const std::string& text, LogReadOptions o = {}
 
 TEST(CheckLogReader, TakesResultJsonAndBareObjectLinesAndIgnoresNoise) {
   const auto e = read_log_entries(kData + "/check/mi355x_m16384.log");
-  ASSERT_EQ(e.size(), 6u);
+  ASSERT_EQ(e.size(), 5u);
   EXPECT_EQ(e[0].source, kData + "/check/mi355x_m16384.log:5");
   for (const auto& x : e) ASSERT_TRUE(x.record) << x.error;
   EXPECT_EQ(e[0].record->config.mode, Mode::GemmOnly);
-  EXPECT_EQ(e[5].record->config.gather_transport, Transport::Lsa);
-  EXPECT_DOUBLE_EQ(*e[5].record->max_rank_time_us, 957.3);
-  EXPECT_EQ(e[5].record->per_rank_time_us.size(), 8u);
+  EXPECT_EQ(e[4].record->config.gather_transport, Transport::Lsa);
+  EXPECT_DOUBLE_EQ(*e[4].record->max_rank_time_us, 957.3);
+  EXPECT_EQ(e[4].record->per_rank_time_us.size(), 8u);
 }
 
 TEST(CheckLogReader, MalformedLinesFailOneByOneWithFieldNamed) {
   const auto e = read_log_entries(kData + "/check/malformed.log");
-  ASSERT_EQ(e.size(), 8u);  // the {"step":..} line has no benchmark field and is not a run
+  ASSERT_EQ(e.size(), 7u);  // the {"step":..} line has no benchmark field and is not a run
   EXPECT_FALSE(e[0].record);
   EXPECT_NE(e[0].error.find("malformed.log:2"), std::string::npos) << e[0].error;
   EXPECT_NE(e[0].error.find("not a valid JSON"), std::string::npos);

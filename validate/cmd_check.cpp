@@ -73,6 +73,8 @@ int cmd_check(const Args& args) {
       ("phase-map", po::value<std::string>(), "file of phase=REGEX lines or a JSON object, replacing the defaults")
       ("phase-pattern", po::value<std::vector<std::string>>(), "phase=REGEX, overriding one phase (repeatable)")
       ("no-timing", po::bool_switch()->default_value(false), "judge numerics only (times are not GPU times)")
+      ("floors-at-run-m", po::bool_switch()->default_value(false),
+       "derive the floors at each run's own M (default: once per N, K, W, quant at M=16384)")
       ("max-line-bytes", po::value<size_t>()->default_value(size_t(1) << 20), "longest line read as a record");
   add_common_options(desc);
   po::positional_options_description pos;
@@ -97,6 +99,7 @@ int cmd_check(const Args& args) {
     jo.pull_blocks = b;
   }
   jo.judge_timing = !vm["no-timing"].as<bool>();
+  jo.floors_at_run_m = vm["floors-at-run-m"].as<bool>();
   if (vm.count("baseline")) {
     for (const auto& path : vm["baseline"].as<std::vector<std::string>>()) {
       int64_t skipped = 0;

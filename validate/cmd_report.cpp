@@ -106,7 +106,8 @@ int cmd_report(const Args& args) {
       ("results", po::value<std::vector<std::string>>()->multitoken(),
        "results files: gemmar run / benchmark logs (RESULT_JSON lines), gemmar check --json, gemmar model "
        "[sweep] --json, gemmar validate's results.json (kind detected per file)")
-      ("out", po::value<std::string>(), "report directory to write (replaced whole, atomically)");
+      ("out", po::value<std::string>(), "report directory to write (replaced whole, atomically)")
+      ("quiet", po::bool_switch()->default_value(false), "print nothing on success (used by gemmar validate)");
   add_common_options(desc);
   po::positional_options_description pos;
   pos.add("results", -1);
@@ -171,6 +172,7 @@ int cmd_report(const Args& args) {
   dir.commit();
 
   const fs::path index = out / "index.html";
+  if (vm["quiet"].as<bool>()) return kExitOk;
   if (json) {
     nlohmann::json doc = manifest;
     doc["out"] = out.string();

@@ -15,6 +15,8 @@ namespace {
 constexpr const char* kNanSentinel = "\x01gemmar:NaN";
 constexpr const char* kPosInfSentinel = "\x01gemmar:+Inf";
 constexpr const char* kNegInfSentinel = "\x01gemmar:-Inf";
+// As JSON text the control character must be escaped.
+std::string sentinel_text(const char* sentinel) { return std::string("\"\\u0001") + (sentinel + 1) + "\""; }
 
 bool is_word_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
@@ -46,19 +48,13 @@ std::string substitute_non_finite(const std::string& text) {
              (i + len >= text.size() || !is_word_char(text[i + len]));
     };
     if (token_at("NaN", 3)) {
-      out += '"';
-      out += kNanSentinel;
-      out += '"';
+      out += sentinel_text(kNanSentinel);
       i += 2;
     } else if (token_at("Infinity", 8)) {
-      out += '"';
-      out += kPosInfSentinel;
-      out += '"';
+      out += sentinel_text(kPosInfSentinel);
       i += 7;
     } else if (token_at("-Infinity", 9)) {
-      out += '"';
-      out += kNegInfSentinel;
-      out += '"';
+      out += sentinel_text(kNegInfSentinel);
       i += 8;
     } else {
       out += c;

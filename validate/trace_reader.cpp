@@ -178,7 +178,7 @@ const std::vector<PhasePattern>& default_phase_patterns() {
       {"drain", "drain|wait_(puts|scatter|signal)"},
       {"scatter", "scatter"},
       {"gather", "gather|barrier"},
-      {"gemm", "gemm|matmul|Cijk_|blockscale|mfma|wgmma"},
+      {"gemm", "gemm(?!_?ar)|_gemm|matmul|Cijk_|mfma|wgmma"},
   };
   return p;
 }

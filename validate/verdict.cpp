@@ -200,7 +200,11 @@ struct Judge {
     std::optional<double> floor_bf16, floor_fp8, expected, sigma;
     if (collective) {
       try {
-        const auto& fl = reference::cached_floors(r.shape, cfg.quant);
+        // The floor is a per-row statistic (iid rows; padding rows are zero in both output and reference),
+        // so M only sets how many rows there are: one derivation per (N, K, W, quant) serves every M.
+        Shape fs = r.shape;
+        if (!o.floors_at_run_m) fs.m = kFloorCanonicalM;
+        const auto& fl = reference::cached_floors(fs, cfg.quant);
         floor_bf16 = fl.bf16;
         floor_fp8 = fl.fp8;
         expected = fp8 ? fl.fp8 : fl.bf16;
@@ -211,7 +215,7 @@ struct Judge {
         sigma = se * std::sqrt(1.0 + rows / double(std::max<int64_t>(r.shape.m, 1)));
         v.context["floors"] = {{"bf16", fl.bf16},          {"fp8", fl.fp8},
                                {"bf16_stderr", fl.bf16_stderr}, {"fp8_stderr", fl.fp8_stderr},
-                               {"rows_evaluated", fl.rows_evaluated}, {"wire", wire}};
+                               {"rows_evaluated", fl.rows_evaluated}, {"wire", wire}, {"derived_at_m", fs.m}};
       } catch (const Error& e) {
         add("FLOOR_UNAVAILABLE", Severity::Warning,
             std::string("The reference floors could not be derived for this shape (") + e.what() +

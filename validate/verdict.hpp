@@ -1,5 +1,6 @@
 // The verdict engine (issue 4): judge every run against the reference floors and the timing model.
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +34,7 @@ struct JudgeOptions {
   std::optional<int> pull_blocks;               // for records that carry no pull_blocks (else 64)
   std::vector<RunRecord> baseline;              // --baseline runs, matched by config and shape
   bool judge_timing = true;                     // false for CPU-emulation runs: times are not GPU times
+  bool floors_at_run_m = false;                 // derive floors at the run's own M, not kFloorCanonicalM
 };
 
 Verdict judge(const RunRecord&, const JudgeOptions&);
@@ -60,6 +62,7 @@ inline constexpr double kSilentPatternTol = 0.10;  // |rel_l2 - sqrt(j/W)| withi
 inline constexpr double kSliceOffRelL2 = 0.5;      // a slice with this error never arrived
 inline constexpr double kRankSpreadRel = 0.10;     // per-rank relL2 spread, relative to the floor
 inline constexpr double kRankTimeSpreads = 3.0;    // per-rank time: this many run-to-run spreads
+inline constexpr int64_t kFloorCanonicalM = 16384;  // floors are per-row statistics: derived once at this M
 }  // namespace verdict_rules
 
 }  // namespace gemmar

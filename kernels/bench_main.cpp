@@ -1,0 +1,156 @@
+// gemmar_gpu_bench: what one device session measures, standalone (no CLI libraries needed on the device).
+//   gemmar_gpu_bench ceilings [GiB]             HBM copy kernel, memcpy D2D, peer copy, launch floor
+//   gemmar_gpu_bench gemm M N K                  our blockscale GEMM vs cuBLASLt fp8 at the same shape
+//   gemmar_gpu_bench run MODE WIRE TRANSPORT M [N K W ITERS]   one config end to end, 8 ranks on one device
+// `run` checks: the GPU partials against the CPU fp32 GEMM (bf16 rounding only), the outputs bit for bit
+// against the collective re-emulated on the CPU from the GPU's partials (reference/emulation.hpp), and the
+// relL2 against the fp32 reference (the floors). Prints one RESULT_JSON line per run.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "common/config.hpp"
+#include "common/errors.hpp"
+#include "kernels/gemm_ar.hpp"
+#include "reference/emulation.hpp"
+#include "reference/operands.hpp"
+
+namespace gemmar::kernels {
+double cublaslt_fp8_gemm_us(int64_t m, int64_t n, int64_t k, int iters, std::string& mode_out);
+}
+
+using namespace gemmar;
+
+namespace {
+
+kernels::OperandFn generator(const reference::OperandSpec& spec) {
+  return [spec](int rank, kernels::RankOperands& dst) {
+    reference::RankOperands op = reference::make_rank_operands(spec, rank);
+    dst.a = std::move(op.a.codes);
+    dst.a_scale = std::move(op.a.scales);
+    dst.b = std::move(op.b.codes);
+    dst.b_scale = std::move(op.b.scales);
+  };
+}
+
+int cmd_ceilings(double gib) {
+  const auto c = kernels::measure_ceilings(int64_t(gib * double(1ull << 30)), 20);
+  std::printf("CEILINGS_JSON {\"device\": \"%s\", \"bytes\": %lld, \"hbm_copy_kernel_gbs\": %.1f, "
+              "\"memcpy_d2d_gbs\": %.1f, \"peer_copy_gbs\": %.1f, \"launch_floor_us\": %.2f}\n",
+              kernels::device_name(0).c_str(), (long long)c.bytes, c.hbm_copy_kernel_gbs, c.memcpy_d2d_gbs,
+              c.peer_copy_gbs, c.launch_floor_us);
+  return 0;
+}
+
+int cmd_gemm(int64_t m, int64_t n, int64_t k) {
+  reference::OperandSpec spec;
+  spec.shape = Shape{m, n, k, 1};
+  const double ours = kernels::time_gemm_only(m, n, k, 20, generator(spec));
+  std::string mode;
+  const double lt = kernels::cublaslt_fp8_gemm_us(m, n, k, 20, mode);
+  const double flop = 2.0 * double(m) * double(n) * double(k);
+  std::printf("GEMM_JSON {\"m\": %lld, \"n\": %lld, \"k\": %lld, \"ours_us\": %.2f, \"ours_tflops\": %.1f, "
+              "\"cublaslt_us\": %.2f, \"cublaslt_tflops\": %.1f, \"cublaslt_scaling\": \"%s\", \"ratio\": %.3f}\n",
+              (long long)m, (long long)n, (long long)k, ours, flop / ours * 1e-6, lt, lt > 0 ? flop / lt * 1e-6 : 0.0,
+              mode.c_str(), lt > 0 ? lt / ours : 0.0);
+  return 0;
+}
+
+int cmd_run(const std::string& mode, const std::string& wire, const std::string& transport, int64_t m, int64_t n,
+            int64_t k, int world, int iters, int pull_blocks) {
+  kernels::RunPlan plan;
+  plan.shape = Shape{m, n, k, world};
+  plan.config.mode = parse_mode(mode);
+  plan.config.gather_dtype = parse_wire(wire);
+  plan.config.gather_transport = parse_transport(transport);
+  plan.config.pull_blocks = pull_blocks;
+  validate_shape_config(plan.shape, plan.config);
+  plan.shape.m = padded_m(plan.shape, plan.config.quant);
+  plan.iterations = iters;
+  plan.ranks_per_device = world;  // every rank on device 0 (one GPU lent)
+  plan.rows = reference::sample_rows(plan.shape, plan.config.quant, 64, 99);
+  reference::OperandSpec spec;
+  spec.shape = plan.shape;
+  const kernels::RunOutput o = kernels::run_gemm_ar(plan, generator(spec));
+
+  // CPU side: the fp32 partials + reference for the same rows, then the collective on the GPU's partials.
+  reference::PartialsRequest preq;
+  preq.operands = spec;
+  preq.rows = plan.rows;
+  const reference::PartialsResult cpu = reference::compute_partials(preq);
+  double perr = 0, pref = 0;
+  for (int r = 0; r < world; ++r)
+    for (size_t i = 0; i < o.partials[r].size(); ++i) {
+      const double dd = double(o.partials[r][i]) - double(cpu.partials[r][i]);
+      perr += dd * dd;
+      pref += double(cpu.partials[r][i]) * double(cpu.partials[r][i]);
+    }
+  reference::CollectiveRequest creq;
+  creq.shape = plan.shape;
+  creq.config = plan.config;
+  creq.rows = plan.rows;
+  const reference::Bf16Outputs expect = reference::emulate_collective(creq, o.partials);
+  int64_t mismatches = 0;
+  for (int r = 0; r < world; ++r)
+    for (size_t i = 0; i < expect[r].size(); ++i) mismatches += expect[r][i] != o.outputs[r][i];
+  const auto rl = reference::all_views_rel_l2(plan.shape, plan.config.quant, plan.rows, o.outputs, cpu.reference);
+  const auto per = reference::per_rank_rel_l2(plan.shape, plan.config.quant, plan.rows, o.outputs, cpu.reference);
+  double maxrank = 0, minrel = 1e30;
+  std::string prt, prl, ph;
+  for (size_t r = 0; r < o.per_rank_time_us.size(); ++r) {
+    maxrank = std::max(maxrank, o.per_rank_time_us[r]);
+    prt += (r ? ", " : "") + std::to_string(o.per_rank_time_us[r]);
+  }
+  for (size_t r = 0; r < per.size(); ++r) {
+    minrel = std::min(minrel, per[r].value);
+    prl += (r ? ", " : "") + std::to_string(per[r].value);
+  }
+  for (const auto& [name, us] : o.phases_us) ph += (ph.empty() ? "\"" : ", \"") + name + "\": " + std::to_string(us);
+  const bool fp8 = uses_fp8_wire(effective_config(plan.config));
+  const bool ok = mismatches == 0 && o.unwritten_outputs == 0 && std::isfinite(rl.value) &&
+                  (fp8 ? (rl.value > 5e-3 && rl.value < 4e-2) : rl.value < 3e-3);
+  std::printf("RESULT_JSON {\"mode\": \"%s\", \"quant\": \"blockscale\", \"gather_dtype\": \"%s\", "
+              "\"gather_transport\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"world_size\": %d, "
+              "\"max_rank_time_us\": %.2f, \"per_rank_time_us\": [%s], \"rel_l2\": %.6g, \"validated\": %s, "
+              "\"timing\": \"eager-median-%d\", \"pull_blocks\": %d, \"per_rank_rel_l2\": [%s], \"phases_us\": {%s}, "
+              "\"total_us\": %.2f, \"backend\": \"gpu\", \"device\": \"%s\", \"bitexact_mismatches\": %lld, "
+              "\"checked_elements\": %lld, \"partial_rel_err\": %.3g, \"unwritten_outputs\": %lld, "
+              "\"profile\": \"h200-1gpu\"}\n",
+              mode.c_str(), wire.c_str(), transport.c_str(), (long long)m, (long long)n, (long long)k, world, maxrank,
+              prt.c_str(), minrel, ok ? "true" : "false", iters, o.pull_blocks, prl.c_str(), ph.c_str(), o.total_us,
+              o.device.c_str(), (long long)mismatches, (long long)(world * expect[0].size()),
+              std::sqrt(perr / std::max(pref, 1e-300)), (long long)o.unwritten_outputs);
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const std::vector<std::string> a(argv + 1, argv + argc);
+    auto num = [&](size_t i, int64_t def) { return a.size() > i ? std::atoll(a[i].c_str()) : def; };
+    if (a.empty()) {
+      std::fprintf(stderr, "usage: gemmar_gpu_bench ceilings [GiB] | gemm M N K | run MODE WIRE TRANSPORT M [N K W ITERS PULL]\n");
+      return 2;
+    }
+    if (kernels::device_count() <= 0) {
+      std::fprintf(stderr, "gemmar_gpu_bench: no GPU device\n");
+      return 3;
+    }
+    if (a[0] == "ceilings") return cmd_ceilings(a.size() > 1 ? std::atof(a[1].c_str()) : 2.0);
+    if (a[0] == "gemm") return cmd_gemm(num(1, 16384), num(2, 7168), num(3, 2048));
+    if (a[0] == "run" && a.size() >= 5)
+      return cmd_run(a[1], a[2], a[3], num(4, 16384), num(5, 7168), num(6, 2048), int(num(7, 8)), int(num(8, 11)),
+                     int(num(9, 64)));
+    std::fprintf(stderr, "gemmar_gpu_bench: unknown command '%s'\n", a[0].c_str());
+    return 2;
+  } catch (const gemmar::Error& e) {
+    std::fprintf(stderr, "gemmar_gpu_bench: %s\n", e.what());
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gemmar_gpu_bench: %s\n", e.what());
+    return 3;
+  }
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The CI fuzz job (issue 8): configure the "fuzz" preset (clang++-19, libFuzzer + ASan + UBSan), build the
+# fuzz targets, run each on its seed corpus (tests/fuzz/corpus/<target>/) for GEMMAR_FUZZ_SECONDS (default 30)
+# seconds, and exit non-zero if any target crashed, leaked, hit a sanitizer report, timed out or ran out of
+# memory. Installs nothing: scripts/install_deps.sh with GEMMAR_FUZZ_DEPS=1 does.
+#   GEMMAR_FUZZ_SECONDS  seconds per target (default 30)
+#   GEMMAR_FUZZ_BUILD    build directory (default: the preset's build-fuzz)
+#   GEMMAR_FUZZ_TARGETS  space-separated subset (default: all)
+#   GEMMAR_FUZZ_JOBS     build parallelism (default nproc)
+# Crash inputs are kept in $GEMMAR_FUZZ_BUILD/findings/<target>/ (reproduce: build-fuzz/tests/fuzz/fuzz_X FILE).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+seconds=${GEMMAR_FUZZ_SECONDS:-30}
+build=${GEMMAR_FUZZ_BUILD:-$root/build-fuzz}
+jobs=${GEMMAR_FUZZ_JOBS:-$(nproc)}
+targets=${GEMMAR_FUZZ_TARGETS:-"log_line trace profile results phase_map"}
+
+command -v clang++-19 >/dev/null || { echo "fuzz.sh: clang++-19 missing (GEMMAR_FUZZ_DEPS=1 scripts/install_deps.sh)" >&2; exit 3; }
+cmake --preset fuzz -B "$build" >/dev/null
+cmake --build "$build" -j"$jobs" --target gemmar_fuzz
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:allocator_may_return_null=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+failed=()
+for t in $targets; do
+  exe="$build/tests/fuzz/fuzz_$t"
+  seeds="$root/tests/fuzz/corpus/$t"
+  work="$build/fuzz-work/$t"      # the growing corpus: new inputs land here, the checked-in seeds stay as they are
+  findings="$build/findings/$t"
+  mkdir -p "$work" "$findings"
+  echo "== fuzz_$t: ${seconds}s on $(ls "$seeds" | wc -l) seeds"
+  # -max_len bounds the input (16 KiB covers every real log line and profile); -timeout flags a hang (an input
+  # taking >10 s); -rss_limit_mb an allocation blow-up. Exit status != 0 on any of them.
+  if ! "$exe" "$work" "$seeds" -max_total_time="$seconds" -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
+        -artifact_prefix="$findings/" -print_final_stats=1 >"$build/fuzz-$t.log" 2>&1; then
+    echo "fuzz_$t FAILED: see $build/fuzz-$t.log and $findings/" >&2
+    grep -E "ERROR|SUMMARY|Test unit written|deadly|timeout|out-of-memory" "$build/fuzz-$t.log" | head -20 >&2 || true
+    failed+=("$t")
+  else
+    grep -E "^stat::number_of_executed_units|^#[0-9]+ *DONE" "$build/fuzz-$t.log" | tr '\n' ' '; echo
+  fi
+done
+if ((${#failed[@]})); then
+  echo "fuzz.sh: ${#failed[@]} target(s) failed: ${failed[*]}" >&2
+  exit 1
+fi
+echo "fuzz.sh: all targets clean"

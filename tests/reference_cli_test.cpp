@@ -1,0 +1,91 @@
+// `gemmar reference ...` end to end through the binary: JSON on stdout, exit 2 naming the option on bad input.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <sys/wait.h>
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+Result run(const std::string& args) {
+  const std::string err_file = ::testing::TempDir() + "reference_cli_stderr.txt";
+  const std::string cmd = std::string(GEMMAR_BINARY) + " reference " + args + " 2>" + err_file;
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (FILE* e = fopen(err_file.c_str(), "r")) {
+    while ((n = fread(buf.data(), 1, buf.size(), e)) > 0) r.err.append(buf.data(), n);
+    fclose(e);
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST(ReferenceCli, FloorsJsonHasBothWiresRowsShapeAndStderr) {
+  const Result r = run("floors -m 1024 -k 128 --rows 16 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_NEAR(j["floors"]["bf16"].get<double>(), 2.35e-3, 0.1 * 2.35e-3);
+  EXPECT_NEAR(j["floors"]["fp8"].get<double>(), 2.49e-2, 0.1 * 2.49e-2);
+  EXPECT_GT(j["stderr"]["fp8"].get<double>(), 0.0);
+  EXPECT_EQ(j["rows_evaluated"].get<int>(), 16);
+  EXPECT_EQ(j["shape"]["n"].get<int>(), 7168);
+  EXPECT_TRUE(j.contains("seconds"));
+}
+
+TEST(ReferenceCli, QuantStudyJsonRowsPerGroupWithScaleOverhead) {
+  const Result r = run("quant-study --rows 64 --cols 1024 --groups 1024,128,32 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["rows"].size(), 3u);
+  EXPECT_EQ(j["rows"][0]["group"].get<int>(), 1024);
+  EXPECT_NEAR(j["rows"][2]["scale_bytes_pct"].get<double>(), 12.5, 1e-9);
+  for (const auto& row : j["rows"]) {
+    EXPECT_GT(row["rel_l2"].get<double>(), 1.5e-2);  // e4m3's 3 mantissa bits, whatever the group
+    EXPECT_LT(row["rel_l2"].get<double>(), 3.5e-2);
+  }
+}
+
+TEST(ReferenceCli, HumanTableByDefault) {
+  const Result r = run("floors -m 1024 -k 128 --rows 8");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("bf16"), std::string::npos);
+  EXPECT_NE(r.out.find("fp8"), std::string::npos);
+}
+
+TEST(ReferenceCli, BadInputExitsTwoNamingTheOption) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"floors --quant nope", "--quant"},
+      {"floors --data nope", "--data"},
+      {"floors -k 100", "-k"},
+      {"floors -n 1536", "-n"},
+      {"floors --world 3", "--world"},
+      {"floors --rows 4", "--rows"},
+      {"floors --rows 999999999", "--rows"},
+      {"floors --fp8-format e5m2", "--fp8-format"},
+      {"floors --bogus", "bogus"},
+      {"quant-study --groups 7168,0", "--groups"},
+      {"quant-study --cols 1000 --groups 128", "--groups"},
+      {"frobnicate", "frobnicate"},
+  };
+  for (const auto& [args, option] : cases) {
+    const Result r = run(args);
+    EXPECT_EQ(r.code, 2) << args << ": " << r.err;
+    EXPECT_NE(r.err.find(option), std::string::npos) << args << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << args;
+  }
+}

@@ -1,0 +1,276 @@
+// The pipeline emulation: every mode bit for bit on the bf16 wire, the fp8 wire's owner rows and transports,
+// row selection, external partials, the faults' signatures, and the sampled relL2 estimator.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "reference/emulation.hpp"
+#include "reference/formats.hpp"
+
+using namespace gemmar;
+using namespace gemmar::reference;
+
+namespace {
+
+const Shape kShape{1024, 1024, 128, 8};  // one blockscale unit of rows per world: S = 128
+
+const PartialsResult& partials() {
+  static const PartialsResult p = [] {
+    PartialsRequest r;
+    r.operands.shape = kShape;
+    return compute_partials(r);
+  }();
+  return p;
+}
+
+Config make_config(Mode m, WireDtype w, Transport t) {
+  Config c;
+  c.mode = m;
+  c.gather_dtype = w;
+  c.gather_transport = t;
+  return c;
+}
+
+Bf16Outputs run(const Config& c, const Faults& f = {}, const std::vector<int64_t>* rows = nullptr,
+                const Partials* parts = nullptr) {
+  CollectiveRequest r;
+  r.shape = kShape;
+  r.config = c;
+  r.rows = rows ? *rows : partials().rows;
+  r.faults = f;
+  return emulate_collective(r, parts ? *parts : partials().partials);
+}
+
+double view_rel_l2(const Bf16Outputs& o) {
+  return all_views_rel_l2(kShape, Quant::Blockscale, partials().rows, o, partials().reference).value;
+}
+
+}  // namespace
+
+TEST(Emulation, EveryModeOnTheBf16WireEqualsTheStraightforwardSumBitForBit) {
+  const std::vector<uint16_t> want = straightforward_sum(kShape, Quant::Blockscale, partials().rows, partials().partials);
+  for (Mode m : {Mode::SplitSdma, Mode::FusedSdma, Mode::SplitLsa, Mode::FusedLsa})
+    for (Transport t : {Transport::Sdma, Transport::Lsa}) {
+      const Bf16Outputs out = run(make_config(m, WireDtype::Bf16, t));
+      for (int r = 0; r < kShape.world; ++r) ASSERT_EQ(out[size_t(r)], want) << to_string(m) << " rank " << r;
+    }
+  // And it is the bf16 floor, not a trivially equal pair of wrong answers.
+  const double e = rel_l2(want, partials().reference);
+  EXPECT_GT(e, 1.5e-3);
+  EXPECT_LT(e, 3.0e-3);
+}
+
+TEST(Emulation, GemmOnlyOutputsTheLocalBf16Partial) {
+  const Bf16Outputs out = run(make_config(Mode::GemmOnly, WireDtype::Bf16, Transport::Sdma));
+  for (int r = 0; r < kShape.world; ++r)
+    for (size_t i = 0; i < out[0].size(); i += 97)
+      ASSERT_EQ(out[size_t(r)][i], to_bf16(partials().partials[size_t(r)][i]));
+}
+
+TEST(Emulation, Fp8WireSdmaAndLsaAreIdenticalAndOwnerRowsAreNeverQuantized) {
+  const std::vector<uint16_t> bf16 = straightforward_sum(kShape, Quant::Blockscale, partials().rows, partials().partials);
+  const Bf16Outputs sdma = run(make_config(Mode::FusedSdma, WireDtype::Fp8, Transport::Sdma));
+  for (Mode m : {Mode::SplitSdma, Mode::FusedSdma, Mode::FusedLsa})
+    for (Transport t : {Transport::Sdma, Transport::Lsa}) {
+      Config c = make_config(m, WireDtype::Fp8, t);
+      EXPECT_EQ(run(c), sdma) << config_label(c);
+      c.fuse_quantize = true;
+      EXPECT_EQ(run(c), sdma) << config_label(c);
+    }
+  const int64_t S = slice_rows(kShape, Quant::Blockscale), N = kShape.n;
+  for (int r = 0; r < kShape.world; ++r) {
+    int64_t foreign_differs = 0;
+    for (size_t i = 0; i < partials().rows.size(); ++i) {
+      const bool own = partials().rows[i] / S == r;
+      for (int64_t c = 0; c < N; ++c) {
+        const size_t at = i * size_t(N) + size_t(c);
+        if (own) {
+          ASSERT_EQ(sdma[size_t(r)][at], bf16[at]) << "rank " << r << " row " << partials().rows[i];
+        } else {
+          foreign_differs += sdma[size_t(r)][at] != bf16[at];
+        }
+      }
+    }
+    EXPECT_GT(foreign_differs, (kShape.world - 1) * S * N / 2) << "the fp8 wire must have narrowed foreign rows";
+  }
+  const double e = view_rel_l2(sdma);
+  EXPECT_GT(e, 1.5e-2);
+  EXPECT_LT(e, 3.0e-2);
+}
+
+TEST(Emulation, SplitLsaIsBf16OnlyEvenWhenAskedForFp8) {
+  const Bf16Outputs a = run(make_config(Mode::SplitLsa, WireDtype::Fp8, Transport::Lsa));
+  const Bf16Outputs b = run(make_config(Mode::SplitLsa, WireDtype::Bf16, Transport::Lsa));
+  EXPECT_EQ(a, b);
+}
+
+TEST(Emulation, SelectedRowsEqualTheSameRowsOfTheFullEmulation) {
+  const Config c = make_config(Mode::FusedSdma, WireDtype::Fp8, Transport::Lsa);
+  const Bf16Outputs full = run(c);
+  const std::vector<int64_t> rows{3, 200, 513, 1000};
+  Partials sub(size_t(kShape.world));
+  for (int r = 0; r < kShape.world; ++r)
+    for (int64_t row : rows)
+      sub[size_t(r)].insert(sub[size_t(r)].end(), partials().partials[size_t(r)].begin() + row * kShape.n,
+                            partials().partials[size_t(r)].begin() + (row + 1) * kShape.n);
+  const Bf16Outputs part = run(c, {}, &rows, &sub);
+  for (int r = 0; r < kShape.world; ++r)
+    for (size_t i = 0; i < rows.size(); ++i)
+      for (int64_t col = 0; col < kShape.n; ++col)
+        ASSERT_EQ(part[size_t(r)][i * size_t(kShape.n) + size_t(col)],
+                  full[size_t(r)][size_t(rows[i] * kShape.n + col)]);
+}
+
+TEST(Emulation, EmulateEqualsTheCollectiveOverComputedPartialsAndOperandsOnlyFeedPartials) {
+  EmulationRequest req;
+  req.shape = kShape;
+  req.config = make_config(Mode::FusedLsa, WireDtype::Fp8, Transport::Lsa);
+  req.rows = {0, 130, 260, 390, 520, 650, 780, 910};
+  const EmulationResult e = emulate(req);
+  ASSERT_EQ(e.partials.size(), size_t(kShape.world));
+  CollectiveRequest cr;
+  cr.shape = kShape;
+  cr.config = req.config;
+  cr.rows = e.rows;
+  EXPECT_EQ(emulate_collective(cr, e.partials), e.outputs);
+  for (size_t i = 0; i < e.rows.size(); ++i)
+    EXPECT_EQ(e.partials[3][i * size_t(kShape.n)], partials().partials[3][size_t(e.rows[i] * kShape.n)]);
+}
+
+TEST(Emulation, Fp32ReferenceAgreesWithFp64TruthAndWithTheBlockscalePartials) {
+  PartialsRequest req;
+  req.operands.shape = kShape;
+  req.rows = sample_rows(kShape, Quant::Blockscale, 32, 5);
+  req.with_truth = true;
+  const PartialsResult p = compute_partials(req);
+  double e = 0, n = 0, e2 = 0;
+  std::vector<double> sum(p.reference.size(), 0);
+  for (const auto& part : p.partials)
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] += part[i];
+  for (size_t i = 0; i < p.reference.size(); ++i) {
+    e += (p.reference[i] - p.truth[i]) * (p.reference[i] - p.truth[i]);
+    e2 += (sum[i] - p.truth[i]) * (sum[i] - p.truth[i]);
+    n += p.truth[i] * p.truth[i];
+  }
+  EXPECT_LT(std::sqrt(e / n), 1e-6);
+  EXPECT_LT(std::sqrt(e2 / n), 1e-6);
+  EXPECT_GT(n, 0);
+}
+
+TEST(EmulationFaults, SilentPutsOnBothLegsLeaveEachRankItsLocalPartial) {
+  Faults f;
+  f.silent_scatter = f.silent_gather = true;
+  const Bf16Outputs out = run(make_config(Mode::FusedSdma, WireDtype::Bf16, Transport::Sdma), f);
+  for (int r = 0; r < kShape.world; ++r)
+    for (size_t i = 0; i < out[0].size(); i += 101) ASSERT_EQ(out[size_t(r)][i], to_bf16(partials().partials[size_t(r)][i]));
+  const double e = view_rel_l2(out);
+  EXPECT_NEAR(e, std::sqrt(7.0 / 8.0), 0.04);
+  // One leg silent is as visible; lsa gathers are CU loads and are not affected by silent copy-engine puts.
+  Faults g;
+  g.silent_gather = true;
+  EXPECT_GT(view_rel_l2(run(make_config(Mode::FusedSdma, WireDtype::Fp8, Transport::Sdma), g)), 0.8);
+  EXPECT_LT(view_rel_l2(run(make_config(Mode::FusedSdma, WireDtype::Fp8, Transport::Lsa), g)), 3e-2);
+  Faults s;
+  s.silent_scatter = true;
+  EXPECT_GT(view_rel_l2(run(make_config(Mode::SplitSdma, WireDtype::Bf16, Transport::Sdma), s)), 0.8);
+}
+
+TEST(EmulationFaults, MissingSliceIsNamedByPerSliceRelL2) {
+  Bf16Outputs out = run(make_config(Mode::FusedSdma, WireDtype::Bf16, Transport::Sdma));
+  const int64_t S = slice_rows(kShape, Quant::Blockscale);
+  for (int r = 0; r < kShape.world; ++r)
+    for (int64_t row = 5 * S; row < 6 * S; ++row)
+      if (r != 5)
+        for (int64_t c = 0; c < kShape.n; ++c) out[size_t(r)][size_t(row * kShape.n + c)] = 0;  // slice 5 never landed
+  const auto per_slice = per_slice_rel_l2(kShape, Quant::Blockscale, partials().rows, out, partials().reference);
+  for (int h = 0; h < kShape.world; ++h) {
+    if (h == 5) {
+      EXPECT_GT(per_slice[size_t(h)], 0.9);
+    } else {
+      EXPECT_LT(per_slice[size_t(h)], 3e-3);
+    }
+  }
+  const auto per_rank = per_rank_rel_l2(kShape, Quant::Blockscale, partials().rows, out, partials().reference);
+  EXPECT_LT(per_rank[5].value, 3e-3);  // the owner itself has its rows
+  EXPECT_GT(per_rank[0].value, 0.3);
+}
+
+TEST(EmulationFaults, NoReleaseGivesAPerRankErrorAroundOneHundredth) {
+  Faults f;
+  f.no_release = true;
+  const Bf16Outputs out = run(make_config(Mode::FusedSdma, WireDtype::Bf16, Transport::Sdma), f);
+  const auto per_rank = per_rank_rel_l2(kShape, Quant::Blockscale, partials().rows, out, partials().reference);
+  double lo = 1, hi = 0;
+  for (const auto& r : per_rank) {
+    lo = std::min(lo, r.value);
+    hi = std::max(hi, r.value);
+  }
+  EXPECT_GT(lo, 3e-3);   // every rank above the bf16 floor
+  EXPECT_LT(hi, 8e-2);   // but nowhere near a missing slice
+  EXPECT_GT(hi / lo, 1.1);  // different per rank
+}
+
+TEST(EmulationFaults, PerturbedRankStaleOutputBypassedWireAndFnuzReadAsFn) {
+  Faults p;
+  p.perturbed_rank = 2;
+  const double pe = view_rel_l2(run(make_config(Mode::FusedSdma, WireDtype::Bf16, Transport::Sdma), p));
+  EXPECT_GT(pe, 0.05);
+  EXPECT_LT(pe, 0.2);
+
+  Faults b;
+  b.fp8_wire_bypassed = true;
+  EXPECT_EQ(run(make_config(Mode::FusedSdma, WireDtype::Fp8, Transport::Lsa), b),
+            run(make_config(Mode::FusedSdma, WireDtype::Bf16, Transport::Lsa)));
+
+  EmulationRequest req;
+  req.shape = kShape;
+  req.rows = {1, 129, 257, 385, 513, 641, 769, 897};
+  req.faults.stale_output = true;
+  const EmulationResult st = emulate(req);
+  const double se = all_views_rel_l2(kShape, Quant::Blockscale, st.rows, st.outputs, st.reference).value;
+  EXPECT_NEAR(se, std::sqrt(2.0), 0.25);
+
+  req.faults = {};
+  req.data = DataKind::Bench;  // benchmark data never reaches fnuz's max, so the 2x per operand shows cleanly
+  req.fp8_format = Fp8Format::E4M3FNUZ;
+  const EmulationResult good = emulate(req);
+  EXPECT_LT(all_views_rel_l2(kShape, Quant::Blockscale, good.rows, good.outputs, good.reference).value, 3e-3);
+  req.faults.fnuz_read_as_fn = true;
+  const EmulationResult bad = emulate(req);
+  EXPECT_NEAR(all_views_rel_l2(kShape, Quant::Blockscale, bad.rows, bad.outputs, bad.reference).value, 3.0, 0.05);
+}
+
+TEST(RelL2, SampledAgreesWithFullWithinItsStandardError) {
+  const Config c = make_config(Mode::FusedSdma, WireDtype::Fp8, Transport::Lsa);
+  const Bf16Outputs out = run(c);
+  const RelL2 full = all_views_rel_l2(kShape, Quant::Blockscale, partials().rows, out, partials().reference);
+  EXPECT_EQ(full.stderr_, 0.0);
+  const std::vector<int64_t> rows = sample_rows(kShape, Quant::Blockscale, 64, 99);
+  ASSERT_EQ(rows.size(), 64u);
+  Bf16Outputs sub(out.size());
+  std::vector<float> ref;
+  for (int64_t row : rows) {
+    for (size_t r = 0; r < out.size(); ++r)
+      sub[r].insert(sub[r].end(), out[r].begin() + row * kShape.n, out[r].begin() + (row + 1) * kShape.n);
+    ref.insert(ref.end(), partials().reference.begin() + row * kShape.n, partials().reference.begin() + (row + 1) * kShape.n);
+  }
+  const RelL2 s = all_views_rel_l2(kShape, Quant::Blockscale, rows, sub, ref);
+  EXPECT_GT(s.stderr_, 0.0);
+  EXPECT_LT(s.stderr_, 0.05 * s.value);
+  EXPECT_LT(std::fabs(s.value - full.value), 4 * s.stderr_) << s.value << " vs " << full.value;
+}
+
+TEST(RelL2, SampleRowsCoversEverySliceAndSkipsPadding) {
+  const Shape s{3000, 1024, 256, 8};  // padded to 3072, S = 384: the last slice holds 312 real rows
+  const auto rows = sample_rows(s, Quant::Blockscale, 80, 1);
+  ASSERT_EQ(rows.size(), 80u);
+  std::vector<int> per(8, 0);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_LT(rows[i], 3000);
+    if (i) {
+      EXPECT_LT(rows[i - 1], rows[i]);
+    }
+    ++per[size_t(rows[i] / 384)];
+  }
+  for (int n : per) EXPECT_EQ(n, 10);
+}

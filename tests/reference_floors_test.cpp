@@ -1,0 +1,76 @@
+// The floors are derived by emulation (no stored constants): at a reduced shape that keeps what sets them
+// (N = 7168 columns per wire row, W = 8), they land within 3% of the measured 2.35e-3 / 2.49e-2.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <thread>
+
+#include "common/errors.hpp"
+#include "reference/floors.hpp"
+
+using namespace gemmar;
+using namespace gemmar::reference;
+
+namespace {
+FloorRequest reduced() {
+  FloorRequest r;
+  r.shape = {1024, 7168, 128, 8};  // K does not set the floors: the partials are Gaussian either way
+  r.rows = 128;
+  return r;
+}
+}  // namespace
+
+TEST(Floors, ReducedShapeMatchesTheMeasuredFloorsWithinThreePercent) {
+  const FloorResult f = predict_floors(reduced());
+  EXPECT_EQ(f.rows_evaluated, 128);
+  EXPECT_NEAR(f.bf16, 2.35e-3, 0.03 * 2.35e-3) << f.bf16;
+  EXPECT_NEAR(f.fp8, 2.49e-2, 0.03 * 2.49e-2) << f.fp8;
+  EXPECT_GT(f.bf16_stderr, 0);
+  EXPECT_LT(f.bf16_stderr, 0.01 * f.bf16);
+  EXPECT_LT(f.fp8_stderr, 0.01 * f.fp8);
+}
+
+TEST(Floors, Fp8FloorIsSetByMantissaBitsSoItBarelyMovesWithQuantOrFormat) {
+  FloorRequest r = reduced();
+  r.rows = 32;
+  const FloorResult base = predict_floors(r);
+  r.quant = Quant::Ptpc;
+  const FloorResult ptpc = predict_floors(r);
+  r.quant = Quant::Blockscale;
+  r.fp8_format = Fp8Format::E4M3FNUZ;
+  const FloorResult fnuz = predict_floors(r);
+  EXPECT_NEAR(ptpc.fp8 / base.fp8, 1.0, 0.05);
+  EXPECT_NEAR(fnuz.fp8 / base.fp8, 1.0, 0.05);
+  EXPECT_NEAR(ptpc.bf16 / base.bf16, 1.0, 0.05);
+}
+
+TEST(Floors, BenchDataKeepsTheBenchmarksPassBands) {
+  FloorRequest r = reduced();
+  r.rows = 32;
+  r.data = DataKind::Bench;
+  const FloorResult f = predict_floors(r);
+  EXPECT_LT(f.bf16, 3e-3);  // the benchmark's bf16 pass bound
+  EXPECT_GT(f.fp8, 5e-3);   // its fp8 band
+  EXPECT_LT(f.fp8, 4e-2);
+}
+
+TEST(Floors, RejectsAShapeTheFp8WireCannotRun) {
+  FloorRequest r = reduced();
+  r.shape.n = 1536;
+  EXPECT_THROW(predict_floors(r), UsageError);
+  r = reduced();
+  r.rows = 4;
+  EXPECT_THROW(predict_floors(r), UsageError);
+}
+
+TEST(Floors, CacheIsSharedAcrossThreads) {
+  const Shape s{2048, 7168, 128, 8};
+  const FloorResult* seen[2] = {nullptr, nullptr};
+  std::thread t0([&] { seen[0] = &cached_floors(s, Quant::Blockscale); });
+  std::thread t1([&] { seen[1] = &cached_floors(s, Quant::Blockscale); });
+  t0.join();
+  t1.join();
+  EXPECT_EQ(seen[0], seen[1]);
+  EXPECT_EQ(&cached_floors(s, Quant::Blockscale), seen[0]);
+  EXPECT_NEAR(seen[0]->fp8, 2.49e-2, 0.05 * 2.49e-2);
+}

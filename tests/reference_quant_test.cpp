@@ -1,0 +1,155 @@
+// Operand scale layouts (SPEC 1.2), the quantization recipe, the fp8 wire's per-row quantization, and the
+// row-addressable operand generator.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "reference/formats.hpp"
+#include "reference/operands.hpp"
+#include "reference/quant.hpp"
+
+using namespace gemmar;
+using namespace gemmar::reference;
+
+namespace {
+// A matrix whose every element of row r, column c is distinct and whose block amax identifies the block.
+std::vector<float> ramp(int64_t rows, int64_t cols) {
+  std::vector<float> x(size_t(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) x[size_t(r * cols + c)] = float((r + 1) * 1000 + c + 1) * ((c & 1) ? -1.f : 1.f);
+  return x;
+}
+}  // namespace
+
+TEST(QuantLayout, BlockscaleAIsColumnMajorKBlocksByRows) {
+  const int64_t M = 3, K = 384;
+  const auto x = ramp(M, K);
+  const QuantizedMatrix q = quantize(x.data(), M, K, Quant::Blockscale, Operand::A, Fp8Format::E4M3FN);
+  ASSERT_EQ(q.scales.size(), size_t(3 * M));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t kb = 0; kb < 3; ++kb) {
+      const float amax = float((m + 1) * 1000 + kb * 128 + 128);  // last column of the block (even index: +)
+      EXPECT_FLOAT_EQ(q.scales[size_t(kb * M + m)], amax / 448.0f) << m << "," << kb;
+    }
+}
+
+TEST(QuantLayout, BlockscaleBIs128x128RowMajor) {
+  const int64_t N = 256, K = 256;
+  const auto x = ramp(N, K);
+  const QuantizedMatrix q = quantize(x.data(), N, K, Quant::Blockscale, Operand::B, Fp8Format::E4M3FN);
+  ASSERT_EQ(q.scales.size(), 4u);
+  for (int64_t nb = 0; nb < 2; ++nb)
+    for (int64_t kb = 0; kb < 2; ++kb) {
+      const float amax = float((nb * 128 + 128) * 1000 + kb * 128 + 128);
+      EXPECT_FLOAT_EQ(q.scales[size_t(nb * 2 + kb)], amax / 448.0f);
+      EXPECT_EQ(scale_index(Quant::Blockscale, Operand::B, N, K, nb * 128 + 5, kb * 128 + 7), nb * 2 + kb);
+    }
+}
+
+TEST(QuantLayout, PtpcOneScalePerRowAndMxfp8PowerOfTwoPer32) {
+  const int64_t R = 4, K = 256;
+  const auto x = ramp(R, K);
+  const QuantizedMatrix p = quantize(x.data(), R, K, Quant::Ptpc, Operand::A, Fp8Format::E4M3FN);
+  ASSERT_EQ(p.scales.size(), size_t(R));
+  for (int64_t r = 0; r < R; ++r) EXPECT_FLOAT_EQ(p.scales[size_t(r)], float((r + 1) * 1000 + 256) / 448.0f);
+  const QuantizedMatrix m = quantize(x.data(), R, K, Quant::Mxfp8, Operand::B, Fp8Format::E4M3FN);
+  ASSERT_EQ(m.scales.size(), size_t(R * K / 32));
+  for (float s : m.scales) {
+    int e;
+    EXPECT_EQ(std::frexp(s, &e), 0.5f) << s;  // a power of two
+  }
+  // amax of row 0, block 0 is 1031 -> 2^(10 - 8) = 4
+  EXPECT_EQ(m.scales[0], 4.0f);
+}
+
+TEST(Quantize, AmaxMapsToMaxCodeAndDequantizeIsWithinHalfAnUlp) {
+  for (auto f : {Fp8Format::E4M3FN, Fp8Format::E4M3FNUZ}) {
+    std::vector<float> x(size_t(2 * 256));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(normal_sample(3, 0, Tensor::A, 0, int64_t(i)));
+    const QuantizedMatrix q = quantize(x.data(), 2, 256, Quant::Blockscale, Operand::A, f);
+    const auto dq = dequantize(q, Quant::Blockscale, Operand::A, f);
+    int at_max = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      at_max += (q.codes[i] & 0x7f) == (encode_fp8(fp8_max(f), f) & 0x7f);
+      // relative spacing of e4m3 is 2^-3 at worst: half of it bounds the error of normal-range values
+      if (std::fabs(x[i]) > 0.05f) {
+        EXPECT_LE(std::fabs(dq[i] - x[i]), std::fabs(x[i]) * 0.0626f) << i;
+      }
+    }
+    EXPECT_GE(at_max, 4);  // one per 1x128 block at least
+  }
+}
+
+TEST(WireQuant, RowScaleIsAmaxOver448AndZeroRowGetsScaleOne) {
+  std::vector<uint16_t> row(1024);
+  for (size_t i = 0; i < row.size(); ++i) row[i] = to_bf16(float(normal_sample(5, 0, Tensor::B, 0, int64_t(i))) * 37.0f);
+  float amax = 0;
+  for (auto h : row) amax = std::max(amax, std::fabs(from_bf16(h)));
+  std::vector<uint8_t> codes(row.size());
+  const float scale = wire_quantize_row(row.data(), int64_t(row.size()), codes.data(), Fp8Format::E4M3FN);
+  EXPECT_EQ(scale, amax / 448.0f);
+  std::vector<uint16_t> back(row.size());
+  wire_dequantize_row(codes.data(), scale, int64_t(row.size()), back.data(), Fp8Format::E4M3FN);
+  double e = 0, n = 0;
+  for (size_t i = 0; i < row.size(); ++i) {
+    const double d = from_bf16(back[i]) - from_bf16(row[i]);
+    e += d * d;
+    n += double(from_bf16(row[i])) * from_bf16(row[i]);
+  }
+  EXPECT_GT(std::sqrt(e / n), 5e-3);  // e4m3 really narrowed it
+  EXPECT_LT(std::sqrt(e / n), 4e-2);
+
+  std::vector<uint16_t> zeros(1024, 0);
+  EXPECT_EQ(wire_quantize_row(zeros.data(), 1024, codes.data(), Fp8Format::E4M3FN), 1.0f);
+  for (auto c : codes) EXPECT_EQ(c, 0);
+}
+
+TEST(Operands, RowAddressableSampledRowsEqualFullGeneration) {
+  for (auto kind : {DataKind::Normal, DataKind::Bench})
+    for (auto q : {Quant::Blockscale, Quant::Ptpc, Quant::Mxfp8}) {
+      OperandSpec s;
+      s.shape = {1024, 256, 256, 4};
+      s.quant = q;
+      s.data = kind;
+      const RankOperands full = make_rank_operands(s, 2);
+      const std::vector<int64_t> rows{5, 300, 777, 1023};
+      const RankOperands part = make_rank_operands(s, 2, rows);
+      EXPECT_EQ(part.b.codes, full.b.codes);
+      EXPECT_EQ(part.b.scales, full.b.scales);
+      for (size_t i = 0; i < rows.size(); ++i)
+        for (int64_t k = 0; k < s.shape.k; ++k) {
+          ASSERT_EQ(part.a.codes[i * 256 + size_t(k)], full.a.codes[size_t(rows[i] * 256 + k)]);
+          ASSERT_EQ(part.a.scales[size_t(scale_index(q, Operand::A, 4, 256, int64_t(i), k))],
+                    full.a.scales[size_t(scale_index(q, Operand::A, full.a.rows, 256, rows[i], k))]);
+        }
+      // Ranks differ, and the data is not all zeros.
+      const RankOperands other = make_rank_operands(s, 3, rows);
+      EXPECT_NE(other.a.codes, part.a.codes);
+      int nonzero = 0;
+      for (auto c : part.a.codes) nonzero += (c & 0x7f) != 0;
+      EXPECT_GT(nonzero, 900);
+    }
+}
+
+TEST(Operands, BenchKindIsRandnOver8CastStraightWithScalesInRange) {
+  OperandSpec s;
+  s.shape = {1024, 256, 256, 2};
+  s.data = DataKind::Bench;
+  const RankOperands o = make_rank_operands(s, 0, std::vector<int64_t>{0, 1});
+  for (size_t i = 0; i < 256; ++i)
+    EXPECT_EQ(o.a.codes[i], encode_fp8(float(0.125 * normal_sample(s.seed, 0, Tensor::A, 0, int64_t(i))), s.fp8_format));
+  for (float sc : o.b.scales) {
+    EXPECT_GE(sc, 0.01f);
+    EXPECT_LT(sc, 0.02f);
+  }
+}
+
+TEST(Operands, PaddingRowsAreZero) {
+  OperandSpec s;
+  s.shape = {1000, 256, 128, 8};  // padded to 1024
+  const RankOperands o = make_rank_operands(s, 0, std::vector<int64_t>{999, 1000, 1023});
+  int nz = 0;
+  for (size_t k = 0; k < 128; ++k) nz += o.a.codes[k] != 0;
+  EXPECT_GT(nz, 100);
+  for (size_t k = 128; k < 3 * 128; ++k) EXPECT_EQ(o.a.codes[k], 0);
+}

@@ -1,0 +1,116 @@
+// The GPU backend of `gemmar run` / `gemmar validate`: generates every rank's operands on the host with the
+// reference's counter-based generator (the same codes and scales the CPU emulation sees), hands them to the
+// kernels library (kernels/gemm_ar.hpp), and returns the sampled output rows, the GPU's own partials for
+// those rows (so the driver re-emulates the collective from them bit for bit) and the per-phase timings.
+// Without a GPU toolchain in the build this still compiles, and make_gpu_backend() says why it cannot run.
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "common/errors.hpp"
+#include "validate/run_driver.hpp"
+
+#ifdef GEMMAR_HAVE_GPU
+#include <cstdlib>
+#include <map>
+#include <tuple>
+
+#include "kernels/gemm_ar.hpp"
+#include "reference/operands.hpp"
+#endif
+
+namespace gemmar {
+
+#ifdef GEMMAR_HAVE_GPU
+namespace {
+
+class GpuBackend final : public Backend {
+ public:
+  std::string name() const override { return "gpu"; }
+
+  BackendResult execute(const RunRequest& req, const std::vector<int64_t>& rows_to_return) override {
+    kernels::RunPlan plan;
+    plan.shape = req.shape;
+    plan.shape.m = padded_m(req.shape, req.config.quant);
+    plan.config = req.config;
+    // MORI_GEMM_AR_PULL_BLOCKS sets the pull grid as in the real benchmark, unless --pull-blocks was given
+    // explicitly (the driver passes the config's value; the env var only overrides the default 64).
+    if (const char* env = std::getenv("MORI_GEMM_AR_PULL_BLOCKS"); env && req.config.pull_blocks == 64) {
+      const int v = std::atoi(env);
+      GEMMAR_USAGE_CHECK(v >= 1, "MORI_GEMM_AR_PULL_BLOCKS: must be a positive integer, got '", env, "'");
+      plan.config.pull_blocks = v;
+    }
+    const FaultInjection& in = req.inject;
+    plan.faults.silent_scatter = in.silent_scatter;
+    plan.faults.silent_gather = in.silent_gather;
+    plan.faults.stale_output = in.stale_output;
+    plan.faults.no_release = in.no_release;
+    plan.faults.perturbed_rank = in.perturbed_rank;
+    plan.faults.pull_blocks = in.pull_blocks.value_or(0);
+    plan.faults.fp8_wire_bypassed = in.fp8_wire_bypassed;
+    plan.faults.fnuz_read_as_fn = in.fnuz_read_as_fn;
+    plan.ranks_per_device = req.ranks_per_device;
+    plan.iterations = std::max(1, req.iterations);
+    plan.rows = rows_to_return;
+
+    reference::OperandSpec spec;
+    spec.shape = req.shape;
+    spec.quant = req.config.quant;
+    spec.data = reference::DataKind::Normal;
+    spec.seed = req.seed;
+    spec.fp8_format = Fp8Format::E4M3FN;
+    const auto key = std::make_tuple(req.shape.m, req.shape.n, req.shape.k, req.shape.world, req.seed);
+    if (key != cache_key_) {  // the operands depend only on shape and seed: reuse them across configs
+      cache_.clear();
+      cache_.resize(size_t(req.shape.world));
+      for (int r = 0; r < req.shape.world; ++r) {
+        reference::RankOperands op = reference::make_rank_operands(spec, r);
+        cache_[r].a = std::move(op.a.codes);
+        cache_[r].a_scale = std::move(op.a.scales);
+        cache_[r].b = std::move(op.b.codes);
+        cache_[r].b_scale = std::move(op.b.scales);
+      }
+      cache_key_ = key;
+    }
+    const kernels::RunOutput o = kernels::run_gemm_ar(plan, [&](int rank, kernels::RankOperands& dst) { dst = cache_[rank]; });
+
+    BackendResult res;
+    res.backend = "gpu";
+    res.rows = rows_to_return;
+    res.outputs = o.outputs;
+    res.partials = o.partials;
+    res.phases_us = o.phases_us;
+    res.per_rank_time_us = o.per_rank_time_us;
+    res.total_us = o.total_us;
+    res.device = o.device;
+    if (o.unwritten_outputs > 0)
+      res.device += " [" + std::to_string(o.unwritten_outputs) + " output elements still hold the poison]";
+    return res;
+  }
+
+ private:
+  std::tuple<int64_t, int64_t, int64_t, int, uint64_t> cache_key_{-1, -1, -1, -1, 0};
+  std::vector<kernels::RankOperands> cache_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_gpu_backend() {
+  if (kernels::device_count() <= 0)
+    throw EnvironmentError("--backend gpu: this build has GPU kernels but the runtime finds no GPU device");
+  return std::make_unique<GpuBackend>();
+}
+bool gpu_backend_built() { return true; }
+
+#else
+
+std::unique_ptr<Backend> make_gpu_backend() {
+  throw EnvironmentError(
+      "--backend gpu: gemmar was built without GEMMAR_HIP/GEMMAR_CUDA (no GPU kernels); reconfigure with "
+      "cmake --preset cuda or cmake --preset hip, or use --backend cpu");
+}
+bool gpu_backend_built() { return false; }
+
+#endif
+
+}  // namespace gemmar
