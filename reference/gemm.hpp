@@ -30,6 +30,10 @@ struct GemmBenchResult {
   int repetitions = 0;
   double seconds_best = 0;  // fastest repetition
   double gflops = 0;        // 2mnk / seconds_best
+  // Process CPU time of the fastest repetition (all threads): on a shared machine, flops / cpu_seconds is the
+  // rate per core while scheduled, free of time lost to other processes.
+  double cpu_seconds_best = 0;
+  double gflops_per_cpu_second = 0;
 };
 GemmBenchResult bench_gemm_f32(int64_t m, int64_t n, int64_t k, int repetitions);
 

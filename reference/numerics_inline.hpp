@@ -68,10 +68,12 @@ GEMMAR_HD inline float amax_step(float amax, float x) {
 }
 
 // ---- bf16 ----------------------------------------------------------------------------------------------
-// Round to nearest even; NaN stays NaN (quieted), overflow rounds to infinity as IEEE RNE does.
+// Round to nearest even; overflow rounds to infinity as IEEE RNE does. NaN becomes the canonical quiet NaN
+// 0x7fc0: host and device produce NaNs with different signs and payloads (x86's default NaN is negative),
+// and a bit-for-bit comparison must not trip on that.
 GEMMAR_HD inline uint16_t f32_to_bf16(float f) {
   const uint32_t u = f32_bits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x0040u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t(0x7fc0u);
   const uint32_t rounded = u + 0x7fffu + ((u >> 16) & 1u);
   return uint16_t(rounded >> 16);
 }
@@ -86,7 +88,7 @@ GEMMAR_HD inline uint8_t f32_to_e4m3(float f, bool fnuz) {
   const uint32_t u = f32_bits(f);
   const uint32_t sign = u >> 31;
   const uint32_t mag = u & 0x7fffffffu;
-  if (mag > 0x7f800000u) return fnuz ? uint8_t(0x80) : uint8_t((sign << 7) | 0x7f);
+  if (mag > 0x7f800000u) return fnuz ? uint8_t(0x80) : uint8_t(0x7f);  // canonical NaN, sign dropped
   const uint32_t max_code = fnuz ? 0x7fu : 0x7eu;  // 240 = 2^7*1.875 (fnuz), 448 = 2^8*1.75 (fn)
   uint32_t code;
   if (mag >= 0x44800000u) {  // |f| >= 1024 (and infinity): far above either max, saturate

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include "common/config.hpp"
 #include "validate/run_driver.hpp"
@@ -87,10 +88,17 @@ std::vector<Config> every_config() {
 // Small shapes the emulation runs in milliseconds; W in {2, 4, 8}; N a multiple of 1024 (fp8 wire).
 Shape fault_shape(int i) {
   static const Shape shapes[] = {
-      {512, 1024, 256, 8}, {1024, 2048, 128, 4}, {256, 1024, 512, 2}, {768, 1024, 256, 4}, {1024, 1024, 384, 8},
+      {256, 1024, 128, 8}, {512, 1024, 128, 4}, {1024, 1024, 128, 2}, {256, 2048, 256, 4}, {512, 1024, 512, 2},
+      {768, 1024, 128, 4},
   };
   return shapes[size_t(i) % (sizeof(shapes) / sizeof(shapes[0]))];
 }
+
+// ctest runs two tests at a time on two cores: one thread each avoids OpenMP's spin-waiting under
+// oversubscription, which otherwise costs more than the emulation itself.
+struct SingleThreaded {
+  SingleThreaded() { omp_set_num_threads(1); }
+} const single_threaded;
 
 struct Cell {
   int detected = 0;
@@ -109,7 +117,7 @@ TEST(ReliabilityDetectionMatrix, EveryFaultClassIsDetectedWithItsCodeInEveryMode
     for (const Config& cfg : every_config()) {
       if (!fc.applies(effective_config(cfg))) continue;
       seen_labels.insert(mode_label(cfg));
-      for (int rep = 0; rep < 2; ++rep, ++case_no) {
+      for (int rep = 0; rep < 1; ++rep, ++case_no) {
         RunRequest req;
         req.shape = fault_shape(case_no);
         req.config = cfg;
@@ -144,10 +152,10 @@ TEST(ReliabilityDetectionMatrix, EveryFaultClassIsDetectedWithItsCodeInEveryMode
 TEST(ReliabilityDetectionMatrix, AThousandCleanRunsRaiseNoFinding) {
   auto backend = make_cpu_backend();
   const std::vector<Config> configs = every_config();
-  // Tiny shapes (M up to 512, N 1024, K 128/256) keep 1000+ emulated runs within seconds; W covers 2, 4, 8
+  // Tiny shapes (M 128/256, N 1024, K 128/256) keep 1000+ emulated runs within seconds; W covers 2, 4, 8
   // and M values that leave slices entirely of padding (M=256 at W=8: only the first slices hold real rows).
-  const int64_t ms[] = {128, 256, 384, 512};
-  const int64_t ks[] = {128, 256};
+  const int64_t ms[] = {128, 256};
+  const int64_t ks[] = {128, 128, 256};
   const int ws[] = {2, 4, 8};
   std::mt19937_64 rng(20240611);
   int runs = 0, false_alarms = 0;
@@ -156,7 +164,7 @@ TEST(ReliabilityDetectionMatrix, AThousandCleanRunsRaiseNoFinding) {
   for (int i = 0; i < 1056; ++i) {
     RunRequest req;
     req.config = configs[size_t(i) % configs.size()];
-    req.shape = {ms[rng() % 4], 1024, ks[rng() % 2], ws[rng() % 3]};
+    req.shape = {ms[rng() % 2], 1024, ks[rng() % 3], ws[rng() % 3]};
     req.seed = rng() % 1000000;
     req.check_rows = 0;
     const RunOutcome o = run_and_check(*backend, req);

@@ -188,13 +188,15 @@ int gemm_bench(const Args& args) {
   const ref::GemmBenchResult r = ref::bench_gemm_f32(m, n, k, reps);
   if (vm["json"].as<bool>()) {
     std::cout << json{{"m", r.m}, {"n", r.n}, {"k", r.k}, {"threads", r.threads}, {"repetitions", r.repetitions},
-                      {"seconds_best", r.seconds_best}, {"gflops", r.gflops}}
+                      {"seconds_best", r.seconds_best}, {"gflops", r.gflops},
+                      {"cpu_seconds_best", r.cpu_seconds_best}, {"gflops_per_cpu_second", r.gflops_per_cpu_second}}
                      .dump()
               << "\n";
   } else {
     std::cout << "fp32 GEMM (Eigen) " << m << " x " << n << " x " << k << ", " << r.threads << " threads: "
               << std::fixed << std::setprecision(1) << r.gflops << " GFLOP/s (best of " << reps << ", "
-              << std::setprecision(4) << r.seconds_best << " s)\n";
+              << std::setprecision(4) << r.seconds_best << " s; " << std::setprecision(1) << r.gflops_per_cpu_second
+              << " GFLOP per CPU-second)\n";
   }
   return kExitOk;
 }

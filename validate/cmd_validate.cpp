@@ -27,9 +27,9 @@ int cmd_validate(const Args& args) {
       ("out", po::value<std::string>()->default_value("out/validate"), "directory for results.json, log and report")
       ("inject", po::value<std::string>()->default_value("none"),
        "fault injected into every run (see gemmar run --help); validate must then flag it")
-      ("m", po::value<int64_t>(), "rows (default: 2048 on cpu, 4096,16384 on gpu)")
-      ("n", po::value<int64_t>(), "columns (default: 2048 on cpu, 7168 on gpu)")
-      ("k", po::value<int64_t>(), "reduction length per rank (default: 512 on cpu, 2048 on gpu)")
+      ("m,m", po::value<int64_t>(), "rows (default: 2048 on cpu, 4096,16384 on gpu)")
+      ("n,n", po::value<int64_t>(), "columns (default: 2048 on cpu, 7168 on gpu)")
+      ("k,k", po::value<int64_t>(), "reduction length per rank (default: 512 on cpu, 2048 on gpu)")
       ("world", po::value<int>()->default_value(8), "ranks")
       ("seed", po::value<uint64_t>()->default_value(1234), "operand seed")
       ("profile", po::value<std::string>()->default_value(""), "model profile for the timing checks")
