@@ -1,12 +1,24 @@
 #!/usr/bin/env bash
 # Build with warnings as errors and run the CPU test suite, then compile the kernels' device code for gfx942
-# (clang-19) and sm_90a (nvcc, when present). What CI runs (.ci/run).
+# (clang-19) and sm_90a (nvcc, when present). Under CI (CI=true) or with GEMMAR_FULL_CI=1 it also runs the whole
+# suite under AddressSanitizer + UBSan (scripts/asan.sh) and every fuzz target for a bounded time
+# (scripts/fuzz.sh). What CI runs (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+full=0
+[[ "${CI:-}" == true || "${GEMMAR_FULL_CI:-0}" == 1 ]] && full=1
+if ((full)); then export GEMMAR_FUZZ_DEPS=1; fi
 scripts/install_deps.sh
+# Tests run two at a time on two cores, each with OpenMP threads: a passive wait keeps oversubscribed
+# OpenMP regions from spinning against each other.
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 cmake --preset ci >/dev/null
 cmake --build --preset ci -j"$(nproc)"
-ctest --preset ci -j"$(nproc)" --timeout 300
-if [[ -x scripts/ci_device_compile.sh ]]; then
-  scripts/ci_device_compile.sh
+ctest --preset ci -j"$(nproc)" --timeout 600
+if [[ "${GEMMAR_DEVICE_COMPILE:-1}" != 0 ]]; then
+  GEMMAR_REQUIRE_HIP=${GEMMAR_REQUIRE_HIP:-1} scripts/ci_device_compile.sh
+fi
+if ((full)); then
+  scripts/asan.sh
+  scripts/fuzz.sh
 fi

@@ -85,20 +85,24 @@ std::vector<Config> every_config() {
   return out;
 }
 
-// Small shapes the emulation runs in milliseconds; W in {2, 4, 8}; N a multiple of 1024 (fp8 wire).
-Shape fault_shape(int i) {
-  static const Shape shapes[] = {
-      {256, 1024, 128, 8}, {512, 1024, 128, 4}, {1024, 1024, 128, 2}, {256, 2048, 256, 4}, {512, 1024, 512, 2},
-      {768, 1024, 128, 4},
-  };
-  return shapes[size_t(i) % (sizeof(shapes) / sizeof(shapes[0]))];
+// Shapes whose every slice holds the same number of real rows (M a multiple of W * BLOCK_M, as the benchmark
+// pads): the verdict engine's fp8 floor and per-rank rules assume it (docs/reliability.md, "not covered").
+// W in {2, 4, 8}; N a multiple of 1024 (fp8 wire). check_rows samples rows, so M costs nothing.
+Shape even_shape(uint64_t i, Quant q) {
+  static const int ws[] = {2, 4, 8};
+  static const int64_t ns[] = {1024, 2048};
+  static const int64_t ks[] = {128, 256, 512};
+  const int w = ws[i % 3];
+  const int64_t unit = int64_t(w) * block_m(q);
+  const int64_t m = unit * int64_t(1 + (i / 3) % 4);
+  return {m, ns[(i / 2) % 2], ks[(i / 5) % 3], w};
 }
-
-// ctest runs two tests at a time on two cores: one thread each avoids OpenMP's spin-waiting under
-// oversubscription, which otherwise costs more than the emulation itself.
-struct SingleThreaded {
-  SingleThreaded() { omp_set_num_threads(1); }
-} const single_threaded;
+// Any M: slices entirely of padding (M=256 at W=8) and partial slices. bf16 wires only (see above).
+Shape any_shape(uint64_t i) {
+  static const Shape shapes[] = {{256, 1024, 128, 8}, {384, 1024, 256, 4}, {1000, 1024, 128, 2},
+                                 {128, 2048, 128, 8}, {1536, 1024, 128, 8}, {700, 1024, 256, 4}};
+  return shapes[i % (sizeof(shapes) / sizeof(shapes[0]))];
+}
 
 struct Cell {
   int detected = 0;
@@ -117,14 +121,15 @@ TEST(ReliabilityDetectionMatrix, EveryFaultClassIsDetectedWithItsCodeInEveryMode
     for (const Config& cfg : every_config()) {
       if (!fc.applies(effective_config(cfg))) continue;
       seen_labels.insert(mode_label(cfg));
-      for (int rep = 0; rep < 1; ++rep, ++case_no) {
+      for (int rep = 0; rep < 2; ++rep, ++case_no) {
         RunRequest req;
-        req.shape = fault_shape(case_no);
+        req.shape = case_no % 3 == 2 && !uses_fp8_wire(effective_config(cfg)) ? any_shape(uint64_t(case_no))
+                                                                              : even_shape(uint64_t(case_no), cfg.quant);
         req.config = cfg;
         req.inject = parse_injection(fc.inject);
         if (req.inject.perturbed_rank >= req.shape.world) req.inject.perturbed_rank = req.shape.world - 1;
         req.seed = 1000 + uint64_t(case_no) * 7919;
-        req.check_rows = 0;  // every row: these shapes are tiny
+        req.check_rows = 128;  // stratified over the slices, as on a GPU
         const RunOutcome o = run_and_check(*backend, req);
         const std::string key = config_label(cfg);
         Cell& cell = table[{fc.name, key}];
@@ -152,21 +157,17 @@ TEST(ReliabilityDetectionMatrix, EveryFaultClassIsDetectedWithItsCodeInEveryMode
 TEST(ReliabilityDetectionMatrix, AThousandCleanRunsRaiseNoFinding) {
   auto backend = make_cpu_backend();
   const std::vector<Config> configs = every_config();
-  // Tiny shapes (M 128/256, N 1024, K 128/256) keep 1000+ emulated runs within seconds; W covers 2, 4, 8
-  // and M values that leave slices entirely of padding (M=256 at W=8: only the first slices hold real rows).
-  const int64_t ms[] = {128, 256};
-  const int64_t ks[] = {128, 128, 256};
-  const int ws[] = {2, 4, 8};
   std::mt19937_64 rng(20240611);
   int runs = 0, false_alarms = 0;
   std::vector<std::string> alarms;
   const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < 1056; ++i) {
+  for (int i = 0; i < 1023; ++i) {
     RunRequest req;
     req.config = configs[size_t(i) % configs.size()];
-    req.shape = {ms[rng() % 2], 1024, ks[rng() % 3], ws[rng() % 3]};
+    const bool fp8 = has_collective(req.config.mode) && uses_fp8_wire(effective_config(req.config));
+    req.shape = !fp8 && rng() % 2 ? any_shape(rng()) : even_shape(rng(), req.config.quant);
     req.seed = rng() % 1000000;
-    req.check_rows = 0;
+    req.check_rows = int64_t(32 + 32 * (rng() % 3));  // 32..96 sampled rows: the sampling noise too
     const RunOutcome o = run_and_check(*backend, req);
     ++runs;
     if (!o.verdict.pass || !o.verdict.findings.empty()) {

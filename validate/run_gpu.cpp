@@ -33,13 +33,7 @@ class GpuBackend final : public Backend {
     plan.shape = req.shape;
     plan.shape.m = padded_m(req.shape, req.config.quant);
     plan.config = req.config;
-    // MORI_GEMM_AR_PULL_BLOCKS sets the pull grid as in the real benchmark, unless --pull-blocks was given
-    // explicitly (the driver passes the config's value; the env var only overrides the default 64).
-    if (const char* env = std::getenv("MORI_GEMM_AR_PULL_BLOCKS"); env && req.config.pull_blocks == 64) {
-      const int v = std::atoi(env);
-      GEMMAR_USAGE_CHECK(v >= 1, "MORI_GEMM_AR_PULL_BLOCKS: must be a positive integer, got '", env, "'");
-      plan.config.pull_blocks = v;
-    }
+    // MORI_GEMM_AR_PULL_BLOCKS is read once, by the CLI (validate/cli.cpp), into config.pull_blocks.
     const FaultInjection& in = req.inject;
     plan.faults.silent_scatter = in.silent_scatter;
     plan.faults.silent_gather = in.silent_gather;

@@ -126,7 +126,7 @@ std::string result_json_line(const RunOutcome& o) {
   j["findings"] = findings;
   if (o.verdict.context.contains("model")) j["model"] = o.verdict.context["model"];
   if (o.verdict.context.contains("floors")) j["floor"] = o.verdict.context["floors"];
-  return "RESULT_JSON " + j.dump();
+  return "RESULT_JSON " + dump_python_json(j);
 }
 
 nlohmann::json plan_outcomes_to_json(const RunPlan& plan, const std::vector<RunOutcome>& outcomes) {
