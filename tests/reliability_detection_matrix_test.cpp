@@ -55,7 +55,9 @@ const std::vector<FaultClass>& fault_classes() {
       {"pull grid too small", "pull-blocks=2", "GRID_OFF_OPTIMUM", pull_wire},
       {"pull grid too large", "pull-blocks=4096", "GRID_OFF_OPTIMUM", pull_wire},
       {"fp8 wire not engaged", "wire-bypassed", "WIRE_NOT_USED", fp8_wire},
-      {"fnuz operands read as fn", "fnuz-as-fn", "NUMERICS_ABOVE_FLOOR", [](const Config&) { return true; }},
+      // e4m3fn's NaN code S.1111.111 is a valid e4m3fnuz value (+-240, every block maximum): the output holds
+      // NaN, and NaN must be reported as such (never as a silent transfer).
+      {"fnuz operands read as fn", "fnuz-as-fn", "NOT_VALIDATED", [](const Config&) { return true; }},
       {"missing release", "no-release", "RANK_DIVERGENCE", gather_by_copy_engine},
   };
   return f;
@@ -123,18 +125,21 @@ TEST(ReliabilityDetectionMatrix, EveryFaultClassIsDetectedWithItsCodeInEveryMode
       seen_labels.insert(mode_label(cfg));
       for (int rep = 0; rep < 2; ++rep, ++case_no) {
         RunRequest req;
-        req.shape = case_no % 3 == 2 && !uses_fp8_wire(effective_config(cfg)) ? any_shape(uint64_t(case_no))
-                                                                              : even_shape(uint64_t(case_no), cfg.quant);
+        req.shape = even_shape(uint64_t(case_no), cfg.quant);
+        req.shape.m = std::min<int64_t>(req.shape.m, 2 * int64_t(req.shape.world) * block_m(cfg.quant));
+        req.shape.k = std::min<int64_t>(req.shape.k, 256);
         req.config = cfg;
         req.inject = parse_injection(fc.inject);
         if (req.inject.perturbed_rank >= req.shape.world) req.inject.perturbed_rank = req.shape.world - 1;
         req.seed = 1000 + uint64_t(case_no) * 7919;
-        req.check_rows = 128;  // stratified over the slices, as on a GPU
+        // Every row: a missing release makes 1-2 of 32 bands per slice stale, which a 128-row sample can miss.
+        req.check_rows = 0;
         const RunOutcome o = run_and_check(*backend, req);
         const std::string key = config_label(cfg);
         Cell& cell = table[{fc.name, key}];
         ++cell.runs;
-        if (!o.verdict.pass && has_error(o.verdict, fc.code)) {
+        const bool misnamed = fc.code != "SILENT_TRANSFER" && has_error(o.verdict, "SILENT_TRANSFER");
+        if (!o.verdict.pass && has_error(o.verdict, fc.code) && !misnamed) {
           ++cell.detected;
         } else {
           std::ostringstream m;
