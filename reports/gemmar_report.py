@@ -531,7 +531,7 @@ def fig_phases_by_mode(inputs, outdir, notes):
     for xi, (glabel, _, _, _) in zip(xs, bars):
         groups_x.setdefault(glabel, []).append(xi)
     for glabel, gx in groups_x.items():
-        ax.annotate(glabel, xy=(sum(gx) / len(gx), 0), xycoords=("data", "axes fraction"), xytext=(0, -22),
+        ax.annotate(glabel.replace(" ", "\n", 1), xy=(sum(gx) / len(gx), 0), xycoords=("data", "axes fraction"), xytext=(0, -22),
                     textcoords="offset points", ha="center", va="top", fontsize=8)
     ax.set_ylabel("time (us), phases stacked")
     ax.set_title("Phase breakdown per mode and wire: measured (solid) beside model (hatched)")
