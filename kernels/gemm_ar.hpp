@@ -18,7 +18,8 @@ struct DeviceFaults {
   bool silent_scatter = false;  // scatter puts / fused-lsa remote stores do nothing
   bool silent_gather = false;   // gather puts / pull do nothing
   bool stale_output = false;    // output keeps a previous run's contents (a run with doubled A scales)
-  bool no_release = false;      // the gather leg does not wait for the reduce (reads what is there)
+  bool no_release = false;      // the sdma gather reads some lines before the reduce's stores are visible
+                                // (reference/no_release_pattern.hpp, keyed by RunPlan::seed)
   int perturbed_rank = -1;      // this rank's B scales are scaled by 1.5 before the GEMM
   int pull_blocks = 0;          // > 0: launch the pull with this grid instead of the config's
   bool fp8_wire_bypassed = false;  // fp8-wire configs move the bf16 slice instead
@@ -43,12 +44,15 @@ struct RunPlan {
   int iterations = 11;       // timed repetitions (median); >= 1
   int warmup = 2;
   std::vector<int64_t> rows;  // output rows to read back (every rank)
+  uint64_t seed = 1234;       // the run's seed: drives the no-release pattern, as the emulation's request seed
 };
 
 struct RunOutput {
   std::vector<std::vector<uint16_t>> outputs;  // [rank][i * n + col] = bf16 bits of row rows[i]
   std::vector<std::vector<float>> partials;    // [rank][i * n + col] = that rank's GEMM partial (bf16-rounded)
-  std::map<std::string, double> phases_us;     // median over iterations, max over ranks per phase
+  // Median over iterations, max over ranks per phase. The faults' setup phases ("prefill", "no-release") are
+  // reported here but subtracted from total_us and per_rank_time_us.
+  std::map<std::string, double> phases_us;
   std::vector<double> per_rank_time_us;        // median per rank, start of the run to the rank's last event
   double total_us = 0;                         // median, start to end of the whole run
   int64_t unwritten_outputs = 0;               // poison (0xFFFF) elements left in any rank's output

@@ -3,6 +3,7 @@
 // header the CPU emulation uses, so the two agree bit for bit. Only the GEMM's fp32 accumulation order is
 // hardware-defined; that is why the driver re-emulates the collective from the partials read back here.
 #include "kernels/kernels.hpp"
+#include "reference/no_release_pattern.hpp"
 #include "reference/numerics_inline.hpp"
 
 namespace gemmar::kernels::dev {
@@ -383,6 +384,36 @@ __global__ void __launch_bounds__(kThreads) copy_slices_kernel(Bf16Sources src, 
   }
 }
 
+// One thread per 64-byte line of every (owner, row) of the set: rows outside the owner's hit bands cost one
+// mask test; a stale line is four 16-byte stores (pre-reduce bf16 contents, or fp8 zero codes).
+__global__ void __launch_bounds__(kThreads) no_release_kernel(NoReleaseSet set, int count, int receiver, uint64_t seed,
+                                                              uint64_t threshold, int64_t slice_rows, int64_t n,
+                                                              bool fp8) {
+  const int64_t elem_bytes = fp8 ? 1 : 2;
+  const int64_t lines = n * elem_bytes / no_release::kLineBytes;
+  const int64_t per_src = slice_rows * lines;
+  const int64_t total = per_src * count;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int s = int(i / per_src);
+    const int64_t rem = i - int64_t(s) * per_src;
+    const int64_t lrow = rem / lines, line = rem - lrow * lines;
+    const int owner = set.owner[s];
+    const int64_t row = int64_t(owner) * slice_rows + lrow;
+    if (!((set.band_mask[s] >> no_release::band_of(row, owner, slice_rows)) & 1u)) continue;
+    if (!no_release::line_stale(seed, receiver, row, line, threshold)) continue;
+    const int64_t byte_off = lrow * n * elem_bytes + line * no_release::kLineBytes;
+    uint4* dst = reinterpret_cast<uint4*>(static_cast<uint8_t*>(set.landed[s]) + byte_off);
+    if (fp8) {
+#pragma unroll
+      for (int v = 0; v < 4; ++v) dst[v] = make_uint4(0u, 0u, 0u, 0u);
+    } else {
+      const uint4* src = reinterpret_cast<const uint4*>(reinterpret_cast<const uint8_t*>(set.pre[s]) + byte_off);
+#pragma unroll
+      for (int v = 0; v < 4; ++v) dst[v] = src[v];
+    }
+  }
+}
+
 __global__ void count_poison_kernel(const uint16_t* p, int64_t elems, unsigned long long* counter) {
   unsigned long long c = 0;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < elems; i += int64_t(gridDim.x) * blockDim.x)
@@ -489,6 +520,15 @@ gpuError_t launch_copy_slices(const Bf16Sources& src, int count, int64_t elems, 
   if (count <= 0) return gpuSuccess;
   const int grid = blocks > 0 ? blocks : grid_for(int64_t(count) * (elems / 8), kThreads);
   copy_slices_kernel<<<unsigned(grid), kThreads, 0, s>>>(src, count, elems);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_no_release(const NoReleaseSet& set, int count, int receiver, uint64_t seed, uint64_t line_threshold,
+                             int64_t slice_rows, int64_t n, bool fp8, gpuStream_t s) {
+  if (count <= 0) return gpuSuccess;
+  const int64_t lines = n * (fp8 ? 1 : 2) / no_release::kLineBytes;
+  const int grid = grid_for(int64_t(count) * slice_rows * lines, kThreads);
+  no_release_kernel<<<unsigned(grid), kThreads, 0, s>>>(set, count, receiver, seed, line_threshold, slice_rows, n, fp8);
   return gpuGetLastError();
 }
 

@@ -54,6 +54,21 @@ struct Bf16Sources {
 // CU copy of `count` bf16 slices (split-lsa's second stage; sources are peer pointers).
 gpuError_t launch_copy_slices(const Bf16Sources& src, int count, int64_t elems, int blocks, gpuStream_t s);
 
+// The no-release fault (reference/no_release_pattern.hpp) applied to what one receiving rank's sdma gather
+// landed: per owner i, the stale 64-byte lines of the hit bands are overwritten with the pre-reduce contents,
+// so the landed data equals the CPU emulation's bit for bit. bf16 wire: landed[i] = the receiver's output rows
+// of owner i's slice, pre[i] = owner i's local bf16 partial of that slice (the contents its output held before
+// the reduce's stores). fp8 wire: landed[i] = the receiver's fp8 landing zone of owner i, stale codes become
+// zero (pre unused; the row scales land intact).
+struct NoReleaseSet {
+  void* landed[kMaxWorld];
+  const uint16_t* pre[kMaxWorld];
+  int owner[kMaxWorld];
+  uint32_t band_mask[kMaxWorld];  // no_release::band_mask(seed, receiver, owner[i])
+};
+gpuError_t launch_no_release(const NoReleaseSet& set, int count, int receiver, uint64_t seed, uint64_t line_threshold,
+                             int64_t slice_rows, int64_t n, bool fp8, gpuStream_t s);
+
 // Counts elements equal to 0xFFFF (the poison) into *counter (atomic add).
 gpuError_t launch_count_poison(const uint16_t* p, int64_t elems, unsigned long long* counter, gpuStream_t s);
 // x[i] *= factor.

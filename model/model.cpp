@@ -128,15 +128,26 @@ Prediction predict(const Profile& prof, const Shape& shape, const Config& config
     g.hbm_bytes = c_bytes;
     pr.phases.push_back(g);
     lb += gemm_lb;
+    if (p.one_device) {
+      // The one-device backend hands back each rank's partial as its output: W copy-engine copies of C,
+      // inside the timed region (kernels/gemm_ar.cu), so the standalone total carries them.
+      Phase o = phase("output", us_at(c_bytes, x.sdma_rate()), c_bytes, "hbm");
+      o.hbm_bytes = 2 * c_bytes;
+      pr.phases.push_back(o);
+      lb += us_at(c_bytes, x.link_peak_raw());
+    }
   } else if (is_fused(cfg.mode)) {
     const bool sdma = cfg.mode == Mode::FusedSdma;
-    const double gemm_f = gemm_only * (1.0 + p.gemm.epilogue_slowdown);
+    // One device, fused-lsa: the epilogue's stores into the owners' slots are the C write itself (same
+    // HBM, same bytes, one launch), so neither the chunked-launch overhead nor a push tail exists.
+    const bool stores_are_c = p.one_device && cfg.mode == Mode::FusedLsa;
+    const double gemm_f = stores_are_c ? gemm_only : gemm_only * (1.0 + p.gemm.epilogue_slowdown);
     // Pushes start when the first wave of tiles is done, one put per finished BLOCK_M band per peer queue.
     const double t_first = x.share * p.gemm.launch_us + x.tile_us() * (1.0 + p.gemm.epilogue_slowdown);
     const double puts_per_queue = sdma ? std::ceil(S / block_m(cfg.quant)) : 0.0;
     const double wire_rate = (sdma ? x.sdma_rate() : x.cu_rate()) * p.link.scatter_efficiency;
     const double push_us = puts_per_queue * p.copy_engine.per_put_us + us_at(scatter_bytes, wire_rate);
-    const double tail = std::max(0.0, t_first + push_us - gemm_f);
+    const double tail = stores_are_c ? 0.0 : std::max(0.0, t_first + push_us - gemm_f);
     Phase g = phase("gemm", gemm_f, c_bytes, tail > 0 ? "link" : "compute");
     g.flops = x.gemm_flops();
     g.link_bytes = scatter_bytes;
@@ -168,8 +179,14 @@ Prediction predict(const Profile& prof, const Shape& shape, const Config& config
     // kernel's grid is assumed sized to keep the links full (no data to calibrate a grid term on).
     const double link_b = 2 * (W - 1) * slice_bf16;
     const double hbm_b = W * slice_bf16 + slice_bf16 + (W - 1) * slice_bf16;
-    const double stage1 = std::max(us_at((W - 1) * slice_bf16, x.cu_rate()), us_at(W * slice_bf16 + slice_bf16, x.hbm_rate()));
-    const double stage2 = std::max(us_at((W - 1) * slice_bf16, x.cu_rate()), us_at((W - 1) * slice_bf16, x.hbm_rate()));
+    double stage1 = std::max(us_at((W - 1) * slice_bf16, x.cu_rate()), us_at(W * slice_bf16 + slice_bf16, x.hbm_rate()));
+    double stage2 = std::max(us_at((W - 1) * slice_bf16, x.cu_rate()), us_at((W - 1) * slice_bf16, x.hbm_rate()));
+    if (p.one_device) {
+      // "Peer" loads are local HBM: the link bytes ARE HBM bytes, so each stage is its reads + writes at
+      // the HBM rate (stage 1 reads W slices and writes one, stage 2 reads W-1 and writes W-1).
+      stage1 = us_at(W * slice_bf16 + slice_bf16, x.hbm_rate());
+      stage2 = us_at(2 * (W - 1) * slice_bf16, x.hbm_rate());
+    }
     Phase a = phase("allreduce", L + stage1 + p.sync.barrier_us + stage2 + p.sync.barrier_us, link_b, "link");
     a.link_bytes = link_b;
     a.hbm_bytes = hbm_b;
@@ -194,7 +211,8 @@ Prediction predict(const Profile& prof, const Shape& shape, const Config& config
       pr.phases.push_back(r);
       lb += us_at(reduce_b, x.hbm_peak());
       if (fp8) {
-        Phase q = phase("quantize", L + us_at(q_b, x.hbm_rate()), q_b, "hbm");
+        const double q_rate = p.one_device ? p.hbm.quantize_gbps / x.share : x.hbm_rate();
+        Phase q = phase("quantize", L + us_at(q_b, q_rate), q_b, "hbm");
         q.hbm_bytes = q_b;
         pr.phases.push_back(q);
         lb += us_at(q_b, x.hbm_peak());
@@ -212,7 +230,8 @@ Prediction predict(const Profile& prof, const Shape& shape, const Config& config
       lb += us_at(gb, x.link_peak_raw());
       if (fp8) {
         const double db = (W - 1) * S * N + (W - 1) * slice_bf16;
-        Phase d = phase("dequantize", L + p.sdma_fp8.dequantize_handoff_us + us_at(db, x.hbm_rate()), db, "hbm");
+        const double d_rate = p.one_device ? p.hbm.widen_gbps / x.share : x.hbm_rate();
+        Phase d = phase("dequantize", L + p.sdma_fp8.dequantize_handoff_us + us_at(db, d_rate), db, "hbm");
         d.hbm_bytes = db;
         pr.phases.push_back(d);
         lb += us_at(db, x.hbm_peak());
@@ -223,9 +242,17 @@ Prediction predict(const Profile& prof, const Shape& shape, const Config& config
       const double in_b = (W - 1) * S * N * e + (fp8 ? (W - 1) * 4 * S : 0.0);
       const double out_b = (W - 1) * slice_bf16;
       const PullRate r = pull_rate(x, cfg.pull_blocks);
-      const double link_us = us_at(in_b, r.gbps), hbm_us = us_at(out_b, x.hbm_rate());
-      const double us = L + std::max({link_us, hbm_us, p.pull.remote_latency_us});
-      Phase pl = phase("pull", us, (W - 1) * S * N * e, hbm_us > link_us ? "hbm" : r.latency_bound ? "latency" : "link");
+      double link_us = us_at(in_b, r.gbps), hbm_us = us_at(out_b, x.hbm_rate());
+      double us = L + std::max({link_us, hbm_us, p.pull.remote_latency_us});
+      if (p.one_device) {
+        // The ranks' pull kernels run one after another, each alone on the device: Little's law with ONE
+        // kernel's blocks in flight, against the widening kernel's device rate (fp8 in, bf16 out). The two
+        // limits add in quadrature: a soft knee, monotone in the grid (more blocks always help a little).
+        link_us = x.share * in_b * p.pull.remote_latency_us / (cfg.pull_blocks * p.pull.bytes_in_flight_per_block);
+        hbm_us = us_at(in_b + out_b, p.hbm.widen_gbps / x.share);
+        us = L + std::hypot(link_us, hbm_us);
+      }
+      Phase pl = phase("pull", us, (W - 1) * S * N * e, hbm_us > link_us ? "hbm" : (p.one_device || r.latency_bound) ? "latency" : "link");
       pl.link_bytes = in_b;
       pl.hbm_bytes = out_b;
       pr.phases.push_back(pl);

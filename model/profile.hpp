@@ -20,6 +20,8 @@ struct Params {
   struct {
     double peak_gbps = 0, efficiency = 0, latency_us = 0;
     double copy_gbps = 0;  // medium hbm only: CU copy rate, bytes copied per second
+    // medium hbm only: our conversion kernels' device rates, bytes read + written per second
+    double quantize_gbps = 0, widen_gbps = 0;
   } hbm;
   struct {
     Medium medium = Medium::Xgmi;

@@ -8,36 +8,26 @@
 #include "common/errors.hpp"
 #include "reference/formats.hpp"
 #include "reference/gemm.hpp"
+#include "reference/no_release_pattern.hpp"
 #include "reference/quant.hpp"
 
 namespace gemmar::reference {
 namespace {
 
-constexpr int kReleaseBands = 32;
 constexpr int64_t kFusedTileN = 256;    // columns per epilogue push in the fused modes
-constexpr int64_t kLineBytes = 64;      // what a copy engine reads stale at a time
 constexpr float kPerturbFactor = 1.25f;
-constexpr Tensor kNoReleaseTag = Tensor(0x4e52);  // "NR": its own stream of the counter generator
 
-// The no-release pattern for (receiving rank, owner, row): is the line stale, given the element's column?
+// The no-release pattern (reference/no_release_pattern.hpp, shared with the GPU's injection).
 struct ReleasePattern {
   uint64_t seed;
   int world;
   int64_t slice;
   bool band_hit(int receiver, int owner, int64_t row) const {
-    const int64_t band = (row - int64_t(owner) * slice) * kReleaseBands / slice;
-    const int bands = 1 + int(counter_hash(seed, receiver, kNoReleaseTag, -1, -1) & 1u);
-    for (int b = 0; b < bands; ++b) {
-      const int64_t hit = int64_t(counter_hash(seed, receiver, kNoReleaseTag, -2 - owner, b) % kReleaseBands);
-      if (hit == band) return true;
-    }
-    return false;
+    return (no_release::band_mask(seed, receiver, owner) >> no_release::band_of(row, owner, slice)) & 1u;
   }
-  double line_probability(int receiver) const {
-    return 0.004 + 0.008 * uniform_sample(seed, receiver, kNoReleaseTag, -3, -3);
-  }
-  bool line_stale(int receiver, int64_t row, int64_t line, double p) const {
-    return uniform_sample(seed, receiver, kNoReleaseTag, row, line) < p;
+  uint64_t line_threshold(int receiver) const { return no_release::line_threshold(seed, receiver); }
+  bool line_stale(int receiver, int64_t row, int64_t line, uint64_t threshold) const {
+    return no_release::line_stale(seed, receiver, row, line, threshold);
   }
 };
 
@@ -76,8 +66,8 @@ Bf16Outputs emulate_collective(const CollectiveRequest& req, const Partials& par
   const bool fp8 = cfg.gather_dtype == WireDtype::Fp8 && !f.fp8_wire_bypassed;
   const bool sdma_gather = cfg.gather_transport == Transport::Sdma && cfg.mode != Mode::SplitLsa;
   const ReleasePattern rel{req.seed, W, S};
-  std::vector<double> line_p(static_cast<size_t>(W));
-  for (int r = 0; r < W; ++r) line_p[size_t(r)] = rel.line_probability(r);
+  std::vector<uint64_t> line_p(static_cast<size_t>(W));
+  for (int r = 0; r < W; ++r) line_p[size_t(r)] = rel.line_threshold(r);
 
 #pragma omp parallel
   {
@@ -121,7 +111,7 @@ Bf16Outputs emulate_collective(const CollectiveRequest& req, const Partials& par
         if (!fp8) {
           if (sdma_gather && f.silent_gather) continue;  // keeps its local partial
           if (stale_band) {
-            const int64_t per_line = kLineBytes / 2;
+            const int64_t per_line = no_release::kLineBytes / 2;
             for (int64_t c = 0; c < N; ++c) {
               const bool stale = rel.line_stale(r, row, c / per_line, line_p[size_t(r)]);
               // the pre-reduce contents of the owner's buffer: its local bf16 partial
@@ -137,8 +127,10 @@ Bf16Outputs emulate_collective(const CollectiveRequest& req, const Partials& par
             std::fill(landed8.begin(), landed8.end(), uint8_t(0));  // nothing landed
             landed_scale = 0.0f;
           } else if (stale_band) {
-            for (int64_t c = 0; c < N; ++c)
-              landed8[size_t(c)] = rel.line_stale(r, row, c / kLineBytes, line_p[size_t(r)]) ? 0 : wire[size_t(c)];
+            for (int64_t c = 0; c < N; ++c) {
+              const bool stale = rel.line_stale(r, row, c / no_release::kLineBytes, line_p[size_t(r)]);
+              landed8[size_t(c)] = stale ? 0 : wire[size_t(c)];  // zero codes; the row scale landed intact
+            }
           } else {
             std::memcpy(landed8.data(), wire.data(), size_t(N));
           }

@@ -9,7 +9,7 @@ if [[ "${GEMMAR_DEVICE_COMPILE:-1}" != 0 ]]; then
   packages+=(clang-19 lld-19 libamdhip64-dev)
 fi
 if [[ "${GEMMAR_FUZZ_DEPS:-0}" != 0 ]]; then
-  packages+=(libclang-rt-19-dev)
+  packages+=(libclang-rt-19-dev libomp-19-dev)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Build with warnings as errors and run the CPU test suite, then compile the kernels' device code for gfx942
-# (clang-19) and sm_90a (nvcc, when present). Under CI (CI=true) or with GEMMAR_FULL_CI=1 it also runs the whole
+# (clang-19) and sm_90a (nvcc, when present). With GEMMAR_FULL_CI=1 it also runs the whole
 # suite under AddressSanitizer + UBSan (scripts/asan.sh) and every fuzz target for a bounded time
 # (scripts/fuzz.sh). What CI runs (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 full=0
-[[ "${CI:-}" == true || "${GEMMAR_FULL_CI:-0}" == 1 ]] && full=1
+[[ "${GEMMAR_FULL_CI:-0}" == 1 ]] && full=1
 if ((full)); then export GEMMAR_FUZZ_DEPS=1; fi
 scripts/install_deps.sh
 # Tests run two at a time on two cores, each with OpenMP threads: a passive wait keeps oversubscribed

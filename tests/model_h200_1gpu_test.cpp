@@ -1,0 +1,182 @@
+// The h200-1gpu profile against the real H200 run of 2026-12-02 (8 ranks on one device): every passing,
+// uninjected RESULT_JSON line of the logs. Totals within the profile's model_band, the lower bound below
+// every measurement, the pull-grid optimum band away from the grids the device measured as slow.
+// Prints the per-phase error table that docs/results/h200-1gpu-model-error.md reproduces.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "model/model.hpp"
+
+using namespace gemmar;
+using nlohmann::json;
+
+namespace {
+
+const char* const kRunDir = GEMMAR_TEST_DATA_DIR "/../../docs/results/h200-1gpu-2026-12-02-gemmar-run/";
+
+// Every RESULT_JSON document of one log.
+std::vector<json> results_of(const std::string& log) {
+  std::ifstream in(std::string(kRunDir) + log);
+  EXPECT_TRUE(in.good()) << kRunDir << log;
+  std::vector<json> out;
+  const std::string tag = "RESULT_JSON ";
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(tag, 0) == 0) out.push_back(json::parse(line.substr(tag.size())));
+  return out;
+}
+
+// Runs that time a working pipeline: no fault injected (a pull-blocks override is a grid, not a fault).
+bool clean(const json& r) {
+  const std::string inj = r.value("inject", "none");
+  return r.at("verdict") == "pass" && (inj == "none" || inj.rfind("pull-blocks=", 0) == 0);
+}
+
+Shape shape_of(const json& r) {
+  Shape s;
+  s.m = r.at("m").get<int64_t>();
+  s.n = r.at("n").get<int64_t>();
+  s.k = r.at("k").get<int64_t>();
+  s.world = r.at("world_size").get<int>();
+  return s;
+}
+
+Config config_of(const json& r) {
+  Config c;
+  c.mode = parse_mode(r.at("mode").get<std::string>());
+  c.quant = parse_quant(r.at("quant").get<std::string>());
+  c.gather_dtype = parse_wire(r.at("gather_dtype").get<std::string>());
+  c.gather_transport = parse_transport(r.at("gather_transport").get<std::string>());
+  c.fuse_quantize = r.at("fuse_quantize").get<bool>();
+  c.pull_blocks = r.at("pull_blocks").get<int>();
+  return c;
+}
+
+std::vector<json> all_clean_runs() {
+  std::vector<json> v;
+  for (const char* log : {"all_configs.log", "pull_sweep.log", "faults.log"})
+    for (auto& r : results_of(log))
+      if (clean(r)) v.push_back(std::move(r));
+  return v;
+}
+
+double phase_us(const model::Prediction& p, const std::string& name) {
+  for (const auto& ph : p.phases)
+    if (ph.name == name) return ph.us;
+  return std::nan("");
+}
+
+}  // namespace
+
+TEST(ModelH200OneGpu, LogsHoldEveryConfigAtBothShapesAndTheGridSweep) {
+  const auto runs = all_clean_runs();
+  std::map<int64_t, int> per_m;
+  for (const auto& r : runs) ++per_m[r.at("m").get<int64_t>()];
+  EXPECT_GE(per_m[4096], 11);
+  EXPECT_GE(per_m[16384], 20);  // 11 configs + the 9-point pull sweep (+ the grid overrides of faults.log)
+}
+
+TEST(ModelH200OneGpu, EveryMeasuredTotalIsWithinTheBandAndAboveTheLowerBound) {
+  const auto prof = model::load_profile("h200-1gpu");
+  const auto runs = all_clean_runs();
+  ASSERT_FALSE(runs.empty());
+  double worst = 0;
+  std::printf("| M | config | grid | measured us | model us | error |\n|---|---|---|---|---|---|\n");
+  for (const auto& r : runs) {
+    const Shape s = shape_of(r);
+    const Config c = config_of(r);
+    const auto p = model::predict(prof, s, c);
+    const double t = r.at("max_rank_time_us").get<double>();
+    ASSERT_GT(t, 0);
+    const double err = p.total_us / t - 1;
+    worst = std::max(worst, std::abs(err));
+    std::printf("| %lld | %s | %d | %.0f | %.0f | %+.2f%% |\n", static_cast<long long>(s.m), config_label(c).c_str(),
+                c.pull_blocks, t, p.total_us, 100 * err);
+    EXPECT_LE(std::abs(err), prof.model_band) << config_label(c) << " M=" << s.m << " grid " << c.pull_blocks;
+    EXPECT_LT(p.lower_bound_us, t) << config_label(c) << " M=" << s.m;
+  }
+  std::printf("worst |error| %.2f%%, model_band %.2f%%\n", 100 * worst, 100 * prof.model_band);
+  // The band is the achieved error plus the run-to-run spread, not a blanket: it must not be loose by more
+  // than a couple of points either.
+  EXPECT_LE(prof.model_band, worst + prof.run_to_run_spread + 0.02);
+}
+
+TEST(ModelH200OneGpu, PhasesFollowTheMeasurementAtBothShapes) {
+  const auto prof = model::load_profile("h200-1gpu");
+  // Per-phase tolerance: the copy legs, GEMM, reduce and the conversion kernels are rates on one
+  // device; the fp8 gather at M=4096 carries 112 small scale puts the model does not itemize.
+  const std::map<std::string, double> tol{{"gemm", 0.03},     {"scatter", 0.06}, {"reduce", 0.06},
+                                          {"quantize", 0.10}, {"gather", 0.30},  {"dequantize", 0.03},
+                                          {"pull", 0.10},     {"allreduce", 0.08}};
+  std::printf("| M | config | grid | phase | measured us | model us | error |\n|---|---|---|---|---|---|---|\n");
+  for (const auto& r : all_clean_runs()) {
+    const Config c = config_of(r);
+    const auto p = model::predict(prof, shape_of(r), c);
+    for (const auto& [name, us] : r.at("phases_us").items()) {
+      const double meas = us.get<double>();
+      const double mod = phase_us(p, name);
+      if (name == "drain") {
+        EXPECT_NEAR(mod, meas, 8.0) << config_label(c);  // a barrier of ~13 us: absolute, not relative
+        continue;
+      }
+      ASSERT_FALSE(std::isnan(mod)) << "the model has no phase " << name << " for " << config_label(c);
+      std::printf("| %lld | %s | %d | %s | %.0f | %.0f | %+.1f%% |\n", static_cast<long long>(r.at("m").get<int64_t>()),
+                  config_label(c).c_str(), c.pull_blocks, name.c_str(), meas, mod, 100 * (mod / meas - 1));
+      const auto it = tol.find(name);
+      ASSERT_NE(it, tol.end()) << name;
+      EXPECT_NEAR(mod / meas, 1.0, it->second) << config_label(c) << " " << name << " M=" << r.at("m");
+    }
+  }
+}
+
+TEST(ModelH200OneGpu, PullGridCurveIsMonotoneAndItsOptimumBandExcludesTheSlowGrids) {
+  const auto prof = model::load_profile("h200-1gpu");
+  Shape s;
+  Config c;
+  c.mode = Mode::FusedSdma;
+  c.gather_dtype = WireDtype::Fp8;
+  c.gather_transport = Transport::Lsa;
+  const auto sw = model::sweep_pull_blocks(prof, s, c, model::default_pull_grid());
+  for (std::size_t i = 1; i < sw.points.size(); ++i)
+    EXPECT_LE(sw.points[i].total_us, sw.points[i - 1].total_us) << "grid " << sw.points[i].value;
+  // Measured: grid 8 and 16 are +17% and +5.7% over grid 512; the band must leave them out so that
+  // GRID_OFF_OPTIMUM fires on them, and hold the default 64 only if the model says it is within 1%.
+  const double best = std::min_element(sw.points.begin(), sw.points.end(), [](auto& a, auto& b) {
+                        return a.total_us < b.total_us;
+                      })->total_us;
+  for (const auto& pt : sw.points) {
+    if (pt.value == 8 || pt.value == 16) {
+      EXPECT_GT(pt.total_us, 1.01 * best) << pt.value;
+      EXPECT_LT(pt.value, sw.band_lo);
+    }
+  }
+  EXPECT_GT(sw.band_lo, 16);
+  // The measured ranking of the grid sweep: the model's order of 8 < 16 < 32 < 64 < 512 blocks holds.
+  std::map<int, double> meas;
+  for (const auto& r : results_of("pull_sweep.log")) meas[r.at("pull_blocks").get<int>()] = r.at("max_rank_time_us");
+  ASSERT_GE(meas.size(), 9u);
+  for (auto it = std::next(meas.begin()); it != meas.end(); ++it) {
+    Config a = c, b = c;
+    a.pull_blocks = std::prev(it)->first;
+    b.pull_blocks = it->first;
+    EXPECT_GT(model::predict(prof, s, a).total_us, model::predict(prof, s, b).total_us) << b.pull_blocks;
+  }
+}
+
+TEST(ModelH200OneGpu, GemmOnlyCarriesTheOutputCopyOnOneDeviceOnly) {
+  const auto one = model::load_profile("h200-1gpu");
+  const auto mi = model::load_profile("mi355x");
+  Shape s;
+  Config c;
+  c.mode = Mode::GemmOnly;
+  const auto p = model::predict(one, s, c);
+  const double c_bytes = double(s.m) * s.n * 2 * s.world;
+  EXPECT_NEAR(phase_us(p, "output"), c_bytes / (one.params.copy_engine.d2d_gbps * 1e3), 1e-6);
+  EXPECT_TRUE(std::isnan(phase_us(model::predict(mi, s, c), "output")));
+}
