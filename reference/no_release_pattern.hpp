@@ -5,8 +5,9 @@
 // Per (seed, receiving rank r, owner o): 1 or 2 of the 32 bands of o's slice are hit; inside a hit band each
 // 64-byte line of a row (32 bf16 or 64 fp8 elements) is stale with a probability drawn per receiving rank.
 // The draws are reference::counter_hash (reference/operands.cpp) on the tag 0x4e52 ("NR"), re-implemented
-// here with plain integer operations so the device can evaluate it; the two must stay the same function
-// (the reference tests pin the emulation's no-release numbers).
+// here with plain integer operations so the device can evaluate it. Both sides of the comparison (emulation.cpp
+// and the kernels) call only this header, so they agree even if counter_hash changes; keeping the two equal
+// keeps the pattern the one the emulation had before this header existed.
 // C++17, only <cstdint>: the device sources compile as C++17.
 #pragma once
 #include <cstdint>

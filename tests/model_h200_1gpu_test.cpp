@@ -176,7 +176,7 @@ TEST(ModelH200OneGpu, GemmOnlyCarriesTheOutputCopyOnOneDeviceOnly) {
   Config c;
   c.mode = Mode::GemmOnly;
   const auto p = model::predict(one, s, c);
-  const double c_bytes = double(s.m) * s.n * 2 * s.world;
+  const double c_bytes = double(s.m) * double(s.n) * 2.0 * double(s.world);
   EXPECT_NEAR(phase_us(p, "output"), c_bytes / (one.params.copy_engine.d2d_gbps * 1e3), 1e-6);
   EXPECT_TRUE(std::isnan(phase_us(model::predict(mi, s, c), "output")));
 }
