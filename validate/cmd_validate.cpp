@@ -83,7 +83,10 @@ int cmd_validate(const Args& args) {
   results["model_predictions"] = predictions;
   results["model_sweeps"] = nlohmann::json::array(
       {model::to_json(model::sweep_pull_blocks(profile, Shape{}, pull, {8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512}))});
-  results["model_sweeps"][0]["config"] = config_label(pull);
+  results["model_sweeps"][0]["config"] = {{"mode", to_string(pull.mode)}, {"gather_dtype", to_string(pull.gather_dtype)},
+                                           {"gather_transport", to_string(pull.gather_transport)},
+                                           {"label", config_label(pull)}};
+  results["model_sweeps"][0]["shape"] = {{"m", Shape{}.m}, {"n", Shape{}.n}, {"k", Shape{}.k}, {"world", Shape{}.world}};
   results["model_sweeps"][0]["param"] = "pull-blocks";
   results["shape"] = {{"n", plan.shape.n}, {"k", plan.shape.k}, {"world", plan.shape.world}, {"m", plan.m_values}};
 
