@@ -14,7 +14,10 @@ scripts/install_deps.sh
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 cmake --preset ci >/dev/null
 cmake --build --preset ci -j"$(nproc)"
-ctest --preset ci -j"$(nproc)" --timeout 600
+# The default suite (everything but the "slow" label: a few minutes on 2 cores), then the slow tier
+# (the detection matrix over ~1000 emulated runs, the reference-shape floors, the CLI floors).
+ctest --preset ci -j"$(nproc)" --timeout 600 -LE slow
+ctest --preset ci -j"$(nproc)" --timeout 900 -L slow
 if [[ "${GEMMAR_DEVICE_COMPILE:-1}" != 0 ]]; then
   GEMMAR_REQUIRE_HIP=${GEMMAR_REQUIRE_HIP:-1} scripts/ci_device_compile.sh
 fi
