@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Build with warnings as errors and run the CPU test suite, then compile the kernels' device code for gfx942
-# (clang-19) and sm_90a (nvcc, when present). With GEMMAR_FULL_CI=1 it also runs the whole
-# suite under AddressSanitizer + UBSan (scripts/asan.sh) and every fuzz target for a bounded time
-# (scripts/fuzz.sh). What CI runs (.ci/run).
+# Build with warnings as errors and run the CPU test suite (default tier, then the slow tier), then compile the
+# kernels' device code for gfx942 (clang-19) and sm_90a (nvcc, when present). Under CI (CI=true) it also runs
+# every fuzz target for a bounded time (scripts/fuzz.sh, GEMMAR_FUZZ_SECONDS, default 20 here); with
+# GEMMAR_FULL_CI=1 also the whole suite under AddressSanitizer + UBSan (scripts/asan.sh). What CI runs (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 full=0
-[[ "${GEMMAR_FULL_CI:-0}" == 1 ]] && full=1
-if ((full)); then export GEMMAR_FUZZ_DEPS=1; fi
+fuzz=0
+[[ "${GEMMAR_FULL_CI:-0}" == 1 ]] && full=1 && fuzz=1
+[[ "${CI:-}" == true ]] && fuzz=1
+if ((fuzz)); then export GEMMAR_FUZZ_DEPS=1; fi
 scripts/install_deps.sh
 # Tests run two at a time on two cores, each with OpenMP threads: a passive wait keeps oversubscribed
 # OpenMP regions from spinning against each other.
@@ -21,7 +23,9 @@ ctest --preset ci -j"$(nproc)" --timeout 900 -L slow
 if [[ "${GEMMAR_DEVICE_COMPILE:-1}" != 0 ]]; then
   GEMMAR_REQUIRE_HIP=${GEMMAR_REQUIRE_HIP:-1} scripts/ci_device_compile.sh
 fi
+if ((fuzz)); then
+  GEMMAR_FUZZ_SECONDS=${GEMMAR_FUZZ_SECONDS:-20} scripts/fuzz.sh
+fi
 if ((full)); then
   scripts/asan.sh
-  scripts/fuzz.sh
 fi
