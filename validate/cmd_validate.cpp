@@ -54,11 +54,7 @@ int cmd_validate(const Args& args) {
   plan.seed = vm["seed"].as<uint64_t>();
   plan.check_rows = gpu ? 512 : 0;  // the CPU emulation checks every row; the GPU a stratified sample
   plan.profile = vm["profile"].as<std::string>();
-  for (int64_t m : plan.m_values) {
-    Shape s = plan.shape;
-    s.m = m;
-    for (const Config& c : plan.configs) validate_shape_config(s, c);
-  }
+  validate_plan(plan);
   const bool json = vm["json"].as<bool>();
 
   AtomicDirectory out(vm["out"].as<std::string>());

@@ -11,7 +11,6 @@
 #include "validate/run_driver.hpp"
 
 #ifdef GEMMAR_HAVE_GPU
-#include <cstdlib>
 #include <map>
 #include <tuple>
 

@@ -81,15 +81,19 @@ RunPlan read_run_plan(const po::variables_map& vm) {
   p.iterations = vm["iterations"].as<int>();
   GEMMAR_USAGE_CHECK(p.iterations >= 1 && p.iterations <= 1000, "--iterations: must be in [1, 1000]");
   p.profile = vm["profile"].as<std::string>();
-  for (int64_t m : p.m_values) {
-    Shape s = p.shape;
-    s.m = m;
-    for (const Config& c : p.configs) validate_shape_config(s, c);
-  }
+  validate_plan(p);
   return p;
 }
 
 }  // namespace cli
+
+void validate_plan(const RunPlan& plan) {
+  for (int64_t m : plan.m_values) {
+    Shape s = plan.shape;
+    s.m = m;
+    for (const Config& c : plan.configs) validate_shape_config(s, c);
+  }
+}
 
 std::vector<RunOutcome> execute_plan(const RunPlan& plan, std::ostream* log) {
   std::unique_ptr<Backend> backend = plan.backend == "gpu" ? make_gpu_backend() : make_cpu_backend();

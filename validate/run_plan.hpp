@@ -34,6 +34,9 @@ void add_run_plan_options(po::options_description&);
 RunPlan read_run_plan(const po::variables_map&);
 }  // namespace cli
 
+// Every (m, config) of the plan is a shape the op can run: UsageError naming the option otherwise.
+void validate_plan(const RunPlan&);
+
 // Runs every (m, config) of the plan; prints each RESULT_JSON line to `log` as it completes (if non-null).
 std::vector<RunOutcome> execute_plan(const RunPlan&, std::ostream* log);
 nlohmann::json plan_outcomes_to_json(const RunPlan&, const std::vector<RunOutcome>&);
