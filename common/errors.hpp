@@ -57,12 +57,15 @@ std::string concat(Args&&... args) {
     if (!(cond)) throw ::gemmar::UsageError(::gemmar::detail::concat(__VA_ARGS__), __FILE__, __LINE__); \
   } while (0)
 
-// GEMMAR_CHECK(cond, parts...): an internal invariant; names the statement, file and line (exit 3).
-#define GEMMAR_CHECK(cond, ...)                                                                     \
+// GEMMAR_CHECK(cond, parts...): an internal invariant; names the statement, file and line (exit 3). The
+// trailing "" gives the message parts at least one argument without the GNU ", ##__VA_ARGS__" extension
+// (the device sources are C++17, which has no __VA_OPT__).
+#define GEMMAR_CHECK(...) GEMMAR_CHECK_IMPL(__VA_ARGS__, "")
+#define GEMMAR_CHECK_IMPL(cond, ...)                                                                \
   do {                                                                                              \
     if (!(cond))                                                                                    \
       throw ::gemmar::Error(::gemmar::kExitEnvironment,                                            \
                             ::gemmar::detail::concat("internal check failed: ", #cond, " (", __FILE__, \
-                                                     ":", __LINE__, ") ", ##__VA_ARGS__),          \
+                                                     ":", __LINE__, ") ", __VA_ARGS__),            \
                             __FILE__, __LINE__);                                                    \
   } while (0)

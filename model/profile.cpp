@@ -166,7 +166,7 @@ Profile load_profile(const std::string& name_or_file) {
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e999
     throw UsageError(origin + ": not valid JSON: " + e.what());
   }
   Profile prof;

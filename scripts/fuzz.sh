@@ -4,6 +4,7 @@
 # seconds, and exit non-zero if any target crashed, leaked, hit a sanitizer report, timed out or ran out of
 # memory. Installs nothing: scripts/install_deps.sh with GEMMAR_FUZZ_DEPS=1 does.
 #   GEMMAR_FUZZ_SECONDS  seconds per target (default 30)
+#   GEMMAR_FUZZ_SEED     libFuzzer -seed (default 1: CI explores the same mutation sequence each run; 0 = random)
 #   GEMMAR_FUZZ_BUILD    build directory (default: the preset's build-fuzz)
 #   GEMMAR_FUZZ_TARGETS  space-separated subset (default: all)
 #   GEMMAR_FUZZ_JOBS     build parallelism (default nproc)
@@ -12,6 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 seconds=${GEMMAR_FUZZ_SECONDS:-30}
+seed=${GEMMAR_FUZZ_SEED:-1}
 build=${GEMMAR_FUZZ_BUILD:-$root/build-fuzz}
 jobs=${GEMMAR_FUZZ_JOBS:-$(nproc)}
 targets=${GEMMAR_FUZZ_TARGETS:-"log_line trace profile results phase_map"}
@@ -32,7 +34,7 @@ for t in $targets; do
   echo "== fuzz_$t: ${seconds}s on $(ls "$seeds" | wc -l) seeds"
   # -max_len bounds the input (16 KiB covers every real log line and profile); -timeout flags a hang (an input
   # taking >10 s); -rss_limit_mb an allocation blow-up. Exit status != 0 on any of them.
-  if ! "$exe" "$work" "$seeds" -max_total_time="$seconds" -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
+  if ! "$exe" "$work" "$seeds" -seed="$seed" -max_total_time="$seconds" -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
         -artifact_prefix="$findings/" -print_final_stats=1 >"$build/fuzz-$t.log" 2>&1; then
     echo "fuzz_$t FAILED: see $build/fuzz-$t.log and $findings/" >&2
     grep -E "ERROR|SUMMARY|Test unit written|deadly|timeout|out-of-memory" "$build/fuzz-$t.log" | head -20 >&2 || true

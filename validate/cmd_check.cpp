@@ -10,6 +10,7 @@
 #include "validate/log_reader.hpp"
 #include "validate/trace_reader.hpp"
 #include "validate/verdict.hpp"
+#include "validate/run_record.hpp"
 
 namespace gemmar::cli {
 
@@ -139,7 +140,7 @@ int cmd_check(const Args& args) {
     verdicts.push_back(e.record ? judge(*e.record, jo) : invalid_record_verdict(e.source, e.error, e.raw));
 
   if (vm["json"].as<bool>())
-    std::cout << to_json(verdicts).dump(2) << "\n";
+    std::cout << json_text(to_json(verdicts), 2) << "\n";
   else
     std::cout << verdict_table(verdicts);
   for (const auto& v : verdicts)

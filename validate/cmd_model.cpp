@@ -8,6 +8,7 @@
 #include "common/errors.hpp"
 #include "model/model.hpp"
 #include "validate/cli.hpp"
+#include "validate/run_record.hpp"
 
 namespace gemmar::cli {
 namespace {
@@ -111,7 +112,7 @@ int cmd_model(const Args& args_in) {
       j["profile"] = prof.name;
       j["shape"] = shape_json(s, c.quant);
       j["config"] = config_json(c);
-      std::cout << j.dump(2) << "\n";
+      std::cout << json_text(j, 2) << "\n";
     } else {
       std::cout << "gemmar model sweep: profile " << prof.name << ", " << config_label(c) << ", M=" << s.m << "\n";
       std::cout << "pull_blocks    total_us\n";
@@ -133,7 +134,7 @@ int cmd_model(const Args& args_in) {
     j["shape"] = shape_json(s, c.quant);
     j["config"] = config_json(c);
     j["model_band"] = prof.model_band;
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j, 2) << "\n";
   } else {
     print_table(std::cout, prof, s, c, pr);
   }

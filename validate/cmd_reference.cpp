@@ -12,6 +12,7 @@
 #include "reference/numerics_inline.hpp"
 #include "reference/operands.hpp"
 #include "validate/cli.hpp"
+#include "validate/run_record.hpp"
 
 namespace gemmar::cli {
 namespace {
@@ -76,7 +77,7 @@ int floors(const Args& args) {
     j["seed"] = req.seed;
     j["compared_against"] = "fp32 sum over ranks of the dequantized partials, every rank's view";
     j["seconds"] = r.seconds;
-    std::cout << j.dump() << "\n";
+    std::cout << json_text(j) << "\n";
   } else {
     std::cout << "predicted relL2 floors, " << to_string(req.quant) << ", data " << vm["data"].as<std::string>()
               << ", M=" << req.shape.m << " N=" << req.shape.n << " K=" << req.shape.k << " W=" << req.shape.world

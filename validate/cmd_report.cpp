@@ -19,6 +19,7 @@
 #include "common/atomic_file.hpp"
 #include "common/errors.hpp"
 #include "validate/cli.hpp"
+#include "validate/run_record.hpp"
 
 extern char** environ;
 
@@ -177,7 +178,7 @@ int cmd_report(const Args& args) {
     nlohmann::json doc = manifest;
     doc["out"] = out.string();
     doc["index"] = index.string();
-    std::cout << doc.dump(2) << "\n";
+    std::cout << json_text(doc, 2) << "\n";
   } else {
     std::cout << "report: " << index.string() << "\n";
     for (const auto& f : manifest.value("figures", nlohmann::json::array()))

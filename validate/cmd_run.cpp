@@ -7,6 +7,7 @@
 #include "validate/cli.hpp"
 #include "validate/run_driver.hpp"
 #include "validate/run_plan.hpp"
+#include "validate/run_record.hpp"
 
 namespace gemmar::cli {
 
@@ -28,7 +29,7 @@ int cmd_run(const Args& args) {
   const bool json = vm["json"].as<bool>();
   const std::vector<RunOutcome> outcomes = execute_plan(plan, json ? nullptr : &std::cout);
   if (json) {
-    std::cout << plan_outcomes_to_json(plan, outcomes).dump(2) << "\n";
+    std::cout << json_text(plan_outcomes_to_json(plan, outcomes), 2) << "\n";
   } else {
     std::vector<Verdict> verdicts;
     for (const auto& o : outcomes) verdicts.push_back(o.verdict);

@@ -11,6 +11,7 @@
 #include "reference/floors.hpp"
 #include "validate/cli.hpp"
 #include "validate/run_plan.hpp"
+#include "validate/run_record.hpp"
 
 namespace gemmar::cli {
 
@@ -86,7 +87,7 @@ int cmd_validate(const Args& args) {
   results["model_sweeps"][0]["param"] = "pull-blocks";
   results["shape"] = {{"n", plan.shape.n}, {"k", plan.shape.k}, {"world", plan.shape.world}, {"m", plan.m_values}};
 
-  write_file_atomic(out.path() / "results.json", results.dump(2) + "\n");
+  write_file_atomic(out.path() / "results.json", json_text(results, 2) + "\n");
   write_file_atomic(out.path() / "runs.log", log.str());
   bool report_ok = true;
   if (!vm["no-report"].as<bool>()) {
@@ -108,7 +109,7 @@ int cmd_validate(const Args& args) {
     results["out"] = vm["out"].as<std::string>();
     results["pass"] = pass;
     results["seconds"] = seconds;
-    std::cout << results.dump(2) << "\n";
+    std::cout << json_text(results, 2) << "\n";
   } else {
     std::cout << verdict_table(verdicts);
     std::ostringstream summary;

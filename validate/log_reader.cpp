@@ -54,7 +54,7 @@ std::optional<LogEntry> parse_log_line(const std::string& line, const std::strin
   const std::string text = line.substr(start);
   try {
     e.raw = parse_python_json(text);
-  } catch (const nlohmann::json::parse_error& err) {
+  } catch (const nlohmann::json::exception& err) {  // parse_error, or out_of_range for 1e999
     // A bare line that merely starts with '{' and is not JSON is noise; after RESULT_JSON it is a broken record.
     if (!marked && text.find("\"mode\"") == std::string::npos) return std::nullopt;
     std::string what = err.what();

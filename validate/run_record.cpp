@@ -95,7 +95,7 @@ void dump_into(const nlohmann::json& j, std::string& out) {
     for (auto it = j.begin(); it != j.end(); ++it) {
       if (!first) out += ", ";
       first = false;
-      out += nlohmann::json(it.key()).dump();
+      out += json_text(nlohmann::json(it.key()));
       out += ": ";
       dump_into(it.value(), out);
     }
@@ -110,7 +110,7 @@ void dump_into(const nlohmann::json& j, std::string& out) {
     }
     out += ']';
   } else {
-    out += j.dump();
+    out += json_text(j);
   }
 }
 
@@ -181,6 +181,10 @@ nlohmann::json parse_python_json(const std::string& text) {
   auto j = nlohmann::json::parse(substitute_non_finite(text));
   restore_non_finite(j);
   return j;
+}
+
+std::string json_text(const nlohmann::json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string dump_python_json(const nlohmann::json& j) {

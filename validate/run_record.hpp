@@ -41,8 +41,14 @@ nlohmann::json run_record_to_json(const RunRecord&);
 
 // Python-json.dumps compatible text: parse accepts the bare tokens NaN, Infinity and -Infinity outside
 // strings (nlohmann rejects them); dump writes non-finite numbers back as those tokens (nlohmann would
-// write null). Use dump_python_json when printing RESULT_JSON lines. parse throws nlohmann::json::parse_error.
+// write null). Use dump_python_json when printing RESULT_JSON lines. parse throws nlohmann::json::exception:
+// parse_error for bad syntax, out_of_range (406) for a number beyond a double (1e999); catch the base class.
 nlohmann::json parse_python_json(const std::string& text);
 std::string dump_python_json(const nlohmann::json&);
+
+// j.dump(indent) that cannot throw: strings holding invalid UTF-8 (a kernel name from a trace, a log line's
+// bytes quoted in an error message) are written with U+FFFD instead of raising type_error 316. Every JSON
+// gemmar prints or writes goes through this or dump_python_json.
+std::string json_text(const nlohmann::json& j, int indent = -1);
 
 }  // namespace gemmar

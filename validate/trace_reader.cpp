@@ -3,23 +3,31 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
-#include <regex>
+#include <unordered_map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "common/errors.hpp"
+#include "validate/phase_regex.hpp"
 
 namespace gemmar {
 
 namespace {
 
-std::regex compile(const PhasePattern& p, const std::string& where) {
+PhaseRegex compile(const PhasePattern& p, const std::string& where) {
   try {
-    return std::regex(p.regex, std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
-  } catch (const std::regex_error& e) {
-    throw UsageError(where + ": invalid regex for phase '" + p.phase + "': '" + p.regex + "' (" + e.what() + ")");
+    return PhaseRegex(p.regex);
+  } catch (const PhaseRegexError& e) {
+    throw UsageError(where + ": invalid regex for phase '" + p.phase + "': '" + p.regex.substr(0, 200) + "' (" +
+                     e.what() + ")");
   }
+}
+
+// A member that is a string, else `fallback`; json::value() throws type_error on a present non-string.
+std::string string_member(const nlohmann::json& object, const char* key, const std::string& fallback) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : fallback;
 }
 
 std::string trim(const std::string& s) {
@@ -66,19 +74,30 @@ struct Event {
 
 struct Accumulator {
   const std::vector<PhasePattern>& patterns;
-  std::vector<std::regex> res;
+  std::vector<PhaseRegex> res;
+  // A trace repeats the same few kernel names every iteration: match each distinct name once.
+  std::unordered_map<std::string, int> phase_of_name;  // -> pattern index, -1 unmatched
   std::map<std::string, std::map<std::string, double>> per_device;  // device -> phase -> summed us
   std::map<std::string, int> gemm_count;
   TracePhases out;
 
+  int match(const std::string& name) {
+    const auto hit = phase_of_name.find(name);
+    if (hit != phase_of_name.end()) return hit->second;
+    int found = -1;
+    for (size_t i = 0; i < res.size() && found < 0; ++i)
+      if (res[i].search(name)) found = int(i);
+    phase_of_name.emplace(name, found);
+    return found;
+  }
+
   void add(const Event& e) {
-    for (size_t i = 0; i < res.size(); ++i) {
-      if (std::regex_search(e.name, res[i])) {
-        per_device[e.device][patterns[i].phase] += e.dur_us;
-        if (patterns[i].phase == "gemm") gemm_count[e.device]++;
-        out.kernels_matched++;
-        return;
-      }
+    if (const int i = match(e.name); i >= 0) {
+      const std::string& phase = patterns[size_t(i)].phase;
+      per_device[e.device][phase] += e.dur_us;
+      if (phase == "gemm") gemm_count[e.device]++;
+      out.kernels_matched++;
+      return;
     }
     out.kernels_unmatched++;
     if (out.unmatched_names.size() < 5 &&
@@ -143,7 +162,7 @@ void read_chrome(std::istream& in, const std::string& path, Accumulator& acc) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e999
     throw UsageError(path + ": not valid JSON (" + std::string(e.what()) + ")");
   }
   const nlohmann::json* events = nullptr;
@@ -152,9 +171,8 @@ void read_chrome(std::istream& in, const std::string& path, Accumulator& acc) {
   if (!events || !events->is_array()) throw UsageError(path + ": a Chrome trace needs a \"traceEvents\" array");
   for (size_t i = 0; i < events->size(); ++i) {
     const auto& e = (*events)[i];
-    if (!e.is_object() || e.value("ph", "") != "X") continue;
-    const std::string cat = e.contains("cat") && e["cat"].is_string() ? e["cat"].get<std::string>() : "";
-    std::string lcat = cat;
+    if (!e.is_object() || string_member(e, "ph", "") != "X") continue;
+    std::string lcat = string_member(e, "cat", "");
     std::transform(lcat.begin(), lcat.end(), lcat.begin(), [](unsigned char c) { return char(std::tolower(c)); });
     // Host-side events (cpu_op, cuda_runtime) would double count the kernels they launch.
     if (lcat.find("kernel") == std::string::npos && lcat.find("memcpy") == std::string::npos) continue;
@@ -178,7 +196,8 @@ const std::vector<PhasePattern>& default_phase_patterns() {
       {"drain", "drain|wait_(puts|scatter|signal)"},
       {"scatter", "scatter"},
       {"gather", "gather|barrier"},
-      {"gemm", "gemm(?!_?ar)|_gemm|matmul|Cijk_|mfma|wgmma"},
+      // "gemm" not followed by "_ar"/"ar" (gemm_ar_* kernels are the collective's), without lookahead.
+      {"gemm", "gemm($|[^_a]|_($|[^a]|a($|[^r]))|a($|[^r]))|_gemm|matmul|Cijk_|mfma|wgmma"},
   };
   return p;
 }
@@ -195,7 +214,7 @@ std::vector<PhasePattern> load_phase_map(const std::string& path) {
     nlohmann::ordered_json j;
     try {
       j = nlohmann::ordered_json::parse(t);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e999
       throw UsageError("--phase-map " + path + ": not valid JSON (" + e.what() + ")");
     }
     for (auto it = j.begin(); it != j.end(); ++it) {
@@ -238,7 +257,7 @@ void apply_phase_override(std::vector<PhasePattern>& patterns, const std::string
 TracePhases read_trace(const std::string& path, const std::vector<PhasePattern>& patterns) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw UsageError("--trace: cannot open " + path);
-  Accumulator acc{patterns, {}, {}, {}, {}};
+  Accumulator acc{patterns, {}, {}, {}, {}, {}};
   for (const auto& p : patterns) acc.res.push_back(compile(p, "--trace " + path));
   // Sniff the first non-space byte: '{' or '[' is a Chrome trace, anything else a CSV header.
   char c = 0;

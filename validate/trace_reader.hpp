@@ -10,7 +10,7 @@ namespace gemmar {
 
 struct PhasePattern {
   std::string phase;
-  std::string regex;  // ECMAScript, case-insensitive, searched anywhere in the kernel name
+  std::string regex;  // validate/phase_regex.hpp syntax (linear time), case-insensitive, searched anywhere
 };
 
 // The documented defaults (docs/check.md), most specific first.

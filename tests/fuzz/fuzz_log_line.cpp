@@ -1,15 +1,19 @@
 // RESULT_JSON logs: parse_log_line on single lines and read_log on the whole input (streamed, with a small
-// line cap so over-long lines are exercised too); every valid record is written back and re-read.
+// line cap so over-long lines are exercised too); every valid record is written back and re-read, and every
+// entry is printed as check --json prints it.
 #include <sstream>
 
 #include "fuzz_common.hpp"
 #include "validate/log_reader.hpp"
 #include "validate/run_record.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+GEMMAR_FUZZ_TARGET(log_line) {
   using namespace gemmar;
   const std::string text = fuzz::as_string(data, size);
   auto roundtrip = [](const LogEntry& e) {
+    // What `gemmar check --json` prints for every entry (the error quotes the line's bytes) must be JSON.
+    const std::string shown = json_text(nlohmann::json{{"source", e.source}, {"error", e.error}, {"raw", e.raw}});
+    if (!nlohmann::json::accept(shown)) __builtin_trap();
     if (!e.record) return;
     const std::string line = dump_python_json(run_record_to_json(*e.record));
     const auto again = parse_log_line("RESULT_JSON " + line, "roundtrip:1");

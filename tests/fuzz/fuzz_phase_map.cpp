@@ -12,7 +12,7 @@ const char* kTrace =
     "\"gemm_ar_pull_dequant\",1,341000,381000\n";
 }
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+GEMMAR_FUZZ_TARGET(phase_map) {
   using namespace gemmar;
   const std::string text = fuzz::as_string(data, size);
   const std::string map_path = fuzz::write_temp(text, ".phasemap");

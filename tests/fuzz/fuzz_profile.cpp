@@ -3,7 +3,7 @@
 #include "fuzz_common.hpp"
 #include "model/model.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+GEMMAR_FUZZ_TARGET(profile) {
   using namespace gemmar;
   const std::string path = fuzz::write_temp(fuzz::as_string(data, size), ".profile.json");
   fuzz::expect_only_gemmar_errors([&] {

@@ -5,12 +5,12 @@
 #include "fuzz_common.hpp"
 #include "validate/run_record.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+GEMMAR_FUZZ_TARGET(results) {
   using namespace gemmar;
   nlohmann::json doc;
   try {
     doc = parse_python_json(fuzz::as_string(data, size));
-  } catch (const nlohmann::json::parse_error&) {
+  } catch (const nlohmann::json::exception&) {
     return 0;  // the documented rejection of parse_python_json
   }
   auto one = [](const nlohmann::json& j) {

@@ -3,7 +3,7 @@
 #include "fuzz_common.hpp"
 #include "validate/trace_reader.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+GEMMAR_FUZZ_TARGET(trace) {
   using namespace gemmar;
   const std::string text = fuzz::as_string(data, size);
   for (const char* suffix : {".csv", ".json"}) {
