@@ -81,6 +81,31 @@ TEST(CheckVerdict, SlowPullRunWithoutGridFieldIsTracedToTheGrid) {
       << dump(v);
 }
 
+TEST(CheckVerdict, SlowRunNamesThePhaseFurthestOverTheModel) {
+  // Measured clean runs given the model's phases (the logs carry totals only), then one phase made slow by
+  // half the total (and the total with it): the finding names that phase, whichever it is.
+  const model::Profile prof = model::load_profile("mi355x");
+  int cases = 0;
+  for (const auto& clean : load("mi355x_m16384.log")) {
+    ASSERT_TRUE(clean.max_rank_time_us);
+    const model::Prediction pred = model::predict(prof, clean.shape, clean.config);
+    for (const auto& slow : pred.phases) {
+      if (slow.name == "skew" || slow.us <= 0) continue;
+      RunRecord r = clean;
+      const double extra = 0.5 * *clean.max_rank_time_us;
+      for (const auto& ph : pred.phases) r.phases_us[ph.name] = ph.us + (ph.name == slow.name ? extra : 0.0);
+      r.max_rank_time_us = *clean.max_rank_time_us + extra;
+      for (auto& x : r.per_rank_time_us) x += extra;
+      const auto v = judge(r, {});
+      ASSERT_TRUE(has(v, "SLOWER_THAN_MODEL")) << dump(v);
+      EXPECT_NE(find(v, "SLOWER_THAN_MODEL")->message.find("the " + slow.name + " phase took"), std::string::npos)
+          << slow.name << ": " << dump(v);
+      ++cases;
+    }
+  }
+  EXPECT_GE(cases, 15);
+}
+
 TEST(CheckVerdict, MissingReleaseFiresRankDivergenceAndAboveFloor) {
   const auto v = judge(load("signatures.log")[2], {});
   EXPECT_FALSE(v.pass);

@@ -1,6 +1,9 @@
 // The floors are derived by emulation (no stored constants): at a reduced shape that keeps what sets them
 // (N = 7168 columns per wire row, W = 8), they land within 3% of the measured 2.35e-3 / 2.49e-2.
 #include <gtest/gtest.h>
+#include <unistd.h>
+#include <fstream>
+#include <filesystem>
 
 #include <cmath>
 #include <thread>
@@ -18,6 +21,39 @@ FloorRequest reduced() {
   r.rows = 128;
   return r;
 }
+TEST(Floors, DiskCacheIsReadBackAndAMalformedEntryIsRederived) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("gemmar_floors_cache_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  ::setenv("GEMMAR_CACHE_DIR", dir.c_str(), 1);
+  // Shapes no other test uses, so the in-process layer has not seen them.
+  const Shape derived{1024, 1024, 256, 2}, planted{1024, 1024, 256, 4}, garbled{1024, 2048, 256, 2};
+  const FloorResult& d = cached_floors(derived, Quant::Ptpc);
+  const fs::path file = floors_cache_path(derived, Quant::Ptpc);
+  ASSERT_TRUE(fs::exists(file)) << file;
+  EXPECT_GT(d.fp8, 3 * d.bf16);
+  // A planted entry is what the next process would read: prove it is read (the values are not derivable).
+  { std::ofstream(floors_cache_path(planted, Quant::Ptpc)) << "gemmar-floors-v1 0.125 0.25 0.001 0.002 77 1.0\n"; }
+  const FloorResult& p = cached_floors(planted, Quant::Ptpc);
+  EXPECT_EQ(p.bf16, 0.125);
+  EXPECT_EQ(p.fp8, 0.25);
+  EXPECT_EQ(p.rows_evaluated, 77);
+  // A truncated or non-finite entry is derived again and rewritten.
+  { std::ofstream(floors_cache_path(garbled, Quant::Ptpc)) << "gemmar-floors-v1 nan 0.25"; }
+  const FloorResult& g = cached_floors(garbled, Quant::Ptpc);
+  EXPECT_TRUE(std::isfinite(g.bf16) && g.bf16 > 0 && g.bf16 < 0.01) << g.bf16;
+  std::ifstream again(floors_cache_path(garbled, Quant::Ptpc));
+  std::string magic;
+  double bf16 = 0;
+  again >> magic >> bf16;
+  EXPECT_EQ(bf16, g.bf16);
+  // Off: no path, nothing written.
+  ::setenv("GEMMAR_CACHE_DIR", "off", 1);
+  EXPECT_TRUE(floors_cache_path(derived, Quant::Ptpc).empty());
+  ::unsetenv("GEMMAR_CACHE_DIR");
+  fs::remove_all(dir);
+}
+
 }  // namespace
 
 TEST(Floors, ReducedShapeMatchesTheMeasuredFloorsWithinThreePercent) {
