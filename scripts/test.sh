@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Build with warnings as errors and run the CPU test suite (default tier, then the slow tier), then compile the
-# kernels' device code for gfx942 (clang-19) and sm_90a (nvcc, when present). Under CI (CI=true) it also runs
-# every fuzz target for a bounded time (scripts/fuzz.sh, GEMMAR_FUZZ_SECONDS, default 20 here); with
-# GEMMAR_FULL_CI=1 also the whole suite under AddressSanitizer + UBSan (scripts/asan.sh). What CI runs (.ci/run).
+# kernels' device code for gfx942 (clang-19) and sm_90a (nvcc, when present). Under CI (CI=true) or with
+# GEMMAR_FULL_CI=1 it also runs every fuzz target for a bounded time (scripts/fuzz.sh, GEMMAR_FUZZ_SECONDS,
+# default 20 here) and the whole suite under AddressSanitizer + UBSan (scripts/asan.sh; GEMMAR_ASAN=0 skips
+# it). What CI runs (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 full=0
-fuzz=0
-[[ "${GEMMAR_FULL_CI:-0}" == 1 ]] && full=1 && fuzz=1
-[[ "${CI:-}" == true ]] && fuzz=1
+[[ "${GEMMAR_FULL_CI:-0}" == 1 || "${CI:-}" == true ]] && full=1
+fuzz=$full
+asan=$full
+[[ "${GEMMAR_ASAN:-1}" == 0 ]] && asan=0
 if ((fuzz)); then export GEMMAR_FUZZ_DEPS=1; fi
 scripts/install_deps.sh
 # Tests run two at a time on two cores, each with OpenMP threads: a passive wait keeps oversubscribed
@@ -26,6 +28,6 @@ fi
 if ((fuzz)); then
   GEMMAR_FUZZ_SECONDS=${GEMMAR_FUZZ_SECONDS:-20} scripts/fuzz.sh
 fi
-if ((full)); then
+if ((asan)); then
   scripts/asan.sh
 fi
