@@ -279,18 +279,21 @@ struct Judge {
         for (size_t i = 0; i < off.size() && i < 8; ++i) list += (i ? "," : "") + std::to_string(off[i]);
         if (off.size() > 8) list += ",...";
         silent = true;
-        // Missing remote contributions leave at most the local share: relL2 <= sqrt((W-1)/W) (0.935 at W=8).
-        // Above that (beyond the pattern tolerance) with every slice off, the buffer holds other data: an
-        // earlier run's result or something never written by this run.
-        const double share_max = std::sqrt(double(W - 1) / double(W));
-        const bool not_this_run = off.size() == r.per_slice_rel_l2.size() && worst &&
-                                  *worst > share_max * (1.0 + kNotThisRunMargin);
-        char above[160];
-        std::snprintf(above, sizeof above, "every slice is off and relL2 %.3f is above the %.3f (sqrt(%d/%d)) that "
-                      "missing shares can give", worst ? *worst : 0.0, share_max, W - 1, W);
-        const std::string cause = not_this_run ? std::string(above) + ": the output holds another run's data "
-                                                 "(stale, never written by this run) or the " + fix
-                                               : fix;
+        // Missing shares leave a slice at most all-zero (relL2 1: a silent gather on the fp8 wire dequantizes
+        // zero codes). Above 1 by the margin with every slice off, the buffer holds other data altogether.
+        const bool all_off = off.size() == r.per_slice_rel_l2.size();
+        std::string cause = fix;
+        if (all_off && worst && *worst > 1.0 + kNotThisRunMargin) {
+          char above[200];
+          std::snprintf(above, sizeof above,
+                        "every slice is off and relL2 %.3f is above the 1.000 of an all-zero output, more than "
+                        "missing shares can give: the output holds another run's data (stale, never written by "
+                        "this run) or the ", *worst);
+          cause = std::string(above) + fix;
+        } else if (all_off) {
+          cause = fix + "; every slice is off, so also check that this run wrote its output at all (a stale "
+                        "buffer from an earlier run reads the same)";
+        }
         add("SILENT_TRANSFER", Severity::Error,
             std::to_string(off.size()) + " of " + std::to_string(r.per_slice_rel_l2.size()) +
                 " slices (owners " + list + ") have relL2 >= " + sci(kSliceOffRelL2) + " against " + floor_txt +

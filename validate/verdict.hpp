@@ -59,7 +59,7 @@ inline constexpr double kFloorMargin = 0.20;       // relative allowance above/b
 inline constexpr double kFloorSigmas = 4.0;        // floor stderr multiples, when larger than the margin
 inline constexpr double kSilentMinRelL2 = 0.25;    // ten times the fp8 floor: order-one error
 inline constexpr double kSilentPatternTol = 0.10;  // |rel_l2 - sqrt(j/W)| within 10% for j missing slices
-inline constexpr double kNotThisRunMargin = 0.03;  // every slice off and rel_l2 > sqrt((W-1)/W) * (1 + this): not this run's data
+inline constexpr double kNotThisRunMargin = 0.05;  // every slice off and rel_l2 > 1 + this: not this run's data
 inline constexpr double kSliceOffRelL2 = 0.4;      // a slice with this error never arrived (W=2 silent gather: 0.5)
 inline constexpr double kRankSpreadRel = 0.10;     // per-rank relL2 spread, relative to the floor
 inline constexpr double kRankTimeSpreads = 3.0;    // per-rank time: this many run-to-run spreads
