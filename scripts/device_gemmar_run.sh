@@ -4,20 +4,12 @@
 # the GPU's own partials, relL2 against the fp32 reference and the predicted floor, the model's verdict), then
 # each injected fault, then a measured pull-grid sweep. Usage: scripts/device_gemmar_run.sh GEMMAR OUTDIR
 set -uo pipefail
-G=${1:?path of the CUDA-enabled gemmar}
-OUT=${2:?output directory}
-mkdir -p "$OUT"
-{ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv; } > "$OUT/machine.txt" 2>&1
-run() { echo "\$ gemmar $*"; timeout 300 "$G" "$@"; echo "rc=$?"; }
+DEVICE_RUN_TIMEOUT=300
+source "$(dirname "$0")/device_common.sh"
 run run --backend gpu --all-configs --m-list 4096,16384 --check-rows 256 > "$OUT/all_configs.log" 2>&1
 {
-  for f in silent-puts silent-scatter silent-gather stale-output no-release perturb-rank=3; do
-    run run --backend gpu -m 4096 --mode fused-sdma --gather-dtype bf16 --inject "$f"
-    run run --backend gpu -m 4096 --mode fused-sdma --gather-dtype fp8 --gather-transport sdma --inject "$f"
-  done
-  for b in 16 512; do
-    run run --backend gpu -m 16384 --mode fused-sdma --gather-dtype fp8 --gather-transport lsa --inject pull-blocks=$b
-  done
+  inject_faults silent-puts silent-scatter silent-gather stale-output no-release perturb-rank=3
+  inject_pull_grids 16 512
 } > "$OUT/faults.log" 2>&1
 {
   for b in 8 16 32 48 64 96 128 256 512; do

@@ -5,12 +5,12 @@
 #include <vector>
 
 #include "common/errors.hpp"
+#include "common/json_text.hpp"
 #include "model/model.hpp"
 #include "validate/cli.hpp"
 #include "validate/log_reader.hpp"
 #include "validate/trace_reader.hpp"
 #include "validate/verdict.hpp"
-#include "validate/run_record.hpp"
 
 namespace gemmar::cli {
 

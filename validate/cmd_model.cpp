@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "common/errors.hpp"
+#include "common/json_text.hpp"
 #include "model/model.hpp"
 #include "validate/cli.hpp"
-#include "validate/run_record.hpp"
 
 namespace gemmar::cli {
 namespace {

@@ -6,13 +6,13 @@
 #include <sstream>
 
 #include "common/errors.hpp"
+#include "common/json_text.hpp"
 #include "reference/floors.hpp"
 #include "reference/formats.hpp"
 #include "reference/gemm.hpp"
 #include "reference/numerics_inline.hpp"
 #include "reference/operands.hpp"
 #include "validate/cli.hpp"
-#include "validate/run_record.hpp"
 
 namespace gemmar::cli {
 namespace {

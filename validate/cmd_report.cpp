@@ -18,8 +18,8 @@
 
 #include "common/atomic_file.hpp"
 #include "common/errors.hpp"
+#include "common/json_text.hpp"
 #include "validate/cli.hpp"
-#include "validate/run_record.hpp"
 
 extern char** environ;
 

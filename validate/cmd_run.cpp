@@ -4,10 +4,10 @@
 #include <sstream>
 
 #include "common/errors.hpp"
+#include "common/json_text.hpp"
 #include "validate/cli.hpp"
 #include "validate/run_driver.hpp"
 #include "validate/run_plan.hpp"
-#include "validate/run_record.hpp"
 
 namespace gemmar::cli {
 

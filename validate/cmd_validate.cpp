@@ -7,11 +7,11 @@
 
 #include "common/atomic_file.hpp"
 #include "common/errors.hpp"
+#include "common/json_text.hpp"
 #include "model/model.hpp"
 #include "reference/floors.hpp"
 #include "validate/cli.hpp"
 #include "validate/run_plan.hpp"
-#include "validate/run_record.hpp"
 
 namespace gemmar::cli {
 

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/errors.hpp"
+#include "common/json_text.hpp"
 
 namespace gemmar {
 
@@ -181,10 +182,6 @@ nlohmann::json parse_python_json(const std::string& text) {
   auto j = nlohmann::json::parse(substitute_non_finite(text));
   restore_non_finite(j);
   return j;
-}
-
-std::string json_text(const nlohmann::json& j, int indent) {
-  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string dump_python_json(const nlohmann::json& j) {

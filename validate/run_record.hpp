@@ -46,9 +46,4 @@ nlohmann::json run_record_to_json(const RunRecord&);
 nlohmann::json parse_python_json(const std::string& text);
 std::string dump_python_json(const nlohmann::json&);
 
-// j.dump(indent) that cannot throw: strings holding invalid UTF-8 (a kernel name from a trace, a log line's
-// bytes quoted in an error message) are written with U+FFFD instead of raising type_error 316. Every JSON
-// gemmar prints or writes goes through this or dump_python_json.
-std::string json_text(const nlohmann::json& j, int indent = -1);
-
 }  // namespace gemmar

@@ -3,6 +3,7 @@
 // entry is printed as check --json prints it.
 #include <sstream>
 
+#include "common/json_text.hpp"
 #include "fuzz_common.hpp"
 #include "validate/log_reader.hpp"
 #include "validate/run_record.hpp"
