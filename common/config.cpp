@@ -57,13 +57,51 @@ const std::vector<Mode>& all_modes() {
   return modes;
 }
 
-bool is_fused(Mode m) { return m == Mode::FusedSdma || m == Mode::FusedLsa; }
-bool is_split(Mode m) { return m == Mode::SplitSdma || m == Mode::SplitLsa; }
-bool has_collective(Mode m) { return m != Mode::GemmOnly; }
+const std::vector<ModeTraits>& mode_table() {
+  //                                 name          collective fused  copy-engine two-stage fp8-wire
+  static const std::vector<ModeTraits> t{
+      {Mode::GemmOnly, "gemm-only", false, false, false, false, false},
+      {Mode::SplitSdma, "split-sdma", true, false, true, false, true},
+      {Mode::FusedSdma, "fused-sdma", true, true, true, false, true},
+      {Mode::SplitLsa, "split-lsa", true, false, false, true, false},
+      {Mode::FusedLsa, "fused-lsa", true, true, false, false, true},
+  };
+  return t;
+}
+
+const ModeTraits& traits(Mode m) {
+  for (const auto& t : mode_table())
+    if (t.mode == m) return t;
+  GEMMAR_CHECK(false, "unknown mode value ", int(m));
+  return mode_table().front();  // unreachable: GEMMAR_CHECK threw
+}
+
+bool is_fused(Mode m) { return traits(m).fused; }
+bool has_collective(Mode m) { return traits(m).collective; }
+
+std::vector<std::string> phase_names(const Config& c) {
+  const Config e = effective_config(c);
+  const ModeTraits& t = traits(e.mode);
+  if (!t.collective) return {"gemm"};
+  if (t.two_stage_allreduce) return {"gemm", "allreduce"};
+  std::vector<std::string> p{"gemm", t.fused ? "drain" : "scatter", "reduce"};
+  const bool fp8 = e.gather_dtype == WireDtype::Fp8;
+  if (fp8) p.push_back("quantize");
+  p.push_back("gather");
+  if (fp8) p.push_back(e.gather_transport == Transport::Lsa ? "pull" : "dequantize");
+  return p;
+}
+
+const std::vector<std::string>& all_phase_names() {
+  static const std::vector<std::string> p{"gemm",   "scatter",    "drain", "reduce",   "quantize",
+                                          "gather", "dequantize", "pull",  "allreduce"};
+  return p;
+}
 
 Config effective_config(const Config& c) {
   Config e = c;
-  if (c.mode == Mode::SplitLsa) {
+  if (!has_collective(c.mode)) return e;
+  if (!traits(c.mode).fp8_wire) {
     e.gather_dtype = WireDtype::Bf16;
     e.gather_transport = Transport::Lsa;
   }

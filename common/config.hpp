@@ -43,11 +43,29 @@ Transport parse_transport(const std::string& s, const std::string& option = "--g
 Fp8Format parse_fp8_format(const std::string& s, const std::string& option = "--fp8-format");
 const std::vector<Mode>& all_modes();
 
+// Everything that differs between modes, in one table (common/config.cpp): a new mode is a row here plus one
+// branch per leg in reference/emulation.cpp, model/model.cpp and kernels/gemm_ar.cu.
+struct ModeTraits {
+  Mode mode;
+  const char* name;
+  bool collective;          // false only for gemm-only (it sizes the ceiling)
+  bool fused;               // the scatter rides the GEMM's epilogue (then a drain phase waits for its tail)
+  bool scatter_by_copy_engine;  // sdma modes: copy-engine puts; lsa modes: CU stores/loads to peer memory
+  bool two_stage_allreduce; // split-lsa: one CU all-reduce kernel instead of reduce + gather
+  bool fp8_wire;            // an fp8 gather wire exists (split-lsa is bf16 only)
+};
+const ModeTraits& traits(Mode);
+const std::vector<ModeTraits>& mode_table();
+
 bool is_fused(Mode);
-bool is_split(Mode);
 bool has_collective(Mode);  // false only for gemm-only
 // split-lsa is a bf16-only 2-stage CU all-reduce: its gather "wire" is always bf16 over CUs.
 bool uses_fp8_wire(const Config&);
+// The phases a config runs, in order (SPEC 1.1): gemm, then scatter (split) or drain (fused), reduce,
+// quantize (fp8), gather, dequantize (fp8/sdma) or pull (fp8/lsa); split-lsa: gemm, allreduce.
+std::vector<std::string> phase_names(const Config&);
+// Every phase name in pipeline order (the order reports and tables use).
+const std::vector<std::string>& all_phase_names();
 // The gather leg as it really runs: split-lsa forces bf16/lsa, gemm-only has none.
 Config effective_config(const Config&);
 

@@ -16,12 +16,13 @@
 #include <vector>
 
 #include "common/config.hpp"
+#include "common/faults.hpp"
 #include "reference/floors.hpp"
 #include "reference/operands.hpp"
 
 namespace gemmar::reference {
 
-// Mirror of gemmar::FaultInjection (validate/run_driver.hpp). Where each applies, physically:
+// The faults of common/faults.hpp, as the emulation applies each of them, physically:
 //  silent_scatter: peer puts of the scatter leg do nothing (split-sdma copies, fused epilogue pushes); the
 //    owner's slots for those peers keep their fresh (zero) contents, so the reduce holds the owner's own
 //    partial only. split-lsa pulls with CU loads: unaffected.
@@ -37,19 +38,6 @@ namespace gemmar::reference {
 //  perturbed_rank: that rank's fp32 partial is scaled by 1.25 before the collective (a wrong scale).
 //  fp8_wire_bypassed: an fp8-wire config whose gather actually moved bf16.
 //  fnuz_read_as_fn: the kernels decode e4m3fnuz operands as e4m3fn (only when partials are computed here).
-struct Faults {
-  bool silent_scatter = false;
-  bool silent_gather = false;
-  bool stale_output = false;
-  bool no_release = false;
-  int perturbed_rank = -1;
-  bool fp8_wire_bypassed = false;
-  bool fnuz_read_as_fn = false;
-  bool any() const {
-    return silent_scatter || silent_gather || stale_output || no_release || perturbed_rank >= 0 ||
-           fp8_wire_bypassed || fnuz_read_as_fn;
-  }
-};
 
 // Per rank, row-major [rows.size(), N].
 using Partials = std::vector<std::vector<float>>;

@@ -9,7 +9,7 @@ mkdir -p "$B"
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 FLAGS=(-std=c++20 -O3 -march=x86-64-v3 -fopenmp -I. -I.deps/include -I.deps/eigen3 -I/usr/local/cuda/include
        -DGEMMAR_HAVE_GPU=1 "-DGEMMAR_SOURCE_DIR=\"$PWD\"")
-srcs=(common/*.cpp reference/*.cpp model/*.cpp validate/*.cpp .deps/profiles_embedded.cpp)
+srcs=(common/*.cpp reference/*.cpp model/*.cpp validate/*/*.cpp .deps/profiles_embedded.cpp)
 pids=()
 for f in "${srcs[@]}"; do
   g++ "${FLAGS[@]}" -c "$f" -o "$B/obj_$(echo "$f" | tr '/.' '__').o" & pids+=($!)

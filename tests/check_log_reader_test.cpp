@@ -8,8 +8,8 @@
 #include <sstream>
 
 #include "common/errors.hpp"
-#include "validate/log_reader.hpp"
-#include "validate/run_record.hpp"
+#include "validate/record/log_reader.hpp"
+#include "validate/record/run_record.hpp"
 
 namespace gemmar {
 namespace {

@@ -14,8 +14,8 @@
 #include <regex>
 
 #include "common/errors.hpp"
-#include "validate/phase_regex.hpp"
-#include "validate/trace_reader.hpp"
+#include "validate/record/phase_regex.hpp"
+#include "validate/record/trace_reader.hpp"
 
 namespace gemmar {
 namespace {

@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "common/errors.hpp"
-#include "validate/trace_reader.hpp"
+#include "validate/record/trace_reader.hpp"
 
 namespace gemmar {
 namespace {

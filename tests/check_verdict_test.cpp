@@ -7,8 +7,8 @@
 
 #include "model/model.hpp"
 #include "reference/floors.hpp"
-#include "validate/log_reader.hpp"
-#include "validate/verdict.hpp"
+#include "validate/record/log_reader.hpp"
+#include "validate/verdict/verdict.hpp"
 
 namespace gemmar {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "common/errors.hpp"
-#include "validate/run_driver.hpp"
+#include "validate/harness/run_driver.hpp"
 
 namespace {
 

@@ -18,8 +18,8 @@
 #include <omp.h>
 
 #include "common/config.hpp"
-#include "validate/run_driver.hpp"
-#include "validate/run_plan.hpp"
+#include "validate/harness/run_driver.hpp"
+#include "validate/harness/run_plan.hpp"
 
 namespace gemmar {
 namespace {
@@ -158,7 +158,7 @@ TEST(ReliabilityDetectionMatrix, EveryFaultClassIsDetectedWithItsCodeInEveryMode
           req.shape.m = int64_t(req.shape.world) * block_m(cfg.quant);
         }
         req.config = cfg;
-        req.inject = parse_injection(fc.inject);
+        req.inject = parse_faults(fc.inject);
         if (req.inject.perturbed_rank >= req.shape.world) req.inject.perturbed_rank = req.shape.world - 1;
         req.seed = 1000 + uint64_t(case_no) * 7919;
         // Every row: a missing release makes 1-2 of 32 bands per slice stale, which a 128-row sample can miss.

@@ -5,8 +5,8 @@
 
 #include "common/json_text.hpp"
 #include "fuzz_common.hpp"
-#include "validate/log_reader.hpp"
-#include "validate/run_record.hpp"
+#include "validate/record/log_reader.hpp"
+#include "validate/record/run_record.hpp"
 
 GEMMAR_FUZZ_TARGET(log_line) {
   using namespace gemmar;

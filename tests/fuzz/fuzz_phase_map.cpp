@@ -1,7 +1,7 @@
 // Phase maps (--phase-map FILE: a JSON object or "phase=REGEX" lines) and --phase-pattern overrides; a map
 // that loads is then used to read a small real trace, so its regexes are compiled and searched too.
 #include "fuzz_common.hpp"
-#include "validate/trace_reader.hpp"
+#include "validate/record/trace_reader.hpp"
 
 namespace {
 const char* kTrace =

@@ -3,7 +3,7 @@
 // every element of a "runs"/"results" array (validate's results.json, check --json). Records that parse are
 // written back with dump_python_json and must parse again.
 #include "fuzz_common.hpp"
-#include "validate/run_record.hpp"
+#include "validate/record/run_record.hpp"
 
 GEMMAR_FUZZ_TARGET(results) {
   using namespace gemmar;

@@ -1,7 +1,7 @@
 // Kernel traces (rocprofv3 kernel-trace CSV or Chrome-trace JSON): read_trace takes a path, so the input is
 // written to a temp file first; once as .csv and once as .json, since a reader may dispatch on either.
 #include "fuzz_common.hpp"
-#include "validate/trace_reader.hpp"
+#include "validate/record/trace_reader.hpp"
 
 GEMMAR_FUZZ_TARGET(trace) {
   using namespace gemmar;

@@ -11,26 +11,12 @@
 #include <vector>
 
 #include "common/config.hpp"
-#include "validate/run_record.hpp"
-#include "validate/verdict.hpp"
+#include "common/faults.hpp"
+#include "validate/record/run_record.hpp"
+#include "validate/verdict/verdict.hpp"
 
 namespace gemmar {
 
-// Faults a backend can be asked to inject, so that detection is shown on purpose (`--inject`).
-struct FaultInjection {
-  bool silent_scatter = false;  // scatter-leg puts do nothing
-  bool silent_gather = false;   // gather-leg puts do nothing
-  bool stale_output = false;    // the output keeps a previous run's contents
-  bool no_release = false;      // reduce output handed to the copy engine without a release
-  int perturbed_rank = -1;      // this rank's partial is perturbed
-  std::optional<int> pull_blocks;  // launch the pull kernel with this grid instead of the config's
-  bool fp8_wire_bypassed = false;  // an fp8-wire run that actually moved bf16
-  bool fnuz_read_as_fn = false;    // operands encoded e4m3fnuz, read as e4m3fn
-  std::string label() const;       // "none" or a comma list
-};
-// Parses "silent-puts|silent-scatter|silent-gather|stale-output|no-release|perturb-rank=R|pull-blocks=N|
-// wire-bypassed|fnuz-as-fn", comma separated. UsageError naming --inject otherwise.
-FaultInjection parse_injection(const std::string& spec);
 
 struct BackendResult {
   std::string backend;  // "cpu-emulation" | "gpu"
@@ -50,7 +36,7 @@ struct BackendResult {
 struct RunRequest {
   Shape shape;
   Config config;
-  FaultInjection inject;
+  Faults inject;
   uint64_t seed = 1234;
   int ranks_per_device = 0;  // GPU: 0 = one rank per device when W devices exist, else all on one
   int64_t check_rows = 256;  // sampled output rows checked against the reference (stratified per slice)

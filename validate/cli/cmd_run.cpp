@@ -5,27 +5,21 @@
 
 #include "common/errors.hpp"
 #include "common/json_text.hpp"
-#include "validate/cli.hpp"
-#include "validate/run_driver.hpp"
-#include "validate/run_plan.hpp"
+#include "validate/cli/run_options.hpp"
+#include "validate/harness/run_driver.hpp"
+#include "validate/harness/run_plan.hpp"
 
 namespace gemmar::cli {
 
 int cmd_run(const Args& args) {
   po::options_description desc("gemmar run options");
-  add_shape_options(desc);
-  add_config_options(desc);
-  add_run_plan_options(desc);
-  desc.add_options()("ranks-per-device", po::value<int>()->default_value(0),
-                     "GPU: ranks emulated per device (0: one per device when W devices exist, else all on one)");
+  add_run_options(desc, RunCommand::Run);
   add_common_options(desc);
   po::variables_map vm;
   if (!parse(args, desc, vm, std::cout,
              "gemmar run [-m -n -k --world] [--mode ... | --all-configs] [--backend gpu|cpu] [--inject FAULT] [--json]"))
     return kExitOk;
-  RunPlan plan = read_run_plan(vm);
-  plan.ranks_per_device = vm["ranks-per-device"].as<int>();
-  GEMMAR_USAGE_CHECK(plan.ranks_per_device >= 0, "--ranks-per-device: must be >= 0");
+  const RunPlan plan = read_run_plan(vm, RunCommand::Run);
   const bool json = vm["json"].as<bool>();
   const std::vector<RunOutcome> outcomes = execute_plan(plan, json ? nullptr : &std::cout);
   if (json) {

@@ -19,7 +19,7 @@
 #include "common/atomic_file.hpp"
 #include "common/errors.hpp"
 #include "common/json_text.hpp"
-#include "validate/cli.hpp"
+#include "validate/cli/cli.hpp"
 
 extern char** environ;
 

@@ -6,8 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "validate/cli.hpp"
-#include "validate/run_driver.hpp"
+#include "validate/harness/run_driver.hpp"
 
 namespace gemmar {
 
@@ -16,7 +15,7 @@ struct RunPlan {
   std::vector<int64_t> m_values;
   Shape shape;                  // m is replaced by each of m_values
   std::vector<Config> configs;
-  FaultInjection inject;
+  Faults inject;
   uint64_t seed = 1234;
   int64_t check_rows = 256;
   int iterations = 11;
@@ -27,12 +26,6 @@ struct RunPlan {
 // Every mode x wire x transport of SPEC 1.1 that exists (split-lsa bf16 only; gemm-only once), at `base`'s quant
 // and pull grid.
 std::vector<Config> all_configs(const Config& base);
-
-namespace cli {
-// --backend --all-configs --m-list --inject --seed --check-rows --iterations --profile
-void add_run_plan_options(po::options_description&);
-RunPlan read_run_plan(const po::variables_map&);
-}  // namespace cli
 
 // Every (m, config) of the plan is a shape the op can run: UsageError naming the option otherwise.
 void validate_plan(const RunPlan&);

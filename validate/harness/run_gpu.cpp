@@ -8,7 +8,7 @@
 #include <string>
 
 #include "common/errors.hpp"
-#include "validate/run_driver.hpp"
+#include "validate/harness/run_driver.hpp"
 
 #ifdef GEMMAR_HAVE_GPU
 #include <map>
@@ -33,7 +33,7 @@ class GpuBackend final : public Backend {
     plan.shape.m = padded_m(req.shape, req.config.quant);
     plan.config = req.config;
     // MORI_GEMM_AR_PULL_BLOCKS is read once, by the CLI (validate/cli.cpp), into config.pull_blocks.
-    const FaultInjection& in = req.inject;
+    const Faults& in = req.inject;
     plan.faults.silent_scatter = in.silent_scatter;
     plan.faults.silent_gather = in.silent_gather;
     plan.faults.stale_output = in.stale_output;

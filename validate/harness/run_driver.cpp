@@ -1,4 +1,4 @@
-#include "validate/run_driver.hpp"
+#include "validate/harness/run_driver.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -13,81 +13,7 @@
 
 namespace gemmar {
 
-std::string FaultInjection::label() const {
-  std::vector<std::string> parts;
-  if (silent_scatter && silent_gather) {
-    parts.push_back("silent-puts");
-  } else {
-    if (silent_scatter) parts.push_back("silent-scatter");
-    if (silent_gather) parts.push_back("silent-gather");
-  }
-  if (stale_output) parts.push_back("stale-output");
-  if (no_release) parts.push_back("no-release");
-  if (perturbed_rank >= 0) parts.push_back("perturb-rank=" + std::to_string(perturbed_rank));
-  if (pull_blocks) parts.push_back("pull-blocks=" + std::to_string(*pull_blocks));
-  if (fp8_wire_bypassed) parts.push_back("wire-bypassed");
-  if (fnuz_read_as_fn) parts.push_back("fnuz-as-fn");
-  if (parts.empty()) return "none";
-  std::string s;
-  for (const auto& p : parts) s += (s.empty() ? "" : ",") + p;
-  return s;
-}
-
-FaultInjection parse_injection(const std::string& spec) {
-  FaultInjection f;
-  std::stringstream ss(spec);
-  std::string item;
-  auto int_after = [](const std::string& it, size_t prefix) {
-    const std::string v = it.substr(prefix);
-    char* end = nullptr;
-    const long x = std::strtol(v.c_str(), &end, 10);
-    GEMMAR_USAGE_CHECK(!v.empty() && end && *end == '\0' && x >= 0 && x <= 65536, "--inject: '", it,
-                       "' needs a non-negative integer after '='");
-    return int(x);
-  };
-  while (std::getline(ss, item, ',')) {
-    if (item == "none" || item.empty()) continue;
-    if (item == "silent-puts") {
-      f.silent_scatter = f.silent_gather = true;
-    } else if (item == "silent-scatter") {
-      f.silent_scatter = true;
-    } else if (item == "silent-gather") {
-      f.silent_gather = true;
-    } else if (item == "stale-output") {
-      f.stale_output = true;
-    } else if (item == "no-release") {
-      f.no_release = true;
-    } else if (item.rfind("perturb-rank=", 0) == 0) {
-      f.perturbed_rank = int_after(item, 13);
-    } else if (item.rfind("pull-blocks=", 0) == 0) {
-      f.pull_blocks = int_after(item, 12);
-      GEMMAR_USAGE_CHECK(*f.pull_blocks >= 1, "--inject: pull-blocks must be >= 1");
-    } else if (item == "wire-bypassed") {
-      f.fp8_wire_bypassed = true;
-    } else if (item == "fnuz-as-fn") {
-      f.fnuz_read_as_fn = true;
-    } else {
-      throw UsageError("--inject: unknown fault '" + item +
-                       "' (accepted: silent-puts, silent-scatter, silent-gather, stale-output, no-release, "
-                       "perturb-rank=R, pull-blocks=N, wire-bypassed, fnuz-as-fn)");
-    }
-  }
-  return f;
-}
-
 namespace {
-
-reference::Faults to_reference_faults(const FaultInjection& f) {
-  reference::Faults r;
-  r.silent_scatter = f.silent_scatter;
-  r.silent_gather = f.silent_gather;
-  r.stale_output = f.stale_output;
-  r.no_release = f.no_release;
-  r.perturbed_rank = f.perturbed_rank;
-  r.fp8_wire_bypassed = f.fp8_wire_bypassed;
-  r.fnuz_read_as_fn = f.fnuz_read_as_fn;
-  return r;
-}
 
 // Every config of a sweep runs on the same operands: their partials and fp32 reference are computed once
 // per (shape, quant, seed, rows) and shared. The most recent few are kept (a sweep over M holds one per M).
@@ -135,7 +61,7 @@ class CpuBackend final : public Backend {
       cr.config = req.config;
       cr.rows = rows;
       cr.seed = req.seed;
-      cr.faults = to_reference_faults(req.inject);
+      cr.faults = req.inject;
       out.rows = rows;
       out.outputs = reference::emulate_collective(cr, p.partials);
       out.partials = p.partials;
@@ -146,7 +72,7 @@ class CpuBackend final : public Backend {
     e.config = req.config;
     e.seed = req.seed;
     e.rows = rows;
-    e.faults = to_reference_faults(req.inject);
+    e.faults = req.inject;
     // fnuz operands: the emulation encodes them as e4m3fnuz and the fault reads them as fn.
     if (req.inject.fnuz_read_as_fn) e.fp8_format = Fp8Format::E4M3FNUZ;
     reference::EmulationResult r = reference::emulate(e);

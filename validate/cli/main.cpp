@@ -5,7 +5,7 @@
 #include <string>
 
 #include "common/errors.hpp"
-#include "validate/cli.hpp"
+#include "validate/cli/cli.hpp"
 
 namespace {
 

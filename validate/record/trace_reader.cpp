@@ -1,4 +1,4 @@
-#include "validate/trace_reader.hpp"
+#include "validate/record/trace_reader.hpp"
 
 #include <algorithm>
 #include <fstream>
@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/errors.hpp"
-#include "validate/phase_regex.hpp"
+#include "validate/record/phase_regex.hpp"
 
 namespace gemmar {
 

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "validate/run_record.hpp"
+#include "validate/record/run_record.hpp"
 
 namespace gemmar {
 

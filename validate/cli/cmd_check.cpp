@@ -7,10 +7,10 @@
 #include "common/errors.hpp"
 #include "common/json_text.hpp"
 #include "model/model.hpp"
-#include "validate/cli.hpp"
-#include "validate/log_reader.hpp"
-#include "validate/trace_reader.hpp"
-#include "validate/verdict.hpp"
+#include "validate/cli/cli.hpp"
+#include "validate/record/log_reader.hpp"
+#include "validate/record/trace_reader.hpp"
+#include "validate/verdict/verdict.hpp"
 
 namespace gemmar::cli {
 

@@ -1,4 +1,4 @@
-#include "validate/run_record.hpp"
+#include "validate/record/run_record.hpp"
 
 #include <cmath>
 #include <limits>

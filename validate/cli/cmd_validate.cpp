@@ -10,52 +10,25 @@
 #include "common/json_text.hpp"
 #include "model/model.hpp"
 #include "reference/floors.hpp"
-#include "validate/cli.hpp"
-#include "validate/run_plan.hpp"
+#include "validate/cli/run_options.hpp"
+#include "validate/harness/run_plan.hpp"
 
 namespace gemmar::cli {
 
-namespace {
-// The embedded default: small enough that the CPU emulation of all 11 configs finishes in well under a minute
-// on 2 cores, large enough to have 8 ranks with several 128-row blocks each and every wire's real rounding.
-constexpr int64_t kCpuM = 2048, kCpuN = 2048, kCpuK = 512;
-}  // namespace
 
 int cmd_validate(const Args& args) {
   po::options_description desc("gemmar validate options");
+  add_run_options(desc, RunCommand::Validate);
   desc.add_options()
-      ("backend", po::value<std::string>(), "cpu|gpu (default: gpu in a GPU build with a device, else cpu)")
       ("out", po::value<std::string>()->default_value("out/validate"), "directory for results.json, log and report")
-      ("inject", po::value<std::string>()->default_value("none"),
-       "fault injected into every run (see gemmar run --help); validate must then flag it")
-      ("m,m", po::value<int64_t>(), "rows (default: 2048 on cpu, 4096,16384 on gpu)")
-      ("n,n", po::value<int64_t>(), "columns (default: 2048 on cpu, 7168 on gpu)")
-      ("k,k", po::value<int64_t>(), "reduction length per rank (default: 512 on cpu, 2048 on gpu)")
-      ("world", po::value<int>()->default_value(8), "ranks")
-      ("seed", po::value<uint64_t>()->default_value(1234), "operand seed")
-      ("profile", po::value<std::string>()->default_value(""), "model profile for the timing checks")
       ("no-report", po::bool_switch()->default_value(false), "skip the HTML/PNG report");
   add_common_options(desc);
   po::variables_map vm;
   if (!parse(args, desc, vm, std::cout, "gemmar validate [--backend cpu|gpu] [--out DIR] [--inject FAULT] [--json]"))
     return kExitOk;
   const auto t0 = std::chrono::steady_clock::now();
-  RunPlan plan;
-  plan.backend = vm.count("backend") ? vm["backend"].as<std::string>() : (gpu_backend_built() ? "gpu" : "cpu");
-  GEMMAR_USAGE_CHECK(plan.backend == "cpu" || plan.backend == "gpu", "--backend: unknown value '", plan.backend,
-                     "' (accepted: cpu|gpu)");
+  const RunPlan plan = read_run_plan(vm, RunCommand::Validate);
   const bool gpu = plan.backend == "gpu";
-  plan.shape.n = vm.count("n") ? vm["n"].as<int64_t>() : (gpu ? 7168 : kCpuN);
-  plan.shape.k = vm.count("k") ? vm["k"].as<int64_t>() : (gpu ? 2048 : kCpuK);
-  plan.shape.world = vm["world"].as<int>();
-  plan.m_values = vm.count("m") ? std::vector<int64_t>{vm["m"].as<int64_t>()}
-                                : (gpu ? std::vector<int64_t>{4096, 16384} : std::vector<int64_t>{kCpuM});
-  plan.configs = all_configs(Config{});
-  plan.inject = parse_injection(vm["inject"].as<std::string>());
-  plan.seed = vm["seed"].as<uint64_t>();
-  plan.check_rows = gpu ? 512 : 0;  // the CPU emulation checks every row; the GPU a stratified sample
-  plan.profile = vm["profile"].as<std::string>();
-  validate_plan(plan);
   const bool json = vm["json"].as<bool>();
 
   AtomicDirectory out(vm["out"].as<std::string>());

@@ -1,4 +1,4 @@
-#include "validate/log_reader.hpp"
+#include "validate/record/log_reader.hpp"
 
 #include <cerrno>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "validate/cli.hpp"
+#include "validate/cli/cli.hpp"
 
 #include <cstdlib>
 #include <iostream>
@@ -62,8 +62,8 @@ Config read_config(const po::variables_map& vm) {
   c.gather_transport = parse_transport(vm["gather-transport"].as<std::string>());
   c.pull_blocks = vm.count("pull-blocks") ? vm["pull-blocks"].as<int>() : pull_blocks_from_env();
   c.fuse_quantize = vm["fuse-quantize"].as<bool>();
-  GEMMAR_USAGE_CHECK(!(c.mode == Mode::SplitLsa && c.gather_dtype == WireDtype::Fp8),
-                     "--gather-dtype: split-lsa is a bf16-only all-reduce (use fused-lsa or *-sdma for fp8)");
+  GEMMAR_USAGE_CHECK(!(has_collective(c.mode) && !traits(c.mode).fp8_wire && c.gather_dtype == WireDtype::Fp8),
+                     "--gather-dtype: ", to_string(c.mode), " has no fp8 wire (a bf16-only all-reduce)");
   GEMMAR_USAGE_CHECK(!(c.fuse_quantize && c.gather_dtype != WireDtype::Fp8),
                      "--fuse-quantize: only meaningful with --gather-dtype fp8");
   return c;

@@ -8,7 +8,7 @@
 #include "common/errors.hpp"
 #include "common/json_text.hpp"
 #include "model/model.hpp"
-#include "validate/cli.hpp"
+#include "validate/cli/cli.hpp"
 
 namespace gemmar::cli {
 namespace {

@@ -12,7 +12,7 @@
 #include "reference/gemm.hpp"
 #include "reference/numerics_inline.hpp"
 #include "reference/operands.hpp"
-#include "validate/cli.hpp"
+#include "validate/cli/cli.hpp"
 
 namespace gemmar::cli {
 namespace {

@@ -1,4 +1,4 @@
-#include "validate/phase_regex.hpp"
+#include "validate/record/phase_regex.hpp"
 
 #include <algorithm>
 #include <cctype>

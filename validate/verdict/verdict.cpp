@@ -1,4 +1,4 @@
-#include "validate/verdict.hpp"
+#include "validate/verdict/verdict.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,0 +1,38 @@
+// The faults gemmar can inject on purpose (`--inject`), so that detection is shown rather than assumed. One
+// struct for every layer: the CPU emulation (reference/emulation.hpp), the GPU kernels (kernels/gemm_ar.hpp)
+// and the harness read the same fields. The table below names each class, what it imitates, and the finding
+// code that must catch it (docs/reliability.md's detection matrix runs every row).
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gemmar {
+
+struct Faults {
+  bool silent_scatter = false;     // scatter-leg puts (and fused-lsa remote stores) do nothing
+  bool silent_gather = false;      // gather-leg puts do nothing
+  bool stale_output = false;       // the output keeps a previous run's contents
+  bool no_release = false;         // the reduce's output is handed to the copy engine without a release
+  int perturbed_rank = -1;         // this rank's partial is perturbed (its B scales scaled)
+  std::optional<int> pull_blocks;  // the pull kernel launched with this grid instead of the config's
+  bool fp8_wire_bypassed = false;  // an fp8-wire run whose gather actually moved bf16
+  bool fnuz_read_as_fn = false;    // operands encoded e4m3fnuz, read as e4m3fn
+  // "none" or the comma list parse_faults() reads back.
+  std::string label() const;
+};
+
+struct FaultClass {
+  const char* spelling;       // as --inject takes it ("perturb-rank=R" takes a value)
+  const char* imitates;       // the real failure it stands for
+  const char* expected_code;  // the finding that must catch it
+};
+const std::vector<FaultClass>& fault_table();
+// "silent-puts, silent-scatter, ..." for help texts and error messages.
+std::string fault_names_help();
+
+// Parses a comma list of fault_table() spellings ("none" and empty items are skipped). UsageError naming
+// --inject otherwise.
+Faults parse_faults(const std::string& spec);
+
+}  // namespace gemmar

@@ -1,0 +1,108 @@
+#include "validate/cli/run_options.hpp"
+
+#include <sstream>
+
+#include "common/errors.hpp"
+
+namespace gemmar::cli {
+
+namespace {
+
+// The embedded default of `gemmar validate` on the CPU: small enough that the emulation of all 11 configs
+// finishes in well under a minute on 2 cores, large enough for 8 ranks with several 128-row blocks each and
+// every wire's real rounding.
+constexpr int64_t kCpuM = 2048, kCpuN = 2048, kCpuK = 512;
+
+std::vector<int64_t> parse_int_list(const std::string& s, const std::string& option) {
+  std::vector<int64_t> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char* end = nullptr;
+    const long long v = std::strtoll(item.c_str(), &end, 10);
+    GEMMAR_USAGE_CHECK(!item.empty() && end && *end == '\0' && v > 0, option, ": '", item, "' is not a positive integer");
+    out.push_back(v);
+  }
+  GEMMAR_USAGE_CHECK(!out.empty(), option, ": empty list");
+  return out;
+}
+
+}  // namespace
+
+void add_run_options(po::options_description& d, RunCommand cmd) {
+  if (cmd == RunCommand::Run) {
+    add_shape_options(d);
+    add_config_options(d);
+    d.add_options()("all-configs", po::bool_switch()->default_value(false),
+                    "every mode, wire and transport instead of the one --mode/--gather-* config");
+  } else {
+    // validate runs every config at its own shape; the shape and the quant/grid stay settable.
+    d.add_options()
+        ("m,m", po::value<int64_t>(), "rows (default: 2048 on cpu; 4096 and 16384 on gpu)")
+        ("n,n", po::value<int64_t>(), "columns (default: 2048 on cpu, 7168 on gpu)")
+        ("k,k", po::value<int64_t>(), "reduction length per rank (default: 512 on cpu, 2048 on gpu)")
+        ("world", po::value<int>()->default_value(Shape{}.world), "ranks (W)")
+        ("quant", po::value<std::string>()->default_value(to_string(Config{}.quant)), "blockscale|ptpc|mxfp8")
+        ("pull-blocks", po::value<int>(), "pull kernel grid per rank (default: $MORI_GEMM_AR_PULL_BLOCKS, else 64)");
+  }
+  d.add_options()
+      ("backend", po::value<std::string>(), "gpu|cpu (default: gpu in a GPU build, else cpu = the CPU emulation)")
+      ("m-list", po::value<std::string>(), "comma-separated M values (overrides -m), e.g. 4096,16384")
+      ("inject", po::value<std::string>()->default_value("none"),
+       ("fault to inject into every run, comma list: " + fault_names_help()).c_str())
+      ("seed", po::value<uint64_t>()->default_value(1234), "operand seed (rank r uses seed + r)")
+      ("check-rows", po::value<int64_t>(),
+       "output rows checked against the reference, stratified over every rank's slice; 0 = every row "
+       "(default: 256 for run, every row for validate on cpu, 512 for validate on gpu)")
+      ("iterations", po::value<int>()->default_value(11), "GPU: timed runs per config (median)")
+      ("profile", po::value<std::string>()->default_value(""),
+       "model profile to judge against (default: from the backend and device: mi355x/mi300x on AMD, h200 on "
+       "NVIDIA, h200-1gpu for W ranks on one NVIDIA device, mi355x for the CPU emulation)")
+      ("ranks-per-device", po::value<int>()->default_value(0),
+       "GPU: ranks emulated per device (0: one per device when W devices exist, else all on one)");
+}
+
+RunPlan read_run_plan(const po::variables_map& vm, RunCommand cmd) {
+  RunPlan p;
+  if (vm.count("backend")) {
+    p.backend = vm["backend"].as<std::string>();
+    GEMMAR_USAGE_CHECK(p.backend == "cpu" || p.backend == "gpu", "--backend: unknown value '", p.backend,
+                       "' (accepted: gpu|cpu)");
+  } else {
+    p.backend = gpu_backend_built() ? "gpu" : "cpu";
+  }
+  const bool gpu = p.backend == "gpu";
+  if (cmd == RunCommand::Run) {
+    p.shape = read_shape(vm);
+    const Config base = read_config(vm);
+    p.configs = vm["all-configs"].as<bool>() ? all_configs(base) : std::vector<Config>{base};
+    p.m_values = {p.shape.m};
+    p.check_rows = 256;
+  } else {
+    p.shape.n = vm.count("n") ? vm["n"].as<int64_t>() : (gpu ? 7168 : kCpuN);
+    p.shape.k = vm.count("k") ? vm["k"].as<int64_t>() : (gpu ? 2048 : kCpuK);
+    p.shape.world = vm["world"].as<int>();
+    p.m_values = vm.count("m") ? std::vector<int64_t>{vm["m"].as<int64_t>()}
+                               : (gpu ? std::vector<int64_t>{4096, 16384} : std::vector<int64_t>{kCpuM});
+    p.shape.m = p.m_values.front();
+    Config base;
+    base.quant = parse_quant(vm["quant"].as<std::string>());
+    base.pull_blocks = vm.count("pull-blocks") ? vm["pull-blocks"].as<int>() : pull_blocks_from_env();
+    p.configs = all_configs(base);
+    p.check_rows = gpu ? 512 : 0;  // the CPU emulation checks every row; the GPU a stratified sample
+  }
+  if (vm.count("m-list")) p.m_values = parse_int_list(vm["m-list"].as<std::string>(), "--m-list");
+  p.inject = parse_faults(vm["inject"].as<std::string>());
+  p.seed = vm["seed"].as<uint64_t>();
+  if (vm.count("check-rows")) p.check_rows = vm["check-rows"].as<int64_t>();
+  GEMMAR_USAGE_CHECK(p.check_rows >= 0, "--check-rows: must be >= 0");
+  p.iterations = vm["iterations"].as<int>();
+  GEMMAR_USAGE_CHECK(p.iterations >= 1 && p.iterations <= 1000, "--iterations: must be in [1, 1000]");
+  p.profile = vm["profile"].as<std::string>();
+  p.ranks_per_device = vm["ranks-per-device"].as<int>();
+  GEMMAR_USAGE_CHECK(p.ranks_per_device >= 0, "--ranks-per-device: must be >= 0");
+  validate_plan(p);
+  return p;
+}
+
+}  // namespace gemmar::cli

@@ -1,0 +1,96 @@
+#include "validate/harness/run_plan.hpp"
+
+#include <ostream>
+#include <sstream>
+
+#include "common/errors.hpp"
+#include "model/model.hpp"
+
+namespace gemmar {
+
+std::vector<Config> all_configs(const Config& base) {
+  std::vector<Config> out;
+  for (const ModeTraits& t : mode_table()) {
+    Config c = base;
+    c.mode = t.mode;
+    c.fuse_quantize = false;
+    c.gather_dtype = WireDtype::Bf16;
+    c.gather_transport = t.collective && !t.fp8_wire ? Transport::Lsa : Transport::Sdma;
+    out.push_back(c);
+    if (!t.collective || !t.fp8_wire) continue;
+    c.gather_dtype = WireDtype::Fp8;
+    out.push_back(c);
+    c.gather_transport = Transport::Lsa;
+    out.push_back(c);
+  }
+  return out;
+}
+
+void validate_plan(const RunPlan& plan) {
+  for (int64_t m : plan.m_values) {
+    Shape s = plan.shape;
+    s.m = m;
+    for (const Config& c : plan.configs) validate_shape_config(s, c);
+  }
+}
+
+std::vector<RunOutcome> execute_plan(const RunPlan& plan, std::ostream* log) {
+  std::unique_ptr<Backend> backend = plan.backend == "gpu" ? make_gpu_backend() : make_cpu_backend();
+  std::vector<RunOutcome> outcomes;
+  int index = 0;
+  for (int64_t m : plan.m_values) {
+    for (const Config& c : plan.configs) {
+      RunRequest r;
+      r.shape = plan.shape;
+      r.shape.m = m;
+      r.config = c;
+      r.inject = plan.inject;
+      r.seed = plan.seed;
+      r.ranks_per_device = plan.ranks_per_device;
+      r.check_rows = plan.check_rows;
+      r.iterations = plan.iterations;
+      r.profile = plan.profile;
+      RunOutcome o = run_and_check(*backend, r);
+      o.record.source = "run:" + std::to_string(++index);
+      o.verdict.source = o.record.source;
+      if (log) *log << result_json_line(o) << "\n" << std::flush;
+      outcomes.push_back(std::move(o));
+    }
+  }
+  return outcomes;
+}
+
+std::string result_json_line(const RunOutcome& o) {
+  nlohmann::json j = run_record_to_json(o.record);
+  j["verdict"] = o.verdict.pass ? "pass" : "fail";
+  nlohmann::json findings = nlohmann::json::array();
+  for (const auto& f : o.verdict.findings)
+    findings.push_back({{"code", f.code}, {"severity", f.severity == Severity::Error ? "error" : "warning"},
+                        {"message", f.message}});
+  j["findings"] = findings;
+  if (o.verdict.context.contains("model")) j["model"] = o.verdict.context["model"];
+  // The model's phases beside the measured ones, for the report (the verdict context carries only totals).
+  try {
+    const model::Profile profile = model::load_profile(o.record.profile.value_or("mi355x"));
+    Config c = o.record.config;
+    if (o.record.pull_blocks) c.pull_blocks = *o.record.pull_blocks;
+    nlohmann::json prediction = model::to_json(model::predict(profile, o.record.shape, c));
+    for (auto it = prediction.begin(); it != prediction.end(); ++it)
+      if (!j["model"].contains(it.key())) j["model"][it.key()] = it.value();
+  } catch (const Error&) {
+    // A shape the model rejects keeps the verdict's own context; the finding already says why.
+  }
+  if (o.verdict.context.contains("floors")) j["floor"] = o.verdict.context["floors"];
+  return "RESULT_JSON " + dump_python_json(j);
+}
+
+nlohmann::json plan_outcomes_to_json(const RunPlan& plan, const std::vector<RunOutcome>& outcomes) {
+  std::vector<Verdict> verdicts;
+  for (const auto& o : outcomes) verdicts.push_back(o.verdict);
+  nlohmann::json j = to_json(verdicts);
+  j["backend"] = plan.backend;
+  j["inject"] = plan.inject.label();
+  return j;
+}
+
+}  // namespace gemmar
