@@ -31,6 +31,9 @@ struct BackendResult {
   std::vector<double> per_rank_time_us;
   std::optional<double> total_us;
   std::string device;  // e.g. "NVIDIA H200 (8 ranks on 1 device)"
+  int ranks_per_device = 1;  // as the backend placed them (W on one device when emulated there)
+  // Output elements still holding the poison the backend wrote before the run; nullopt: not counted.
+  std::optional<int64_t> poisoned_elements;
 };
 
 struct RunRequest {
@@ -60,7 +63,8 @@ std::unique_ptr<Backend> make_gpu_backend();
 bool gpu_backend_built();
 
 struct RunOutcome {
-  RunRecord record;  // RESULT_JSON fields + gemmar's
+  RunRecord record;           // RESULT_JSON fields + gemmar's
+  Expectations expectations;  // what the judge used (floors, model): the RESULT_JSON line carries them
   Verdict verdict;
 };
 

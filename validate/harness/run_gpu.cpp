@@ -77,8 +77,10 @@ class GpuBackend final : public Backend {
     res.per_rank_time_us = o.per_rank_time_us;
     res.total_us = o.total_us;
     res.device = o.device;
-    if (o.unwritten_outputs > 0)
-      res.device += " [" + std::to_string(o.unwritten_outputs) + " output elements still hold the poison]";
+    // As kernels/gemm_ar.cu places them: one rank per device when W devices exist, else all on one.
+    res.ranks_per_device = req.ranks_per_device > 0 ? req.ranks_per_device
+                           : kernels::device_count() >= req.shape.world ? 1 : req.shape.world;
+    res.poisoned_elements = o.unwritten_outputs;
     return res;
   }
 

@@ -65,20 +65,14 @@ std::string result_json_line(const RunOutcome& o) {
   j["verdict"] = o.verdict.pass ? "pass" : "fail";
   nlohmann::json findings = nlohmann::json::array();
   for (const auto& f : o.verdict.findings)
-    findings.push_back({{"code", f.code}, {"severity", f.severity == Severity::Error ? "error" : "warning"},
-                        {"message", f.message}});
+    findings.push_back({{"code", f.code}, {"severity", to_string(f.severity)}, {"message", f.message}});
   j["findings"] = findings;
+  // What the judge used: the model's prediction (phases beside the measured ones, for the report) and floors.
   if (o.verdict.context.contains("model")) j["model"] = o.verdict.context["model"];
-  // The model's phases beside the measured ones, for the report (the verdict context carries only totals).
-  try {
-    const model::Profile profile = model::load_profile(o.record.profile.value_or("mi355x"));
-    Config c = o.record.config;
-    if (o.record.pull_blocks) c.pull_blocks = *o.record.pull_blocks;
-    nlohmann::json prediction = model::to_json(model::predict(profile, o.record.shape, c));
+  if (o.expectations.prediction) {
+    const nlohmann::json prediction = model::to_json(*o.expectations.prediction);
     for (auto it = prediction.begin(); it != prediction.end(); ++it)
       if (!j["model"].contains(it.key())) j["model"][it.key()] = it.value();
-  } catch (const Error&) {
-    // A shape the model rejects keeps the verdict's own context; the finding already says why.
   }
   if (o.verdict.context.contains("floors")) j["floor"] = o.verdict.context["floors"];
   return "RESULT_JSON " + dump_python_json(j);
