@@ -14,7 +14,7 @@ NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 EIGEN=${EIGEN_INC:-$([[ -d .deps/eigen3 ]] && echo .deps/eigen3 || echo /usr/include/eigen3)}
 ARCH=${GEMMAR_CUDA_ARCH:-90a}
 set -e
-for f in kernels/kernels.cu kernels/gemm_ar.cu kernels/cublaslt_bench.cu; do
+for f in kernels/kernels.cu kernels/gemm_ar.cu kernels/vendor_gemm.cu; do
   "$NVCC" -std=c++17 -O3 -I. -gencode=arch=compute_${ARCH},code=sm_${ARCH} -Xptxas -v -lineinfo -c "$f" \
     -o "$B/$(basename "$f").o" 2> "$B/$(basename "$f").ptxas" &
 done
