@@ -472,52 +472,49 @@ __global__ void __launch_bounds__(kQuantThreads) quantize_kernel(const uint16_t*
   if (threadIdx.x == 0) q_scale[row] = nm::amax_scale(amax, false);
 }
 
-constexpr int kWidenThreads = 128;
-constexpr int kWidenRows = 2;  // rows per block step
-constexpr int kWidenVecs = 4;  // 16-byte code vectors per thread and row: 2 x 4 loads in flight per thread
+constexpr int kWidenRows = 8;  // rows per block step: 8 independent 16-byte loads in flight per thread
 
-// The fp8 wire's receive side (dequantize, and the pull over peer pointers): rows of `count` sources, a block
-// step takes kWidenRows rows and every thread issues all its kWidenRows x kWidenVecs 16-byte loads before it
-// converts (Little's law: bytes in flight, not threads, set the rate of a latency-bound pull). 32-bit index
-// math; one division per row.
-__global__ void __launch_bounds__(kWidenThreads) widen_kernel(Fp8Sources src, int count, int rows, int n) {
+// The fp8 wire's receive side (dequantize, and the pull over peer pointers). A block has one thread per 16-byte
+// code vector of a row (blockDim = n/16 rounded up to a warp, at most 512; wider rows loop); a block step
+// takes kWidenRows consecutive rows of the `count` sources, and every thread issues all its kWidenRows loads
+// before it converts (Little's law: bytes in flight, not threads, set the rate of a latency-bound pull, whose
+// grid is fixed by --pull-blocks). Stores: 32 contiguous bytes per thread, 1 KiB per warp. 32-bit indices.
+__global__ void __launch_bounds__(512) widen_kernel(Fp8Sources src, int count, int rows, int n) {
   const int nv = n / 16;
   const int units = count * rows;
   for (int base = int(blockIdx.x) * kWidenRows; base < units; base += int(gridDim.x) * kWidenRows) {
+    int s = base / rows, row = base - s * rows;
     const uint4* qp[kWidenRows];
     uint4* op[kWidenRows];
     float sc[kWidenRows];
 #pragma unroll
     for (int r = 0; r < kWidenRows; ++r) {
-      const int u = base + r < units ? base + r : base;
-      const int s = u / rows, row = u - s * rows;
-      qp[r] = reinterpret_cast<const uint4*>(src.q[s] + int64_t(row) * n);
-      op[r] = reinterpret_cast<uint4*>(src.out[s] + int64_t(row) * n);
-      sc[r] = src.scale[s][row];
+      const bool live = base + r < units;
+      const int ss = live ? s : 0, rr = live ? row : 0;
+      qp[r] = reinterpret_cast<const uint4*>(src.q[ss] + int64_t(rr) * n);
+      op[r] = reinterpret_cast<uint4*>(src.out[ss] + int64_t(rr) * n);
+      sc[r] = src.scale[ss][rr];
+      if (++row == rows) {
+        row = 0;
+        ++s;
+      }
     }
-    for (int v0 = 0; v0 < nv; v0 += kWidenThreads * kWidenVecs) {
-      uint4 q[kWidenRows][kWidenVecs];
+    for (int v = int(threadIdx.x); v < nv; v += int(blockDim.x)) {
+      uint4 q[kWidenRows];
 #pragma unroll
       for (int r = 0; r < kWidenRows; ++r)
+        if (base + r < units) q[r] = qp[r][v];
 #pragma unroll
-        for (int i = 0; i < kWidenVecs; ++i) {
-          const int v = v0 + int(threadIdx.x) + i * kWidenThreads;
-          if (v < nv && base + r < units) q[r][i] = qp[r][v];
-        }
-#pragma unroll
-      for (int r = 0; r < kWidenRows; ++r)
-#pragma unroll
-        for (int i = 0; i < kWidenVecs; ++i) {
-          const int v = v0 + int(threadIdx.x) + i * kWidenThreads;
-          if (!(v < nv && base + r < units)) continue;
-          uint4 a, b;
-          dequant4(q[r][i].x, sc[r], a.x, a.y);
-          dequant4(q[r][i].y, sc[r], a.z, a.w);
-          dequant4(q[r][i].z, sc[r], b.x, b.y);
-          dequant4(q[r][i].w, sc[r], b.z, b.w);
-          op[r][2 * v] = a;
-          op[r][2 * v + 1] = b;
-        }
+      for (int r = 0; r < kWidenRows; ++r) {
+        if (base + r >= units) continue;
+        uint4 a, b;
+        dequant4(q[r].x, sc[r], a.x, a.y);
+        dequant4(q[r].y, sc[r], a.z, a.w);
+        dequant4(q[r].z, sc[r], b.x, b.y);
+        dequant4(q[r].w, sc[r], b.z, b.w);
+        op[r][2 * v] = a;
+        op[r][2 * v + 1] = b;
+      }
     }
   }
 }
@@ -746,9 +743,10 @@ gpuError_t launch_widen(const Fp8Sources& src, int count, int64_t rows, int64_t 
   if (count <= 0) return gpuSuccess;
   if (int64_t(count) * rows >= (int64_t(1) << 31) || n >= (int64_t(1) << 31)) return gpuErrorInvalidValue;
   const int64_t steps = (int64_t(count) * rows + kWidenRows - 1) / kWidenRows;
-  // Default grid (the local dequantize): enough blocks to fill the device several times over.
-  const int grid = blocks > 0 ? blocks : int(std::min<int64_t>(steps, int64_t(sm_count_cached()) * 16));
-  widen_kernel<<<unsigned(grid), kWidenThreads, 0, s>>>(src, count, int(rows), int(n));
+  const int threads = int(std::min<int64_t>(512, ((n / 16 + 31) / 32) * 32));
+  // Default grid (the local dequantize): enough blocks to fill the device a few times over.
+  const int grid = blocks > 0 ? blocks : int(std::min<int64_t>(steps, int64_t(sm_count_cached()) * 4));
+  widen_kernel<<<unsigned(grid), unsigned(threads), 0, s>>>(src, count, int(rows), int(n));
   return gpuGetLastError();
 }
 

@@ -45,14 +45,22 @@ struct Plan {
   cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
   cublasLtMatmulAlgo_t algo{};
   bool chosen = false;
-  void* ws = nullptr;
+  // One workspace per stream: the W ranks of one device issue their GEMMs on W streams that run concurrently,
+  // and cuBLASLt's split-K / stream-K kernels keep partial sums and flags in the workspace (a shared one
+  // corrupted the partials on the H200, 2026-12-03).
+  std::map<cudaStream_t, void*> ws;
   ~Plan() {
+    for (auto& [st, w] : ws) cudaFree(w);
     if (la) cublasLtMatrixLayoutDestroy(la);
     if (lb) cublasLtMatrixLayoutDestroy(lb);
     if (lc) cublasLtMatrixLayoutDestroy(lc);
     if (op) cublasLtMatmulDescDestroy(op);
     if (lt) cublasLtDestroy(lt);
-    if (ws) cudaFree(ws);
+  }
+  void* workspace(cudaStream_t s) {
+    void*& w = ws[s];
+    if (!w) CU_CHECK(cudaMalloc(&w, kWorkspace));
+    return w;
   }
 };
 
@@ -73,7 +81,6 @@ Plan& plan_for(int dev, int64_t m, int64_t n, int64_t k) {
   LT_CHECK(cublasLtMatrixLayoutCreate(&p->la, CUDA_R_8F_E4M3, uint64_t(k), uint64_t(n), int64_t(k)));
   LT_CHECK(cublasLtMatrixLayoutCreate(&p->lb, CUDA_R_8F_E4M3, uint64_t(k), uint64_t(m), int64_t(k)));
   LT_CHECK(cublasLtMatrixLayoutCreate(&p->lc, CUDA_R_16BF, uint64_t(n), uint64_t(m), int64_t(n)));
-  CU_CHECK(cudaMalloc(&p->ws, kWorkspace));
   return *p;
 }
 
@@ -87,7 +94,8 @@ void set_scales(Plan& p, const float* a_scale, const float* b_scale) {
 cublasStatus_t matmul(Plan& p, const cublasLtMatmulAlgo_t& algo, const uint8_t* a, const uint8_t* b, uint16_t* d,
                       cudaStream_t s) {
   const float alpha = 1.0f, beta = 0.0f;
-  return cublasLtMatmul(p.lt, p.op, &alpha, b, p.la, a, p.lb, &beta, d, p.lc, d, p.lc, &algo, p.ws, kWorkspace, s);
+  return cublasLtMatmul(p.lt, p.op, &alpha, b, p.la, a, p.lb, &beta, d, p.lc, d, p.lc, &algo, p.workspace(s), kWorkspace,
+                        s);
 }
 
 // Times every heuristic candidate (3 warm-ups, median of 5) and keeps the fastest: cuBLASLt's first choice is
