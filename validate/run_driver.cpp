@@ -255,6 +255,13 @@ RunOutcome run_and_check(Backend& backend, const RunRequest& req) {
   extra["seed"] = req.seed;
   extra["inject"] = req.inject.label();
   extra["device"] = res.device;
+  if (!res.gemm_impl.empty()) extra["gemm_impl"] = res.gemm_impl;
+  if (res.unfused_baseline_us && rec.max_rank_time_us && *rec.max_rank_time_us > 0) {
+    extra["unfused_baseline"] = res.unfused_baseline;
+    extra["unfused_baseline_us"] = *res.unfused_baseline_us;
+    // > 1: the fused run is faster than the vendor GEMM followed by the split all-reduce.
+    extra["fused_vs_unfused"] = *res.unfused_baseline_us / *rec.max_rank_time_us;
+  }
   rec.raw = extra;
 
   JudgeOptions opts;

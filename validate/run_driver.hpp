@@ -45,6 +45,12 @@ struct BackendResult {
   std::vector<double> per_rank_time_us;
   std::optional<double> total_us;
   std::string device;  // e.g. "NVIDIA H200 (8 ranks on 1 device)"
+  // GPU: the GEMM that computed the partials ("gemmar" | "cublaslt"), and for a fused run the unfused baseline
+  // measured in the same process on the same operands: the vendor GEMM, then the split all-reduce of the same
+  // wire (split-sdma, same gather dtype and transport), its total in us and what it was.
+  std::string gemm_impl;
+  std::optional<double> unfused_baseline_us;
+  std::string unfused_baseline;
 };
 
 struct RunRequest {
@@ -56,6 +62,7 @@ struct RunRequest {
   int64_t check_rows = 256;  // sampled output rows checked against the reference (stratified per slice)
   int iterations = 11;       // graph replays timed (median)
   std::string profile;       // the model profile to judge against ("" = backend's default)
+  std::string gemm_impl = "gemmar";  // GPU: gemmar | cublaslt (gemm-only and split modes; fused keep ours)
 };
 
 class Backend {

@@ -42,6 +42,9 @@ void add_run_plan_options(po::options_description& d) {
       ("check-rows", po::value<int64_t>()->default_value(256),
        "output rows checked against the reference, stratified over every rank's slice (0 = all rows)")
       ("iterations", po::value<int>()->default_value(11), "GPU: timed replays per phase (median)")
+      ("gemm-impl", po::value<std::string>()->default_value("gemmar"),
+       "GPU: the GEMM of gemm-only and the split modes: gemmar|cublaslt (NVIDIA; fused modes keep gemmar's, whose "
+       "epilogue pushes tiles); fused runs are also compared with cuBLASLt + the split all-reduce")
       ("profile", po::value<std::string>()->default_value(""),
        "model profile to judge against (default: h200-1gpu / h200 on NVIDIA, mi355x otherwise)");
 }
@@ -81,6 +84,9 @@ RunPlan read_run_plan(const po::variables_map& vm) {
   p.iterations = vm["iterations"].as<int>();
   GEMMAR_USAGE_CHECK(p.iterations >= 1 && p.iterations <= 1000, "--iterations: must be in [1, 1000]");
   p.profile = vm["profile"].as<std::string>();
+  p.gemm_impl = vm["gemm-impl"].as<std::string>();
+  GEMMAR_USAGE_CHECK(p.gemm_impl == "gemmar" || p.gemm_impl == "cublaslt", "--gemm-impl: unknown value '", p.gemm_impl,
+                     "' (accepted: gemmar|cublaslt)");
   validate_plan(p);
   return p;
 }
@@ -111,6 +117,7 @@ std::vector<RunOutcome> execute_plan(const RunPlan& plan, std::ostream* log) {
       r.check_rows = plan.check_rows;
       r.iterations = plan.iterations;
       r.profile = plan.profile;
+      r.gemm_impl = plan.gemm_impl;
       RunOutcome o = run_and_check(*backend, r);
       o.record.source = "run:" + std::to_string(++index);
       o.verdict.source = o.record.source;
@@ -142,6 +149,7 @@ std::string result_json_line(const RunOutcome& o) {
     // A shape the model rejects keeps the verdict's own context; the finding already says why.
   }
   if (o.verdict.context.contains("floors")) j["floor"] = o.verdict.context["floors"];
+  if (o.verdict.context.contains("phase_efficiency")) j["phase_efficiency"] = o.verdict.context["phase_efficiency"];
   return "RESULT_JSON " + dump_python_json(j);
 }
 
