@@ -96,7 +96,7 @@ TEST(ModelH200OneGpu, LogsHoldEveryConfigAtBothShapesAndTheGridSweep) {
 // `gemmar_gpu_bench ceilings`), predicted within 3% at every M by wave quantization + the launch.
 TEST(ModelH200OneGpu, TheGemmTermIsTheMeasuredVendorCeiling) {
   const auto prof = model::load_profile("h200-1gpu");
-  std::ifstream in(GEMMAR_TEST_DATA_DIR "/../../docs/results/h200-1gpu-2026-12-03-kernels/bench.log");
+  std::ifstream in(GEMMAR_TEST_DATA_DIR "/../../docs/results/h200-1gpu-2026-12-03-kernels/call1/bench.log");
   ASSERT_TRUE(in.good());
   json ceil;
   for (std::string line; std::getline(in, line);)
