@@ -120,12 +120,14 @@ Prediction predict(const Profile& prof, const Shape& shape, const Config& config
 
   // --- gemm (+ scatter leg)
   const double gemm_only = x.gemm_only_us();
+  const double gemm_ceiling = x.share * x.gemm_flops() / (p.gemm.fp8_tflops_dense * 1e6);
   const double gemm_lb = std::max(x.share * x.gemm_flops() / (p.gemm.fp8_tflops_dense * 1e6),
                                   us_at(c_bytes, x.hbm_peak()));
   if (cfg.mode == Mode::GemmOnly) {
     Phase g = phase("gemm", gemm_only, c_bytes, "compute");
     g.flops = x.gemm_flops();
     g.hbm_bytes = c_bytes;
+    g.ceiling_us = gemm_ceiling;
     pr.phases.push_back(g);
     lb += gemm_lb;
     if (p.one_device) {
@@ -133,6 +135,7 @@ Prediction predict(const Profile& prof, const Shape& shape, const Config& config
       // inside the timed region (kernels/gemm_ar.cu), so the standalone total carries them.
       Phase o = phase("output", us_at(c_bytes, x.sdma_rate()), c_bytes, "hbm");
       o.hbm_bytes = 2 * c_bytes;
+      o.ceiling_us = us_at(c_bytes, x.sdma_rate());
       pr.phases.push_back(o);
       lb += us_at(c_bytes, x.link_peak_raw());
     }
@@ -152,6 +155,7 @@ Prediction predict(const Profile& prof, const Shape& shape, const Config& config
     g.flops = x.gemm_flops();
     g.link_bytes = scatter_bytes;
     g.hbm_bytes = c_bytes;
+    g.ceiling_us = gemm_ceiling;
     pr.phases.push_back(g);
     Phase d = phase("drain", tail + p.sync.barrier_us, scatter_bytes * std::min(1.0, tail / push_us),
                     tail > 0 ? "link" : "latency");
@@ -162,6 +166,7 @@ Prediction predict(const Profile& prof, const Shape& shape, const Config& config
     Phase g = phase("gemm", gemm_only, c_bytes, "compute");
     g.flops = x.gemm_flops();
     g.hbm_bytes = c_bytes;
+    g.ceiling_us = gemm_ceiling;
     pr.phases.push_back(g);
     lb += gemm_lb;
     if (cfg.mode == Mode::SplitSdma) {
@@ -169,6 +174,7 @@ Prediction predict(const Profile& prof, const Shape& shape, const Config& config
                         us_at(scatter_bytes, x.sdma_rate() * p.link.scatter_efficiency) + p.sync.barrier_us;
       Phase sc = phase("scatter", us, scatter_bytes, "link");
       sc.link_bytes = scatter_bytes;
+      sc.ceiling_us = us_at(scatter_bytes, x.sdma_rate());
       pr.phases.push_back(sc);
       lb += us_at(scatter_bytes, x.link_peak_raw());
     }
@@ -190,6 +196,8 @@ Prediction predict(const Profile& prof, const Shape& shape, const Config& config
     Phase a = phase("allreduce", L + stage1 + p.sync.barrier_us + stage2 + p.sync.barrier_us, link_b, "link");
     a.link_bytes = link_b;
     a.hbm_bytes = hbm_b;
+    a.ceiling_us = p.one_device ? us_at(W * slice_bf16 + slice_bf16 + 2 * (W - 1) * slice_bf16, x.hbm_rate())
+                                : std::max(us_at(link_b, x.cu_rate()), us_at(hbm_b, x.hbm_rate()));
     pr.phases.push_back(a);
     lb += std::max(us_at(link_b, x.link_peak_raw()), us_at(hbm_b, x.hbm_peak()));
   } else if (has_collective(cfg.mode)) {
@@ -203,17 +211,20 @@ Prediction predict(const Profile& prof, const Shape& shape, const Config& config
       const double rate = std::min(x.hbm_rate() * x.share, little) / x.share;
       Phase r = phase("reduce", L + us_at(b, rate), b, little < x.hbm_rate() * x.share ? "latency" : "hbm");
       r.hbm_bytes = b;
+      r.ceiling_us = us_at(b, x.hbm_rate());
       pr.phases.push_back(r);
       lb += us_at(b, x.hbm_peak());
     } else {
       Phase r = phase("reduce", L + us_at(reduce_b, x.hbm_rate()), reduce_b, "hbm");
       r.hbm_bytes = reduce_b;
+      r.ceiling_us = us_at(reduce_b, x.hbm_rate());
       pr.phases.push_back(r);
       lb += us_at(reduce_b, x.hbm_peak());
       if (fp8) {
         const double q_rate = p.one_device ? p.hbm.quantize_gbps / x.share : x.hbm_rate();
         Phase q = phase("quantize", L + us_at(q_b, q_rate), q_b, "hbm");
         q.hbm_bytes = q_b;
+        q.ceiling_us = us_at(q_b, x.hbm_rate());
         pr.phases.push_back(q);
         lb += us_at(q_b, x.hbm_peak());
       }
@@ -226,6 +237,7 @@ Prediction predict(const Profile& prof, const Shape& shape, const Config& config
                         us_at(gb, x.sdma_rate()) + p.sync.barrier_us;
       Phase g = phase("gather", us, gb, "link");
       g.link_bytes = gb;
+      g.ceiling_us = us_at(gb, x.sdma_rate());
       pr.phases.push_back(g);
       lb += us_at(gb, x.link_peak_raw());
       if (fp8) {
@@ -233,6 +245,7 @@ Prediction predict(const Profile& prof, const Shape& shape, const Config& config
         const double d_rate = p.one_device ? p.hbm.widen_gbps / x.share : x.hbm_rate();
         Phase d = phase("dequantize", L + p.sdma_fp8.dequantize_handoff_us + us_at(db, d_rate), db, "hbm");
         d.hbm_bytes = db;
+        d.ceiling_us = us_at(db, x.hbm_rate());
         pr.phases.push_back(d);
         lb += us_at(db, x.hbm_peak());
       }
@@ -255,6 +268,8 @@ Prediction predict(const Profile& prof, const Shape& shape, const Config& config
       Phase pl = phase("pull", us, (W - 1) * S * N * e, hbm_us > link_us ? "hbm" : (p.one_device || r.latency_bound) ? "latency" : "link");
       pl.link_bytes = in_b;
       pl.hbm_bytes = out_b;
+      pl.ceiling_us = p.one_device ? us_at(in_b + out_b, x.hbm_rate())
+                                   : std::max(us_at(in_b, x.cu_rate()), us_at(out_b, x.hbm_rate()));
       pr.phases.push_back(pl);
       lb += std::max(us_at(in_b, x.link_peak_raw()), us_at(out_b, x.hbm_peak()));
     }
@@ -298,7 +313,8 @@ nlohmann::json to_json(const Prediction& pr) {
   nlohmann::json phases = nlohmann::json::array();
   for (const auto& ph : pr.phases)
     phases.push_back({{"name", ph.name}, {"us", ph.us}, {"bytes", ph.bytes}, {"bound", ph.bound},
-                      {"flops", ph.flops}, {"link_bytes", ph.link_bytes}, {"hbm_bytes", ph.hbm_bytes}});
+                      {"flops", ph.flops}, {"link_bytes", ph.link_bytes}, {"hbm_bytes", ph.hbm_bytes},
+                      {"ceiling_us", ph.ceiling_us}});
   return {{"total_us", pr.total_us}, {"lower_bound_us", pr.lower_bound_us}, {"in_server_us", pr.in_server_us},
           {"fused_engaged", pr.fused_engaged}, {"notes", pr.notes}, {"phases", phases}};
 }

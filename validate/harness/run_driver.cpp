@@ -176,6 +176,11 @@ RunOutcome run_and_check(Backend& backend, const RunRequest& req) {
   rec.seed = req.seed;
   rec.inject = req.inject.label();
   rec.device = res.device;
+  if (!res.gemm_impl.empty()) rec.gemm_impl = res.gemm_impl;
+  if (res.unfused_baseline_us && rec.max_rank_time_us && *rec.max_rank_time_us > 0) {
+    rec.unfused_baseline = res.unfused_baseline;
+    rec.unfused_baseline_us = *res.unfused_baseline_us;
+  }
   rec.raw = run_record_to_json(rec);
 
   // The same path as `gemmar check`: the record's own fields decide the expectations.

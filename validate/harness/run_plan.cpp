@@ -50,6 +50,7 @@ std::vector<RunOutcome> execute_plan(const RunPlan& plan, std::ostream* log) {
       r.check_rows = plan.check_rows;
       r.iterations = plan.iterations;
       r.profile = plan.profile;
+      r.gemm_impl = plan.gemm_impl;
       RunOutcome o = run_and_check(*backend, r);
       o.record.source = "run:" + std::to_string(++index);
       o.verdict.source = o.record.source;
@@ -75,6 +76,7 @@ std::string result_json_line(const RunOutcome& o) {
       if (!j["model"].contains(it.key())) j["model"][it.key()] = it.value();
   }
   if (o.verdict.context.contains("floors")) j["floor"] = o.verdict.context["floors"];
+  if (o.verdict.context.contains("phase_efficiency")) j["phase_efficiency"] = o.verdict.context["phase_efficiency"];
   return "RESULT_JSON " + dump_python_json(j);
 }
 

@@ -149,6 +149,9 @@ RunRecord run_record_from_json(const nlohmann::json& j, const std::string& sourc
   }
   if (present(j, "inject")) r.inject = get_string(j, "inject", source);
   if (present(j, "device")) r.device = get_string(j, "device", source);
+  if (present(j, "gemm_impl")) r.gemm_impl = get_string(j, "gemm_impl", source);
+  if (present(j, "unfused_baseline")) r.unfused_baseline = get_string(j, "unfused_baseline", source);
+  if (present(j, "unfused_baseline_us")) r.unfused_baseline_us = get_number(j, "unfused_baseline_us", source);
 
   // The sizes and combinations the op itself rejects mean the record cannot describe a real run.
   try {
@@ -196,6 +199,13 @@ nlohmann::json run_record_to_json(const RunRecord& r) {
   if (r.seed) j["seed"] = *r.seed;
   if (r.inject) j["inject"] = *r.inject;
   if (r.device) j["device"] = *r.device;
+  if (r.gemm_impl) j["gemm_impl"] = *r.gemm_impl;
+  if (r.unfused_baseline) j["unfused_baseline"] = *r.unfused_baseline;
+  if (r.unfused_baseline_us) {
+    j["unfused_baseline_us"] = *r.unfused_baseline_us;
+    if (r.max_rank_time_us && *r.max_rank_time_us > 0)
+      j["fused_vs_unfused"] = *r.unfused_baseline_us / *r.max_rank_time_us;
+  }
   return j;
 }
 

@@ -46,6 +46,12 @@ struct RunRecord {
   std::optional<uint64_t> seed;
   std::optional<std::string> inject;   // the fault injected on purpose ("none" when clean)
   std::optional<std::string> device;   // e.g. "NVIDIA H200 (8 ranks on 1 device)"
+  // --- The GEMM that computed the partials ("gemmar" | "cublaslt", as the benchmark's --gemm-impl), and for a
+  // fused run the unfused baseline measured in the same run: what it was and its time. RESULT_JSON also
+  // carries fused_vs_unfused = unfused_baseline_us / max_rank_time_us (> 1: fusing pays).
+  std::optional<std::string> gemm_impl;
+  std::optional<std::string> unfused_baseline;
+  std::optional<double> unfused_baseline_us;
   nlohmann::json raw;                   // the whole input object (fields gemmar does not model are kept)
 };
 

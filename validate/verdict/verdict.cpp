@@ -362,6 +362,17 @@ struct Judge {
     if (!e.judge_timing || emulated || !have_time) return;
     const double t = *r.max_rank_time_us;
 
+    // Each measured phase against its ceiling (the model's ceiling_us: FLOPs / bytes at the profile's measured
+    // vendor-GEMM and copy rates), as nccl-tests' busbw column puts a collective beside the link.
+    nlohmann::json phase_eff = nlohmann::json::object();
+    for (const auto& ph : pred.phases) {
+      const auto m = r.phases_us.find(ph.name);
+      if (m == r.phases_us.end() || ph.ceiling_us <= 0 || !(m->second > 0)) continue;
+      phase_eff[ph.name] = {{"measured_us", m->second}, {"ceiling_us", ph.ceiling_us}, {"model_us", ph.us},
+                      {"efficiency", ph.ceiling_us / m->second}};
+    }
+    if (!phase_eff.empty()) v.context["phase_efficiency"] = phase_eff;
+
     // --- FASTER_THAN_PHYSICS
     if (t < pred.lower_bound_us) {
       add("FASTER_THAN_PHYSICS", Severity::Error,
@@ -565,6 +576,20 @@ std::string verdict_table(const std::vector<Verdict>& vs) {
     }
     os << '\n';
     if (ri == 0) continue;
+    // Informational: each phase's efficiency against its ceiling, and a fused run against the unfused baseline.
+    const Verdict& vv = vs[ri - 1];
+    if (vv.context.contains("phase_efficiency")) {
+      os << "    vs ceiling:";
+      for (const auto& [name, e] : vv.context["phase_efficiency"].items())
+        os << " " << name << " " << int(std::lround(e.value("efficiency", 0.0) * 100)) << "%";
+      os << '\n';
+    }
+    if (vv.record.unfused_baseline_us && vv.record.max_rank_time_us && *vv.record.max_rank_time_us > 0) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.3f", *vv.record.unfused_baseline_us / *vv.record.max_rank_time_us);
+      os << "    fused vs unfused (" << vv.record.unfused_baseline.value_or("baseline") << ", "
+         << us(*vv.record.unfused_baseline_us) << "): " << buf << "x\n";
+    }
     for (const auto& f : vs[ri - 1].findings)
       os << "    " << to_string(f.severity) << " " << f.code << ": " << f.message << '\n';
   }
