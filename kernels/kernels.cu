@@ -370,7 +370,7 @@ __global__ void __launch_bounds__(kThreads) reduce_kernel(SlotSet slots, int own
 
 // Any NaN code (S.1111.111) becomes 0x7f: satfinite never yields 0x7f/0xff for a number, so a byte whose low
 // 7 bits are all ones was a NaN, and only its sign bit must go.
-__device__ __forceinline__ uint32_t canon_nan_e4m3x4(uint32_t w) {
+[[maybe_unused]] __device__ __forceinline__ uint32_t canon_nan_e4m3x4(uint32_t w) {
   const uint32_t t = (w & 0x7f7f7f7fu) ^ 0x7f7f7f7fu;  // zero byte <=> NaN code
   const uint32_t z = ~(((t & 0x7f7f7f7fu) + 0x7f7f7f7fu) | t | 0x7f7f7f7fu);  // 0x80 in exactly the zero bytes
   return w & ~z;
@@ -390,7 +390,7 @@ __device__ __forceinline__ uint32_t e4m3x4_from_f32(float x0, float x1, float x2
 }
 
 // bf16 pair (lo = a, hi = b) with the canonical NaN 0x7fc0 of nm::f32_to_bf16.
-__device__ __forceinline__ uint32_t bf16x2_from_f32(float a, float b) {
+[[maybe_unused]] __device__ __forceinline__ uint32_t bf16x2_from_f32(float a, float b) {
 #if defined(GEMMAR_HW_FP8_CVT)
   uint32_t r;
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
