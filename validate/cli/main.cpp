@@ -17,7 +17,8 @@ constexpr const char* kUsage =
     "  check [FILE|-]...              verdicts on benchmark output (RESULT_JSON lines)\n"
     "  run                            run the op (GPU kernels, or the CPU emulation) and check it\n"
     "  report RESULTS... --out DIR    phase-breakdown report (HTML + PNG)\n"
-    "  validate                       the main job: every mode and wire, checked, with a report\n";
+    "  validate                       the main job: every mode and wire, checked, with a report\n"
+    "  verify DIR|FILES...            check another implementation's dumped tensors (safetensors per rank)\n";
 
 }  // namespace
 
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
   const std::map<std::string, int (*)(const cli::Args&)> subcommands{
       {"reference", cli::cmd_reference}, {"model", cli::cmd_model},   {"check", cli::cmd_check},
       {"run", cli::cmd_run},             {"report", cli::cmd_report}, {"validate", cli::cmd_validate},
+      {"verify", cli::cmd_verify},
   };
   if (argc < 2) {
     std::cerr << kUsage;

@@ -35,6 +35,9 @@ void add_run_options(po::options_description& d, RunCommand cmd) {
     add_config_options(d);
     d.add_options()("all-configs", po::bool_switch()->default_value(false),
                     "every mode, wire and transport instead of the one --mode/--gather-* config");
+    d.add_options()("dump", po::value<std::string>(),
+                    "write each run's tensors (operands, scales, output, partials; the checked rows) as safetensors, "
+                    "one file per rank, for `gemmar verify DIR` (docs/verify.md)");
   } else {
     // validate runs every config at its own shape; the shape and the quant/grid stay settable.
     d.add_options()
@@ -107,6 +110,10 @@ RunPlan read_run_plan(const po::variables_map& vm, RunCommand cmd) {
                      p.gemm_impl, "' (accepted: gemmar|cublaslt)");
   p.ranks_per_device = vm["ranks-per-device"].as<int>();
   GEMMAR_USAGE_CHECK(p.ranks_per_device >= 0, "--ranks-per-device: must be >= 0");
+  if (vm.count("dump")) {
+    p.dump_dir = vm["dump"].as<std::string>();
+    GEMMAR_USAGE_CHECK(!p.dump_dir.empty(), "--dump: empty directory name");
+  }
   validate_plan(p);
   return p;
 }

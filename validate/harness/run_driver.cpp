@@ -10,6 +10,7 @@
 #include "common/errors.hpp"
 #include "reference/emulation.hpp"
 #include "reference/gemm.hpp"
+#include "validate/harness/verify.hpp"
 
 namespace gemmar {
 
@@ -102,6 +103,8 @@ RunOutcome run_and_check(Backend& backend, const RunRequest& req) {
   GEMMAR_CHECK(res.rows == rows, "backend ", backend.name(), " returned other rows than asked for");
   GEMMAR_CHECK(int(res.outputs.size()) == W, "backend returned ", res.outputs.size(), " rank outputs");
   for (const auto& o : res.outputs) GEMMAR_CHECK(int64_t(o.size()) == int64_t(rows.size()) * n);
+  // --dump: the tensors exactly as the backend returned them, in `gemmar verify`'s format.
+  if (!req.dump_dir.empty()) dump_backend_result(req.dump_dir, req, res);
 
   // The reference for the same rows, computed here from the same operands (never taken from the backend).
   reference::OperandSpec spec;

@@ -52,6 +52,8 @@ struct RunRequest {
   int iterations = 11;       // graph replays timed (median)
   std::string profile;       // the model profile to judge against ("" = backend's default)
   std::string gemm_impl = "gemmar";  // GPU: gemmar | cublaslt (gemm-only and split modes; fused keep ours)
+  // `gemmar run --dump DIR`: write the run's tensors for `gemmar verify` (validate/harness/verify.hpp). "" = none.
+  std::string dump_dir;
 };
 
 class Backend {

@@ -51,6 +51,16 @@ std::vector<RunOutcome> execute_plan(const RunPlan& plan, std::ostream* log) {
       r.iterations = plan.iterations;
       r.profile = plan.profile;
       r.gemm_impl = plan.gemm_impl;
+      if (!plan.dump_dir.empty()) {
+        if (plan.m_values.size() * plan.configs.size() == 1) {
+          r.dump_dir = plan.dump_dir;
+        } else {
+          std::string label = config_label(c);
+          for (char& ch : label)
+            if (ch == '/') ch = '-';
+          r.dump_dir = plan.dump_dir + "/run" + std::to_string(index + 1) + "-" + label + "-m" + std::to_string(m);
+        }
+      }
       RunOutcome o = run_and_check(*backend, r);
       o.record.source = "run:" + std::to_string(++index);
       o.verdict.source = o.record.source;

@@ -22,6 +22,9 @@ struct RunPlan {
   int ranks_per_device = 0;
   std::string profile;
   std::string gemm_impl = "gemmar";
+  // --dump DIR: each run's tensors for `gemmar verify`: DIR/rank<r>.safetensors for a single run, else
+  // DIR/run<i>-<config>-m<M>/rank<r>.safetensors (verify takes DIR and judges each subdirectory).
+  std::string dump_dir;
 };
 
 // Every mode x wire x transport of SPEC 1.1 that exists (split-lsa bf16 only; gemm-only once), at `base`'s quant
