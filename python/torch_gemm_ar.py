@@ -12,6 +12,9 @@ bf16(decode(q)*scale); the owner's rows are never quantized). Every rank is dump
 Faults, to show `gemmar verify` finding them in a real implementation's tensors:
     skip-gather    rank 3 never receives slice 5 (keeps its own partial there): a silent put
     wire-bypassed  an fp8-wire config that gathers bf16 (the wire never engaged)
+--scalar-div reproduces a real slip of the first version of this script, which `gemmar verify` caught: the wire
+scale computed as `amax / 448.0` (torch multiplies by fl(1/448) for a Python-scalar divisor) is not the correctly
+rounded amax/448, so about half the rows' scales and codes differ from SPEC 1.1 in the last bit.
 """
 
 import argparse
@@ -36,6 +39,9 @@ def main():
     p.add_argument("--gather-transport", default="sdma")
     p.add_argument("--fault", default="none")
     p.add_argument("--no-wire", action="store_true", help="do not dump the fp8 wire tensors")
+    p.add_argument("--scalar-div", action="store_true",
+                   help="fp8 wire scales as amax / 448.0 with a Python scalar (what a first torch version did: torch "
+                        "multiplies by the rounded reciprocal, so the codes are not SPEC 1.1's bit for bit)")
     args = p.parse_args()
     M, N, K, W = args.m, args.n, args.k, args.world
     S = M // W
@@ -69,8 +75,15 @@ def main():
         if fp8 and args.fault != "wire-bypassed":
             x = red.float()
             amax = x.abs().amax(dim=1, keepdim=True)
-            scale = torch.where(amax > 0, amax / 448.0, torch.ones_like(amax))
-            inv = torch.where(amax > 0, 448.0 / amax, torch.ones_like(amax))
+            if args.scalar_div:
+                # torch divides by a Python scalar as a multiply by its rounded reciprocal: not amax/448 (SPEC 1.1)
+                scale = torch.where(amax > 0, amax / 448.0, torch.ones_like(amax))
+                inv = torch.where(amax > 0, 448.0 / amax, torch.ones_like(amax))
+            else:
+                # Tensor by tensor: the correctly rounded fp32 division the SPEC (and the kernels) use.
+                fmax = torch.full_like(amax, 448.0)
+                scale = torch.where(amax > 0, amax / fmax, torch.ones_like(amax))
+                inv = torch.where(amax > 0, fmax / amax, torch.ones_like(amax))
             q = (x * inv).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
             wire[o], wire_scale[o] = q, scale.reshape(-1)
             landed = (q.float() * scale).to(torch.bfloat16)
