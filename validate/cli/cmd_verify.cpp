@@ -29,7 +29,7 @@ int cmd_verify(const Args& args) {
   if (!parse(args, desc, vm, std::cout, "gemmar verify DIR|FILES... [--check-rows R] [--seed S] [--profile P] [--json]",
              &pos))
     return kExitOk;
-  GEMMAR_USAGE_CHECK(vm.count("input"), "gemmar verify: no input (give a dump directory or the rank files)");
+  GEMMAR_USAGE_CHECK(vm.count("input"), "no input (give a dump directory or the rank files)");
   VerifyOptions opt;
   opt.check_rows = vm["check-rows"].as<int64_t>();
   GEMMAR_USAGE_CHECK(opt.check_rows >= 0, "--check-rows: must be >= 0");

@@ -286,7 +286,7 @@ bool real_nan(uint16_t h) { return (h & 0x7f80) == 0x7f80; }  // NaN or inf
 // ---- grouping the inputs -------------------------------------------------------------------------------------
 
 std::vector<std::vector<std::string>> dump_groups(const std::vector<std::string>& inputs) {
-  GEMMAR_USAGE_CHECK(!inputs.empty(), "gemmar verify: no input (give a dump directory or the rank files)");
+  GEMMAR_USAGE_CHECK(!inputs.empty(), "no input (give a dump directory or the rank files)");
   auto files_in = [](const fs::path& dir) {
     std::vector<std::string> out;
     for (const auto& e : fs::directory_iterator(dir))
@@ -330,7 +330,7 @@ std::vector<std::vector<std::string>> dump_groups(const std::vector<std::string>
 
 VerifyResult verify_dump(const std::vector<std::string>& paths, const VerifyOptions& opt) {
   const auto t0 = Clock::now();
-  GEMMAR_USAGE_CHECK(!paths.empty(), "gemmar verify: no files");
+  GEMMAR_USAGE_CHECK(!paths.empty(), "no files");
   VerifyResult res;
   {
     const fs::path p0(paths.front());
