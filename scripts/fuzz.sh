@@ -16,7 +16,7 @@ seconds=${GEMMAR_FUZZ_SECONDS:-30}
 seed=${GEMMAR_FUZZ_SEED:-1}
 build=${GEMMAR_FUZZ_BUILD:-$root/build-fuzz}
 jobs=${GEMMAR_FUZZ_JOBS:-$(nproc)}
-targets=${GEMMAR_FUZZ_TARGETS:-"log_line trace profile results phase_map"}
+targets=${GEMMAR_FUZZ_TARGETS:-"log_line trace profile results phase_map safetensors"}
 
 command -v clang++-19 >/dev/null || { echo "fuzz.sh: clang++-19 missing (GEMMAR_FUZZ_DEPS=1 scripts/install_deps.sh)" >&2; exit 3; }
 cmake --preset fuzz -B "$build" >/dev/null

@@ -15,6 +15,7 @@ int gemmar_fuzz_trace(const uint8_t* data, size_t size);
 int gemmar_fuzz_profile(const uint8_t* data, size_t size);
 int gemmar_fuzz_results(const uint8_t* data, size_t size);
 int gemmar_fuzz_phase_map(const uint8_t* data, size_t size);
+int gemmar_fuzz_safetensors(const uint8_t* data, size_t size);
 
 namespace {
 
@@ -29,7 +30,8 @@ const Target kTargets[] = {{"log_line", gemmar_fuzz_log_line},
                            {"trace", gemmar_fuzz_trace},
                            {"profile", gemmar_fuzz_profile},
                            {"results", gemmar_fuzz_results},
-                           {"phase_map", gemmar_fuzz_phase_map}};
+                           {"phase_map", gemmar_fuzz_phase_map},
+                           {"safetensors", gemmar_fuzz_safetensors}};
 
 // A hang is what libFuzzer's -timeout=10 flags; here, with no sanitizer slowdown budgeted, a fifth of it.
 constexpr double kSecondsPerInput = 2.0;
