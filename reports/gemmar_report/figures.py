@@ -61,12 +61,24 @@ def tick_label(g):
     return f"{g['config']}\nM={g['shape']['m']}"
 
 
-def cap(groups, limit, name, notes):
-    if len(groups) > limit:
-        notes.append(f"{name}: {len(groups)} config groups; the first {limit} (in the table's order) are drawn, "
+def config_tick(c):
+    ms = c["m_values"]
+    return c["config"] + (f" M={ms[0]}" if len(ms) == 1 else f" ({len(ms)} M)")
+
+
+def name_list(names, most=6):
+    names = list(dict.fromkeys(names))
+    if len(names) <= most:
+        return ", ".join(names)
+    return ", ".join(names[:most]) + f" and {len(names) - most} more"
+
+
+def cap(items, limit, name, notes):
+    if len(items) > limit:
+        notes.append(f"{name}: {len(items)} configs; the first {limit} (in the table's order) are drawn, "
                      f"all are in the summary table")
-        return groups[:limit]
-    return groups
+        return items[:limit]
+    return items
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -113,10 +125,10 @@ def fig_phases(doc, outdir, notes):
         notes.append(f"phases_by_mode.png: {len(labels_in_order)} bar groups; the first {MAX_PHASE_GROUPS} are drawn")
         bars = [b for b in bars if b[0] in keep]
     if no_meas and chosen:
-        notes.append("phases_by_mode.png: no measured phases (phases_us) for " + ", ".join(no_meas)
+        notes.append("phases_by_mode.png: no measured phases (phases_us) for " + name_list(no_meas)
                      + "; only the model bar is drawn")
     if no_model:
-        notes.append("phases_by_mode.png: no model phases for " + ", ".join(no_model)
+        notes.append("phases_by_mode.png: no model phases for " + name_list(no_model)
                      + " (give `gemmar model --json` for that config and shape); only the measured bar is drawn")
     order = list(doc["phase_order"])
     names = []
@@ -147,14 +159,13 @@ def fig_phases(doc, outdir, notes):
             drawn.add(name)
             bottom += us
         ax.text(xi, bottom, fmt_us(bottom), ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(xs)
-    ax.set_xticklabels([b[1] for b in bars], fontsize=7)
+    # One tick per config, centred under its measured/model pair; which bar is which is in the legend.
     groups_x = {}
     for xi, b in zip(xs, bars):
         groups_x.setdefault(b[0], []).append(xi)
-    for glabel, gx in groups_x.items():
-        ax.annotate(glabel.replace("/", "/\n", 1), xy=(sum(gx) / len(gx), 0), xycoords=("data", "axes fraction"),
-                    xytext=(0, -30), textcoords="offset points", ha="center", va="top", fontsize=7)
+    ax.set_xticks([sum(gx) / len(gx) for gx in groups_x.values()])
+    ax.set_xticklabels([g.replace("\n", " ") for g in groups_x], rotation=30, ha="right", fontsize=7)
+    ax.grid(axis="x", visible=False)
     ax.set_ylabel("time (us), phases stacked")
     n_meas = sum(1 for b in bars if b[3] is None)
     n_model = len(bars) - n_meas
@@ -167,7 +178,16 @@ def fig_phases(doc, outdir, notes):
     ax.set_title(f"{title}, {n_groups} config(s)")
     handles, labels = ax.get_legend_handles_labels()
     idx = [labels.index(n) for n in names if n in labels]
-    ax.legend([handles[i] for i in idx], [labels[i] for i in idx], loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    handles, labels = [handles[i] for i in idx], [labels[i] for i in idx]
+    from matplotlib.patches import Patch
+    multi = [b[1] for b in bars if b[3] is None and "median" in b[1]]
+    if n_meas:
+        handles.append(Patch(facecolor="white", edgecolor="black"))
+        labels.append("measured" + (" (median over the config's runs)" if multi else ""))
+    if n_model:
+        handles.append(Patch(facecolor="white", edgecolor="black", hatch="//"))
+        labels.append("model")
+    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.margins(y=0.08)
     save(fig, outdir, "phases_by_mode.png")
     return None
@@ -286,8 +306,9 @@ def fig_pull_grid(doc, outdir, notes):
 
 
 def fig_rel_l2(doc, outdir, notes):
+    """One column per config (every M together: the floor is a per-row statistic)."""
     import matplotlib.pyplot as plt
-    groups = [g for g in doc["groups"] if g["rel_l2"]]
+    groups = [c for c in doc["configs"] if c["rel_l2"]]
     if not groups:
         return "no run carries rel_l2"
     groups = cap(groups, MAX_GROUPS, "rel_l2_vs_floor.png", notes)
@@ -302,6 +323,10 @@ def fig_rel_l2(doc, outdir, notes):
         if g["band"]:
             vals += [b for b in g["band"] if finite(b) and b > 0]
     top, bottom = max(vals) * 3.0, min(vals) / 3.0
+    failed = {}
+    for r in doc["runs"]:
+        if r["verdict"] == "fail":
+            failed.setdefault(r["config"], []).append(r)
     labelled = set()
 
     def once(label):
@@ -326,13 +351,15 @@ def fig_rel_l2(doc, outdir, notes):
             no_floor.append(g["config"])
         s = g["rel_l2"]
         bad = g["fail"] > 0
-        color = "#c44e52" if bad else "black"
         if s.get("n"):
             lo, hi = max(s["min"], bottom), max(s["max"], bottom)
-            ax.vlines(i, lo, hi, color=color, linewidth=1.5, label=once("min-max over runs"))
-            ax.plot(i, max(s["median"], bottom), marker="X" if bad else "o", color=color,
-                    markersize=9 if bad else 6, linestyle="none",
-                    label=once("median, group with a failed run" if bad else "median relL2"))
+            ax.vlines(i, lo, hi, color="#555555", linewidth=1.5, label=once("min-max over runs"))
+            ax.plot(i, max(s["median"], bottom), marker="o", color="black", markersize=6, linestyle="none",
+                    label=once("median relL2"))
+        fr = [r["rel_l2"] for r in failed.get(g["config"], []) if finite(r["rel_l2"])]
+        if fr:
+            ax.plot([i] * len(fr), [min(max(v, bottom), top) for v in fr], "X", color="#c44e52", markersize=8,
+                    linestyle="none", label=once("failed run"))
         if s.get("nonfinite") or bad:
             txt = []
             if bad:
@@ -344,13 +371,13 @@ def fig_rel_l2(doc, outdir, notes):
     ax.set_yscale("log")
     ax.set_ylim(bottom, top)
     ax.set_xticks(range(len(groups)))
-    ax.set_xticklabels([tick_label(g).replace("\n", " ") for g in groups], rotation=35, ha="right", fontsize=7)
+    ax.set_xticklabels([config_tick(c) for c in groups], rotation=35, ha="right", fontsize=7)
     ax.set_xlim(-0.6, len(groups) - 0.4)
     ax.set_ylabel("relL2 against the fp32 reference (log)")
-    ax.set_title("relL2 per config against the predicted floor of its wire (median, min-max over runs)")
+    ax.set_title("relL2 per config against the predicted floor of its wire (median, min-max over its runs)")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     if no_floor:
-        notes.append("rel_l2_vs_floor.png: no predicted floor for " + ", ".join(sorted(set(no_floor)))
+        notes.append("rel_l2_vs_floor.png: no predicted floor for " + name_list(no_floor)
                      + " (no floor in the inputs; gemmar check adds it)")
     save(fig, outdir, "rel_l2_vs_floor.png")
     return None
@@ -358,7 +385,7 @@ def fig_rel_l2(doc, outdir, notes):
 
 def fig_rank_spread(doc, outdir, notes):
     import matplotlib.pyplot as plt
-    groups = [g for g in doc["groups"] if g["rank_spread_pct"] and g["rank_spread_pct"].get("n")]
+    groups = [c for c in doc["configs"] if c["rank_spread_pct"] and c["rank_spread_pct"].get("n")]
     if not groups:
         return "no run carries per_rank_time_us for two or more ranks"
     groups = cap(groups, MAX_GROUPS, "rank_spread.png", notes)
@@ -372,7 +399,7 @@ def fig_rank_spread(doc, outdir, notes):
             ax.annotate(f"r{sr['rank']}\n{sr['runs']}/{s['n']}", (i, s["max"]), textcoords="offset points",
                         xytext=(0, 4), ha="center", va="bottom", fontsize=6)
     ax.set_xticks(range(len(groups)))
-    ax.set_xticklabels([tick_label(g).replace("\n", " ") for g in groups], rotation=35, ha="right", fontsize=7)
+    ax.set_xticklabels([config_tick(c) for c in groups], rotation=35, ha="right", fontsize=7)
     ax.set_xlim(-0.6, len(groups) - 0.4)
     ax.set_ylim(bottom=0)
     ax.margins(y=0.2)

@@ -6,7 +6,7 @@ aggregated the runs per config and shape, and matched model documents to configs
 import json
 
 FORMAT = "gemmar-report/1"
-REQUIRED = ("inputs", "summary", "groups", "runs", "models", "sweeps", "skipped", "notes", "phase_order")
+REQUIRED = ("inputs", "summary", "groups", "configs", "runs", "models", "sweeps", "skipped", "notes", "phase_order")
 
 
 class BadDocument(Exception):

@@ -685,21 +685,14 @@ json Builder::finish() {
     return nullptr;
   };
 
-  json jgroups = json::array();
-  std::vector<size_t> group_index(groups.size());
-  for (size_t gi = 0; gi < order.size(); ++gi) group_index[order[gi]] = gi;
-  for (size_t oi : order) {
-    Group& g = groups[oi];
-    std::vector<double> times, times_ok, rels, spreads;
-    std::map<std::string, std::vector<double>> phase_vals;
-    size_t with_phases = 0, pass = 0, fail = 0;
+  // Counts, median and min-max of time and relL2, rank spread and findings by code over a set of runs.
+  auto aggregate = [&](const std::vector<size_t>& idx) {
+    std::vector<double> times, times_ok, rels, spreads, floors, band_lo, band_hi;
+    size_t pass = 0, fail = 0;
     std::map<std::string, std::pair<std::string, size_t>> codes;
     std::map<int, size_t> slowest;
-    const Run* with_model = nullptr;
-    std::vector<double> floors, band_lo, band_hi;
-    for (size_t i : g.runs) {
-      Run& r = runs_[i];
-      r.group = group_index[oi];
+    for (size_t i : idx) {
+      const Run& r = runs_[i];
       std::optional<double> t = r.rec.max_rank_time_us;
       if (!t && !r.rec.per_rank_time_us.empty())
         t = *std::max_element(r.rec.per_rank_time_us.begin(), r.rec.per_rank_time_us.end());
@@ -709,10 +702,6 @@ json Builder::finish() {
         if (r.verdict != std::optional<std::string>("fail")) times_ok.push_back(*t);
       }
       if (r.rec.rel_l2) rels.push_back(*r.rec.rel_l2);
-      if (!r.rec.phases_us.empty()) {
-        ++with_phases;
-        for (const auto& [name, us] : r.rec.phases_us) phase_vals[name].push_back(us);
-      }
       if (r.verdict == std::optional<std::string>("pass")) ++pass;
       if (r.verdict == std::optional<std::string>("fail")) ++fail;
       for (const auto& f : r.findings) {
@@ -724,21 +713,65 @@ json Builder::finish() {
       if (pr.size() >= 2) {
         const double med = median_of(pr);
         if (med > 0 && std::isfinite(med)) {
-          spreads.push_back((*std::max_element(pr.begin(), pr.end()) - *std::min_element(pr.begin(), pr.end())) / med * 100.0);
+          spreads.push_back((*std::max_element(pr.begin(), pr.end()) - *std::min_element(pr.begin(), pr.end())) /
+                            med * 100.0);
           ++slowest[int(std::max_element(pr.begin(), pr.end()) - pr.begin())];
         }
       }
-      if (!with_model && r.model && !r.model->phases.empty()) with_model = &r;
       if (r.floor) floors.push_back(*r.floor);
       if (r.band_hi) band_hi.push_back(*r.band_hi);
       if (r.band_lo) band_lo.push_back(*r.band_lo);
     }
-    json jg = {{"index", group_index[oi]}, {"config", g.label}, {"mode", to_string(g.eff.mode)},
-               {"quant", to_string(g.eff.quant)}, {"wire", has_collective(g.eff.mode) ? to_string(g.eff.gather_dtype) : ""},
-               {"transport", has_collective(g.eff.mode) ? to_string(g.eff.gather_transport) : ""},
-               {"pull_blocks", g.pull ? json(*g.pull) : json(nullptr)}, {"shape", shape_json(g.shape)},
-               {"runs", g.runs.size()}, {"pass", pass}, {"fail", fail}, {"no_verdict", g.runs.size() - pass - fail},
-               {"time_us", stats(times)}, {"time_ok_us", stats(times_ok)}, {"rel_l2", stats(rels)}, {"rank_spread_pct", stats(spreads)}};
+    json a = {{"runs", idx.size()}, {"pass", pass}, {"fail", fail}, {"no_verdict", idx.size() - pass - fail},
+              {"time_us", stats(times)}, {"time_ok_us", stats(times_ok)}, {"rel_l2", stats(rels)},
+              {"rank_spread_pct", stats(spreads)}};
+    a["floor"] = floors.empty() ? json(nullptr) : json(median_of(floors));
+    a["band"] = band_hi.empty() ? json(nullptr)
+                                : json::array({band_lo.empty() ? json(nullptr) : json(median_of(band_lo)), median_of(band_hi)});
+    std::vector<std::pair<std::string, std::pair<std::string, size_t>>> cv(codes.begin(), codes.end());
+    std::stable_sort(cv.begin(), cv.end(), [](const auto& x, const auto& y) { return x.second.second > y.second.second; });
+    json jc = json::array();
+    for (const auto& [code, sc] : cv) jc.push_back({{"code", code}, {"severity", sc.first}, {"count", sc.second}});
+    a["findings"] = jc;
+    a["slowest_rank"] = nullptr;
+    if (!slowest.empty()) {
+      auto best = std::max_element(slowest.begin(), slowest.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+      a["slowest_rank"] = {{"rank", best->first}, {"runs", best->second}};
+    }
+    return a;
+  };
+  auto config_fields = [](json& j, const Config& eff, const std::string& label) {
+    j["config"] = label;
+    j["mode"] = to_string(eff.mode);
+    j["quant"] = to_string(eff.quant);
+    j["wire"] = has_collective(eff.mode) ? to_string(eff.gather_dtype) : "";
+    j["transport"] = has_collective(eff.mode) ? to_string(eff.gather_transport) : "";
+  };
+
+  json jgroups = json::array();
+  std::vector<size_t> group_index(groups.size());
+  for (size_t gi = 0; gi < order.size(); ++gi) group_index[order[gi]] = gi;
+  std::vector<std::string> config_order;
+  std::map<std::string, std::pair<Config, std::vector<size_t>>> by_config;
+  for (size_t oi : order) {
+    Group& g = groups[oi];
+    std::map<std::string, std::vector<double>> phase_vals;
+    size_t with_phases = 0;
+    const Run* with_model = nullptr;
+    for (size_t i : g.runs) {
+      Run& r = runs_[i];
+      r.group = group_index[oi];
+      if (!r.rec.phases_us.empty()) {
+        ++with_phases;
+        for (const auto& [name, us] : r.rec.phases_us) phase_vals[name].push_back(us);
+      }
+      if (!with_model && r.model && !r.model->phases.empty()) with_model = &r;
+    }
+    json jg = aggregate(g.runs);
+    jg["index"] = group_index[oi];
+    config_fields(jg, g.eff, g.label);
+    jg["pull_blocks"] = g.pull ? json(*g.pull) : json(nullptr);
+    jg["shape"] = shape_json(g.shape);
     json ph = json::array();
     if (with_phases) {
       Phases p;
@@ -753,7 +786,7 @@ json Builder::finish() {
     for (size_t i : g.runs)
       if (runs_[i].model) {
         model = runs_[i].model;
-        if (!model->phases.empty()) break;
+        break;
       }
     if (with_model) model = with_model->model;
     if (!model || model->phases.empty()) {
@@ -765,26 +798,26 @@ json Builder::finish() {
       }
     }
     jg["model"] = model ? model_json(*model) : json(nullptr);
-    jg["floor"] = floors.empty() ? json(nullptr) : json(median_of(floors));
-    jg["band"] = band_hi.empty() ? json(nullptr)
-                                 : json::array({band_lo.empty() ? json(nullptr) : json(median_of(band_lo)), median_of(band_hi)});
-    std::vector<std::pair<std::string, std::pair<std::string, size_t>>> cv(codes.begin(), codes.end());
-    std::stable_sort(cv.begin(), cv.end(), [](const auto& a, const auto& b) { return a.second.second > b.second.second; });
-    json jc = json::array();
-    for (const auto& [code, sc] : cv) jc.push_back({{"code", code}, {"severity", sc.first}, {"count", sc.second}});
-    jg["findings"] = jc;
-    if (!slowest.empty()) {
-      auto best = std::max_element(slowest.begin(), slowest.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-      jg["slowest_rank"] = {{"rank", best->first}, {"runs", best->second}};
-    } else {
-      jg["slowest_rank"] = nullptr;
-    }
     json members = json::array();
     for (size_t i : g.runs) members.push_back(i);
     jg["members"] = members;
     jgroups.push_back(std::move(jg));
+    auto [it, fresh] = by_config.try_emplace(g.label, g.eff, std::vector<size_t>{});
+    if (fresh) config_order.push_back(g.label);
+    it->second.second.insert(it->second.second.end(), g.runs.begin(), g.runs.end());
   }
-
+  // The same per config over every shape (relL2 and rank spread hardly depend on M; one entry per config).
+  json jconfigs = json::array();
+  for (size_t ci = 0; ci < config_order.size(); ++ci) {
+    const auto& [eff, idx] = by_config.at(config_order[ci]);
+    json jc = aggregate(idx);
+    jc["index"] = ci;
+    config_fields(jc, eff, config_order[ci]);
+    std::set<int64_t> ms;
+    for (size_t i : idx) ms.insert(runs_[i].rec.shape.m);
+    jc["m_values"] = std::vector<int64_t>(ms.begin(), ms.end());
+    jconfigs.push_back(std::move(jc));
+  }
   json jruns = json::array();
   for (size_t i = 0; i < runs_.size(); ++i) {
     const Run& r = runs_[i];
@@ -836,11 +869,12 @@ json Builder::finish() {
   }
   return {{"format", kDocumentFormat},
           {"inputs", inputs_},
-          {"summary", {{"runs", runs_.size()}, {"groups", groups.size()}, {"pass", pass}, {"fail", fail},
+          {"summary", {{"runs", runs_.size()}, {"groups", groups.size()}, {"configs", jconfigs.size()}, {"pass", pass}, {"fail", fail},
                        {"no_verdict", runs_.size() - pass - fail}, {"skipped", skipped_.size()},
                        {"models", models_.size()}, {"sweeps", sweeps_.size()}}},
           {"phase_order", all_phase_names()},
           {"groups", jgroups},
+          {"configs", jconfigs},
           {"runs", jruns},
           {"models", jmodels},
           {"sweeps", jsweeps},
