@@ -42,8 +42,13 @@ def width_for(n, per=0.4, base=3.0, least=9.0):
     return min(MAX_WIDTH_IN, max(least, base + per * n))
 
 
+# The title each figure was drawn with: the page's caption repeats it, so it never claims what is not drawn.
+DRAWN_TITLES = {}
+
+
 def save(fig, outdir, name):
     import matplotlib.pyplot as plt
+    DRAWN_TITLES[name] = " ".join(fig.axes[0].get_title().split())
     fig.tight_layout()
     fig.savefig(os.path.join(outdir, name), format="png", metadata={"Software": None})
     plt.close(fig)
@@ -138,7 +143,7 @@ def fig_phases(doc, outdir, notes):
                 names.append(name)
     names.sort(key=lambda n: (order.index(n) if n in order else len(order), n))
     n_groups = len({b[0] for b in bars})
-    fig, ax = plt.subplots(figsize=(width_for(len(bars), per=0.75, base=3.5), HEIGHT_IN + 0.5))
+    fig, ax = plt.subplots(figsize=(width_for(len(bars), per=0.75, base=3.5, least=8.0), HEIGHT_IN + 0.5))
     xs, x, prev = [], 0.0, None
     for glabel, _, _, _ in bars:
         if prev is not None and glabel != prev:
@@ -166,6 +171,10 @@ def fig_phases(doc, outdir, notes):
     ax.set_xticks([sum(gx) / len(gx) for gx in groups_x.values()])
     ax.set_xticklabels([g.replace("\n", " ") for g in groups_x], rotation=30, ha="right", fontsize=7)
     ax.grid(axis="x", visible=False)
+    span = xs[-1] - xs[0] + 1.6
+    if span < 8.0:  # few bars: keep them bar-shaped rather than stretched over the whole width
+        mid = (xs[0] + xs[-1]) / 2
+        ax.set_xlim(mid - 4.0, mid + 4.0)
     ax.set_ylabel("time (us), phases stacked")
     n_meas = sum(1 for b in bars if b[3] is None)
     n_model = len(bars) - n_meas
@@ -424,7 +433,7 @@ def draw_all(doc, outdir):
     for name, title, fn in FIGURES:
         reason = fn(doc, outdir, notes)
         if reason is None:
-            drawn.append((name, title))
+            drawn.append((name, DRAWN_TITLES.get(name, title)))
         else:
             not_drawn.append((name, reason))
     return drawn, not_drawn, notes

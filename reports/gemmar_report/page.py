@@ -120,8 +120,10 @@ def groups_table(doc):
             codes = "<ul class=\"codes\">" + codes + "</ul>"
         fail = f"<span class=\"fail\">{g['fail']}</span>" if g["fail"] else "0"
         passed = f"<span class=\"pass\">{g['pass']}</span>" if g["pass"] else "0"
-        if g["no_verdict"]:
-            passed += f" <span class=\"dim\">({g['no_verdict']} none)</span>"
+        if g["no_verdict"] == g["runs"]:
+            passed = fail = "<span class=\"dim\">no verdict</span>"
+        elif g["no_verdict"]:
+            passed += f" <span class=\"dim\">(+{g['no_verdict']} without verdict)</span>"
         p.append(f"<tr><td>{g['index']}</td><td class=\"cfg\">{esc(g['config'])}</td><td class=\"num\">{sh['m']}</td>"
                  f"<td class=\"num\">{sh['n']}</td><td class=\"num\">{sh['k']}</td><td class=\"num\">{sh['world']}</td>"
                  f"<td class=\"num\">{g['runs']}</td><td class=\"num\">{passed}</td><td class=\"num\">{fail}</td>"
@@ -171,6 +173,9 @@ def write_index(doc, outdir, drawn, not_drawn, notes):
              + (f"; <span class=\"fail\">{s['skipped']} record(s) skipped</span>" if s["skipped"] else "")
              + f"; {s['models']} model(s), {s['sweeps']} sweep(s). "
              f"Every run in detail: <a href=\"runs.html\">runs.html</a>.</p>")
+    if s["runs"] and s["no_verdict"] == s["runs"]:
+        p.append("<p class=\"missing\">No run in the inputs carries a verdict: give <code>gemmar check --json</code>'s "
+                 "output (verdicts, findings, floors and model totals) instead of, or beside, the raw log.</p>")
     if not_drawn or notes:
         p.append("<div class=\"missing\"><b>Not drawn or incomplete, and why:</b><ul>")
         for name, reason in not_drawn:

@@ -184,6 +184,7 @@ struct ModelDoc {
   Model model;
   std::string label;           // config label, empty when the document names no config
   std::optional<Shape> shape;  // absent when the document names none
+  int pull_blocks = 64;        // the grid it was predicted for (matters on the pull wire only)
   json config;
   size_t used_by = 0;
 };
@@ -211,6 +212,7 @@ std::optional<Config> config_from_json(const json& c) {
     if (auto w = opt_string(c, "gather_dtype")) cfg.gather_dtype = parse_wire(*w);
     if (auto t = opt_string(c, "gather_transport")) cfg.gather_transport = parse_transport(*t);
     if (present(c, "fuse_quantize") && c.at("fuse_quantize").is_boolean()) cfg.fuse_quantize = c.at("fuse_quantize").get<bool>();
+    if (present(c, "pull_blocks") && c.at("pull_blocks").is_number_integer()) cfg.pull_blocks = c.at("pull_blocks").get<int>();
   } catch (const UsageError&) {
     return std::nullopt;
   }
@@ -526,6 +528,7 @@ class Builder {
     const json cfg = doc.contains("config") ? doc.at("config") : json();
     if (auto c = config_from_json(cfg)) {
       d.label = config_label(*c);
+      d.pull_blocks = c->pull_blocks;
       d.config = cfg;
     } else if (cfg.is_string()) {
       d.label = cfg.get<std::string>();  // validate's model_predictions name the config by its label
@@ -680,7 +683,8 @@ json Builder::finish() {
     const std::string base = config_label(g.cfg);
     for (auto& d : models_)
       if (d.label == base && d.shape && d.shape->m == g.shape.m && d.shape->n == g.shape.n &&
-          d.shape->k == g.shape.k && d.shape->world == g.shape.world)
+          d.shape->k == g.shape.k && d.shape->world == g.shape.world &&
+          (!pull_wire(g.eff) || d.pull_blocks == g.pull.value_or(64)))  // runs without a grid: the default 64
         return &d;
     return nullptr;
   };
