@@ -25,7 +25,7 @@ td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}td.
 .summary{font-size:1.05em}.dim{color:#666}
 figure{margin:1em 0}figure img{max-width:100%;border:1px solid #ddd}figcaption{color:#555;font-size:.9em}
 pre{background:#f7f7f7;padding:.6em;overflow:auto;font-size:.8em;max-height:20em}code{font-size:.9em}
-ul.codes{margin:0;padding-left:1.1em}details{margin:.5em 0}summary{cursor:pointer}
+ul.codes{margin:0;padding-left:1.1em}ul.codes li{white-space:nowrap}details{margin:.5em 0}summary{cursor:pointer}
 """
 
 

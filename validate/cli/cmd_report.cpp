@@ -164,6 +164,14 @@ int cmd_report(const Args& args) {
                              "' (run_report.py and gemmar_report/; GEMMAR_REPORTS_DIR)");
   }
 
+  // An input beside --out (gemmar validate's results.json, read from its temp directory) is named relative
+  // to --out, so that the page stays right once the directory is renamed into place.
+  for (const auto& r : results) {
+    const fs::path rel = fs::absolute(r).lexically_normal().lexically_relative(fs::absolute(out).lexically_normal());
+    const bool beside = !rel.empty() && rel.begin() != rel.end() && *rel.begin() == ".." &&
+                        std::distance(rel.begin(), rel.end()) == 2;
+    ro.display_names.push_back(beside ? rel.string() : r);
+  }
   // Every input read and normalised here; bad records are skipped and listed, unreadable files are exit 2.
   const nlohmann::json doc = report::build_report_document(results, ro);
 

@@ -277,12 +277,13 @@ class Builder {
  public:
   explicit Builder(const ReadOptions& o) : opt_(o) {}
 
-  void read_file(const std::string& path) {
+  // `path` is opened; `name` is what the page and the messages call it.
+  void read_file(const std::string& path, const std::string& name) {
     std::error_code ec;
-    if (!fs::exists(path, ec)) throw UsageError(path + ": no such file");
-    if (!fs::is_regular_file(path, ec)) throw UsageError(path + ": not a regular file");
+    if (!fs::exists(path, ec)) throw UsageError(name + ": no such file");
+    if (!fs::is_regular_file(path, ec)) throw UsageError(name + ": not a regular file");
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw UsageError(path + ": cannot be read (" + std::strerror(errno) + ")");
+    if (!in) throw UsageError(name + ": cannot be read (" + std::strerror(errno) + ")");
     // A whole-file JSON document (check / validate / model output) starts with '{'; anything else is a log.
     char c = 0;
     bool any = false;
@@ -292,7 +293,7 @@ class Builder {
         break;
       }
     }
-    if (!any) throw UsageError(path + ": empty file (expected RESULT_JSON lines or a gemmar JSON document)");
+    if (!any) throw UsageError(name + ": empty file (expected RESULT_JSON lines or a gemmar JSON document)");
     in.clear();
     in.seekg(0);
     if (c == '{') {
@@ -307,13 +308,13 @@ class Builder {
         // One JSON object per line (a log of bare records) or a broken document: read as a log below.
       }
       if (parsed) {
-        read_document(doc, path);
+        read_document(doc, name);
         return;
       }
       in.clear();
       in.seekg(0);
     }
-    read_log(in, path);
+    read_log(in, name);
   }
 
   json finish();
@@ -852,13 +853,21 @@ json Builder::finish() {
   }
 
   json jmodels = json::array();
+  std::map<std::string, std::vector<std::string>> unmatched;  // file -> configs
   for (const auto& d : models_) {
     jmodels.push_back({{"source", d.source}, {"config", d.label}, {"shape", d.shape ? shape_json(*d.shape) : json(nullptr)},
                        {"model", model_json(d.model)}, {"used_by_groups", d.used_by}});
     if (!d.used_by && !runs_.empty())
-      notes_.push_back(d.source + ": model of " + (d.label.empty() ? std::string("an unnamed config") : d.label) +
-                       (d.shape ? " at M=" + std::to_string(d.shape->m) : std::string(" (no shape given)")) +
-                       " matches no run's config and shape; shown as a model-only bar");
+      unmatched[d.source.substr(0, d.source.find(": "))].push_back(
+          (d.label.empty() ? std::string("an unnamed config") : d.label) +
+          (d.shape ? " M=" + std::to_string(d.shape->m) : std::string(" (no shape given)")));
+  }
+  for (const auto& [file, configs] : unmatched) {
+    std::string list;
+    for (size_t i = 0; i < configs.size() && i < 3; ++i) list += (i ? ", " : "") + configs[i];
+    if (configs.size() > 3) list += " and " + std::to_string(configs.size() - 3) + " more";
+    notes_.push_back(file + ": " + std::to_string(configs.size()) + " model(s) match no run's config and shape (" +
+                     list + "); drawn as model-only bars");
   }
   json jsweeps = json::array();
   for (const auto& s : sweeps_) jsweeps.push_back(s.j);
@@ -893,12 +902,15 @@ json Builder::finish() {
 
 json build_report_document(const std::vector<std::string>& files, const ReadOptions& opt) {
   Builder b(opt);
-  for (const auto& f : files) b.read_file(f);
+  for (size_t i = 0; i < files.size(); ++i)
+    b.read_file(files[i], i < opt.display_names.size() && !opt.display_names[i].empty() ? opt.display_names[i] : files[i]);
   json doc = b.finish();
   const auto& s = doc["summary"];
   if (s["runs"].get<size_t>() == 0 && s["models"].get<size_t>() == 0 && s["sweeps"].get<size_t>() == 0) {
     std::string list;
-    for (const auto& f : files) list += (list.empty() ? "" : ", ") + f;
+    for (size_t i = 0; i < files.size(); ++i)
+      list += (list.empty() ? "" : ", ") +
+              (i < opt.display_names.size() && !opt.display_names[i].empty() ? opt.display_names[i] : files[i]);
     std::string first;
     if (!doc["skipped"].empty())
       first = "; " + std::to_string(doc["skipped"].size()) + " record(s) skipped, first " +

@@ -16,6 +16,7 @@ inline constexpr const char* kDocumentFormat = "gemmar-report/1";
 
 struct ReadOptions {
   size_t max_line_bytes = size_t(1) << 20;  // longer log lines are skipped records, never buffered whole
+  std::vector<std::string> display_names;   // per file, what the page calls it (default: the path given)
 };
 
 // Reads every file in order. Throws UsageError (exit 2) naming the file when one cannot be read at all:
