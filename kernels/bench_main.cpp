@@ -1,6 +1,11 @@
 // gemmar_gpu_bench: what one device session measures, standalone (no CLI libraries needed on the device).
-//   gemmar_gpu_bench ceilings [GiB]             HBM copy kernel, memcpy D2D, peer copy, launch floor
-//   gemmar_gpu_bench gemm M N K                  our blockscale GEMM vs cuBLASLt fp8 at the same shape
+//   gemmar_gpu_bench ceilings [GiB] [M...]       HBM copy kernel, memcpy D2D, peer copy, launch floor, and the
+//                                                vendor GEMM ceiling (cuBLASLt blockscale) at M x 7168 x 2048
+//   gemmar_gpu_bench gemm M N K                  our blockscale GEMM and cuBLASLt's, side by side in one run, on
+//                                                the same operands, each checked against the CPU fp32 GEMM
+//   gemmar_gpu_bench data [ROWS N PULL]         quantize / dequantize / pull kernels alone vs the copy ceiling
+//   gemmar_gpu_bench selftest                    the fp8 wire's hardware conversions vs numerics_inline.hpp, all
+//                                                2^32 fp32 inputs (4 scales) and every code at 65536 scales
 //   gemmar_gpu_bench run MODE WIRE TRANSPORT M [N K W ITERS]   one config end to end, 8 ranks on one device
 // `run` checks: the GPU partials against the CPU fp32 GEMM (bf16 rounding only), the outputs bit for bit
 // against the collective re-emulated on the CPU from the GPU's partials (reference/emulation.hpp), and the
@@ -17,9 +22,6 @@
 #include "reference/emulation.hpp"
 #include "reference/operands.hpp"
 
-namespace gemmar::kernels {
-double cublaslt_fp8_gemm_us(int64_t m, int64_t n, int64_t k, int iters, std::string& mode_out);
-}
 
 using namespace gemmar;
 
@@ -35,31 +37,91 @@ kernels::OperandFn generator(const reference::OperandSpec& spec) {
   };
 }
 
-int cmd_ceilings(double gib) {
+// One GEMM implementation at one shape: median time and the error of its bf16 partial against the CPU's
+// fp32 GEMM on 64 sampled rows (the bf16 rounding, ~1.7e-3, when right; order one when a layout is wrong).
+struct GemmResult {
+  double us = -1, rel_err = -1;
+};
+GemmResult bench_gemm(kernels::GemmImpl impl, int64_t m, int64_t n, int64_t k, int iters) {
+  reference::OperandSpec spec;
+  spec.shape = Shape{m, n, k, 1};
+  const std::vector<int64_t> rows = reference::sample_rows(spec.shape, Quant::Blockscale, 64, 7);
+  const kernels::GemmTiming t = kernels::time_gemm_only(m, n, k, iters, generator(spec), impl, rows);
+  reference::PartialsRequest preq;
+  preq.operands = spec;
+  preq.rows = rows;
+  preq.with_reference = false;
+  const reference::PartialsResult cpu = reference::compute_partials(preq);
+  double err = 0, ref = 0;
+  for (size_t i = 0; i < t.partial_rows.size(); ++i) {
+    const double d = double(t.partial_rows[i]) - double(cpu.partials[0][i]);
+    err += d * d;
+    ref += double(cpu.partials[0][i]) * double(cpu.partials[0][i]);
+  }
+  GemmResult r;
+  r.us = t.us;
+  r.rel_err = std::sqrt(err / std::max(ref, 1e-300));
+  if (!std::isfinite(r.rel_err)) r.rel_err = 1e30;
+  return r;
+}
+
+int cmd_ceilings(double gib, const std::vector<int64_t>& ms) {
   const auto c = kernels::measure_ceilings(int64_t(gib * double(1ull << 30)), 20);
-  std::printf("CEILINGS_JSON {\"device\": \"%s\", \"bytes\": %lld, \"hbm_copy_kernel_gbs\": %.1f, "
-              "\"memcpy_d2d_gbs\": %.1f, \"peer_copy_gbs\": %.1f, \"launch_floor_us\": %.2f}\n",
-              kernels::device_name(0).c_str(), (long long)c.bytes, c.hbm_copy_kernel_gbs, c.memcpy_d2d_gbs,
-              c.peer_copy_gbs, c.launch_floor_us);
+  std::string vendor;
+  for (int64_t m : ms) {
+    if (!kernels::vendor_gemm_available()) break;
+    const GemmResult g = bench_gemm(kernels::GemmImpl::Cublaslt, m, 7168, 2048, 20);
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%s{\"m\": %lld, \"n\": 7168, \"k\": 2048, \"us\": %.2f, \"tflops\": %.1f, \"rel_err\": %.3g}",
+                  vendor.empty() ? "" : ", ", (long long)m, g.us, 2.0 * double(m) * 7168 * 2048 / g.us * 1e-6, g.rel_err);
+    vendor += buf;
+  }
+  std::printf("CEILINGS_JSON {\"device\": \"%s\", \"bytes\": %lld, \"l2_bytes\": %.0f, \"hbm_copy_kernel_gbs\": %.1f, "
+              "\"memcpy_d2d_gbs\": %.1f, \"peer_copy_gbs\": %.1f, \"launch_floor_us\": %.2f, \"vendor_gemm\": \"%s\", "
+              "\"vendor_gemm_ceiling\": [%s]}\n",
+              kernels::device_name(0).c_str(), (long long)c.bytes, c.l2_bytes, c.hbm_copy_kernel_gbs, c.memcpy_d2d_gbs,
+              c.peer_copy_gbs, c.launch_floor_us, kernels::vendor_gemm_name().c_str(), vendor.c_str());
   return 0;
 }
 
 int cmd_gemm(int64_t m, int64_t n, int64_t k) {
-  reference::OperandSpec spec;
-  spec.shape = Shape{m, n, k, 1};
-  const double ours = kernels::time_gemm_only(m, n, k, 20, generator(spec));
-  std::string mode;
-  const double lt = kernels::cublaslt_fp8_gemm_us(m, n, k, 20, mode);
   const double flop = 2.0 * double(m) * double(n) * double(k);
-  std::printf("GEMM_JSON {\"m\": %lld, \"n\": %lld, \"k\": %lld, \"ours_us\": %.2f, \"ours_tflops\": %.1f, "
-              "\"cublaslt_us\": %.2f, \"cublaslt_tflops\": %.1f, \"cublaslt_scaling\": \"%s\", \"ratio\": %.3f}\n",
-              (long long)m, (long long)n, (long long)k, ours, flop / ours * 1e-6, lt, lt > 0 ? flop / lt * 1e-6 : 0.0,
-              mode.c_str(), lt > 0 ? lt / ours : 0.0);
+  const GemmResult ours = bench_gemm(kernels::GemmImpl::Gemmar, m, n, k, 20);
+  GemmResult lt;
+  if (kernels::vendor_gemm_available()) lt = bench_gemm(kernels::GemmImpl::Cublaslt, m, n, k, 20);
+  const bool ok = ours.rel_err >= 0 && ours.rel_err < 4e-3 && (lt.us < 0 || lt.rel_err < 4e-3);
+  std::printf("GEMM_JSON {\"m\": %lld, \"n\": %lld, \"k\": %lld, \"ours_kernel\": \"%s\", \"ours_us\": %.2f, "
+              "\"ours_tflops\": %.1f, \"ours_rel_err\": %.3g, \"cublaslt_us\": %.2f, \"cublaslt_tflops\": %.1f, "
+              "\"cublaslt_rel_err\": %.3g, \"cublaslt\": \"%s\", \"ratio\": %.3f, \"checked\": %s}\n",
+              (long long)m, (long long)n, (long long)k, kernels::gemm_kernel_name().c_str(), ours.us, flop / ours.us * 1e-6,
+              ours.rel_err, lt.us, lt.us > 0 ? flop / lt.us * 1e-6 : 0.0, lt.rel_err, kernels::vendor_gemm_name().c_str(),
+              lt.us > 0 ? lt.us / ours.us : 0.0, ok ? "true" : "false");
+  return ok ? 0 : 1;
+}
+
+int cmd_data(int64_t rows, int64_t n, int pull_blocks) {
+  const kernels::DataKernelRates r = kernels::measure_data_kernels(rows, n, 20, pull_blocks);
+  const double ceil = std::max(r.copy_kernel_gbs, r.memcpy_gbs);
+  std::printf("DATA_JSON {\"rows\": %lld, \"n\": %lld, \"copy_kernel_gbs\": %.1f, \"memcpy_gbs\": %.1f, "
+              "\"quantize_gbs\": %.1f, \"quantize_vs_copy\": %.3f, \"dequantize_gbs\": %.1f, \"dequantize_vs_copy\": %.3f, "
+              "\"pull_blocks\": %d, \"pull_gbs\": %.1f, \"pull_vs_copy\": %.3f}\n",
+              (long long)rows, (long long)n, r.copy_kernel_gbs, r.memcpy_gbs, r.quantize_gbs, r.quantize_gbs / ceil,
+              r.dequantize_gbs, r.dequantize_gbs / ceil, r.pull_blocks, r.pull_gbs, r.pull_gbs / ceil);
   return 0;
 }
 
+int cmd_selftest() {
+  uint64_t first = 0;
+  const std::vector<float> invs = {1.0f, 448.0f / 3.1f, 448.0f / 0.0123f, 0.37f};
+  const uint64_t bad = kernels::fp8_conversion_selftest(invs, &first);
+  std::printf("SELFTEST_JSON {\"fp8_conversions\": \"%s\", \"inputs\": %llu, \"mismatches\": %llu, \"first\": \"0x%08llx\"}\n",
+              bad ? "FAIL" : "ok", (unsigned long long)(invs.size() << 32), (unsigned long long)bad,
+              (unsigned long long)first);
+  return bad ? 1 : 0;
+}
+
 int cmd_run(const std::string& mode, const std::string& wire, const std::string& transport, int64_t m, int64_t n,
-            int64_t k, int world, int iters, int pull_blocks) {
+            int64_t k, int world, int iters, int pull_blocks, kernels::GemmImpl impl) {
   kernels::RunPlan plan;
   plan.shape = Shape{m, n, k, world};
   plan.config.mode = parse_mode(mode);
@@ -70,6 +132,7 @@ int cmd_run(const std::string& mode, const std::string& wire, const std::string&
   plan.shape.m = padded_m(plan.shape, plan.config.quant);
   plan.iterations = iters;
   plan.ranks_per_device = world;  // every rank on device 0 (one GPU lent)
+  plan.gemm_impl = impl;
   plan.rows = reference::sample_rows(plan.shape, plan.config.quant, 64, 99);
   reference::OperandSpec spec;
   spec.shape = plan.shape;
@@ -119,11 +182,11 @@ int cmd_run(const std::string& mode, const std::string& wire, const std::string&
               "\"timing\": \"eager-median-%d\", \"pull_blocks\": %d, \"per_rank_rel_l2\": [%s], \"phases_us\": {%s}, "
               "\"total_us\": %.2f, \"backend\": \"gpu\", \"device\": \"%s\", \"bitexact_mismatches\": %lld, "
               "\"checked_elements\": %lld, \"partial_rel_err\": %.3g, \"unwritten_outputs\": %lld, "
-              "\"profile\": \"h200-1gpu\"}\n",
+              "\"profile\": \"h200-1gpu\", \"gemm_impl\": \"%s\"}\n",
               mode.c_str(), wire.c_str(), transport.c_str(), (long long)m, (long long)n, (long long)k, world, maxrank,
               prt.c_str(), minrel, ok ? "true" : "false", iters, o.pull_blocks, prl.c_str(), ph.c_str(), o.total_us,
               o.device.c_str(), (long long)mismatches, (long long)(world * expect[0].size()),
-              std::sqrt(perr / std::max(pref, 1e-300)), (long long)o.unwritten_outputs);
+              std::sqrt(perr / std::max(pref, 1e-300)), (long long)o.unwritten_outputs, kernels::to_string(o.gemm_impl));
   return ok ? 0 : 1;
 }
 
@@ -134,18 +197,25 @@ int main(int argc, char** argv) {
     const std::vector<std::string> a(argv + 1, argv + argc);
     auto num = [&](size_t i, int64_t def) { return a.size() > i ? std::atoll(a[i].c_str()) : def; };
     if (a.empty()) {
-      std::fprintf(stderr, "usage: gemmar_gpu_bench ceilings [GiB] | gemm M N K | run MODE WIRE TRANSPORT M [N K W ITERS PULL]\n");
+      std::fprintf(stderr, "usage: gemmar_gpu_bench ceilings [GiB [M...]] | gemm M N K | data [ROWS N PULL] | selftest | run MODE WIRE TRANSPORT M [N K W ITERS PULL IMPL]\n");
       return 2;
     }
     if (kernels::device_count() <= 0) {
       std::fprintf(stderr, "gemmar_gpu_bench: no GPU device\n");
       return 3;
     }
-    if (a[0] == "ceilings") return cmd_ceilings(a.size() > 1 ? std::atof(a[1].c_str()) : 2.0);
+    if (a[0] == "ceilings") {
+      std::vector<int64_t> ms;
+      for (size_t i = 2; i < a.size(); ++i) ms.push_back(std::atoll(a[i].c_str()));
+      if (ms.empty()) ms = {4096, 8192, 16384};
+      return cmd_ceilings(a.size() > 1 ? std::atof(a[1].c_str()) : 2.0, ms);
+    }
+    if (a[0] == "selftest") return cmd_selftest();
+    if (a[0] == "data") return cmd_data(num(1, 131072), num(2, 7168), int(num(3, 64)));
     if (a[0] == "gemm") return cmd_gemm(num(1, 16384), num(2, 7168), num(3, 2048));
     if (a[0] == "run" && a.size() >= 5)
       return cmd_run(a[1], a[2], a[3], num(4, 16384), num(5, 7168), num(6, 2048), int(num(7, 8)), int(num(8, 11)),
-                     int(num(9, 64)));
+                     int(num(9, 64)), kernels::parse_gemm_impl(a.size() > 10 ? a[10] : "gemmar"));
     std::fprintf(stderr, "gemmar_gpu_bench: unknown command '%s'\n", a[0].c_str());
     return 2;
   } catch (const gemmar::Error& e) {

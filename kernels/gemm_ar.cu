@@ -16,6 +16,7 @@
 #include "common/errors.hpp"
 #include "kernels/gpu_compat.hpp"
 #include "kernels/kernels.hpp"
+#include "kernels/vendor_gemm.hpp"
 #include "reference/no_release_pattern.hpp"
 
 namespace gemmar::kernels {
@@ -83,6 +84,8 @@ class Pipeline {
     GEMMAR_USAGE_CHECK(K_ % dev::kBlockK == 0, "-k: must be a multiple of 128");
     S_ = M_ / W_;
     eff_ = effective_config(plan.config);
+    // The vendor GEMM has no fused epilogue: the fused modes keep ours (their epilogue pushes the tiles).
+    vendor_ = plan.gemm_impl == GemmImpl::Cublaslt && !is_fused(eff_.mode);
     int ndev = device_count();
     if (ndev <= 0) throw EnvironmentError("no GPU device found by the runtime");
     int rpd = plan.ranks_per_device;
@@ -188,6 +191,7 @@ class Pipeline {
     verify_counters();
     read_back(ro);
     ro.pull_blocks = (uses_fp8_wire(eff_) && eff_.gather_transport == Transport::Lsa) ? pull_blocks() : 0;
+    ro.gemm_impl = vendor_ ? GemmImpl::Cublaslt : GemmImpl::Gemmar;
     return ro;
   }
 
@@ -384,6 +388,8 @@ class Pipeline {
           if (!f.silent_scatter)
             put(r, ranks_[p].recv + int64_t(r) * S_ * N_, ranks_[p].dev, slice_of(rb.c, p), slice_bytes);
         }
+      } else if (vendor_) {
+        vendor_gemm_blockscale(rb.a, rb.b, rb.sa, rb.sb, M_, N_, K_, rb.c, rb.comp);
       } else {
         GPU_CHECK(dev::launch_gemm_blockscale(rb.a, rb.b, rb.sa, rb.sb, M_, N_, K_, 0, M_, d, rb.comp));
       }
@@ -597,7 +603,9 @@ class Pipeline {
   }
 
   void verify_counters() {
-    // Every GEMM tile of every destination was produced (the epilogue's per-destination counters).
+    // Every GEMM tile of every destination was produced (the epilogue's per-destination counters). The vendor
+    // GEMM has no such epilogue: its partials are checked by the read-back alone.
+    if (vendor_) return;
     const unsigned expect = unsigned((S_ / dev::kBlockM) * (N_ / dev::kBlockN));
     for (int r = 0; r < W_; ++r) {
       std::vector<unsigned> c(static_cast<size_t>(W_));
@@ -651,6 +659,7 @@ class Pipeline {
   int W_ = 0, ndev_used_ = 1;
   int64_t M_ = 0, N_ = 0, K_ = 0, S_ = 0;
   bool fnuz_hw_ = false;
+  bool vendor_ = false;
   std::vector<RankBufs> ranks_;
   gpuStream_t ctl_ = nullptr;
   std::vector<NamedEvent> events_;
@@ -710,6 +719,11 @@ Ceilings measure_ceilings(int64_t bytes, int iterations) {
   const double t_memcpy = time_it([&] { GPU_CHECK(gpuMemcpyAsync(dst, src, size_t(bytes), gpuMemcpyDeviceToDevice, s)); });
   c.memcpy_d2d_gbs = 2.0 * double(bytes) / (t_memcpy * 1e3);
   c.launch_floor_us = time_it([&] { GPU_CHECK(dev::launch_empty(s)); });
+  {
+    gpuDeviceProp prop{};
+    GPU_CHECK(gpuGetDeviceProperties(&prop, 0));
+    c.l2_bytes = double(prop.l2CacheSize);
+  }
   int n = device_count();
   if (n >= 2) {
     GPU_CHECK(gpuSetDevice(1));
@@ -729,14 +743,146 @@ Ceilings measure_ceilings(int64_t bytes, int iterations) {
   return c;
 }
 
-double time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const OperandFn& gen) {
-  RunPlan plan;
-  plan.shape = Shape{m, n, k, 1};
-  plan.config.mode = Mode::GemmOnly;
-  plan.iterations = iterations;
-  plan.ranks_per_device = 1;
-  RunOutput o = run_gemm_ar(plan, gen);
-  return o.phases_us.at("gemm");
+GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const OperandFn& gen, GemmImpl impl,
+                          const std::vector<int64_t>& rows) {
+  GEMMAR_USAGE_CHECK(m % dev::kBlockM == 0 && n % dev::kBlockN == 0 && k % dev::kBlockK == 0,
+                     "gemm: m, n, k must be multiples of 128");
+  GPU_CHECK(gpuSetDevice(0));
+  RankOperands op;
+  gen(0, op);
+  GEMMAR_CHECK(int64_t(op.a.size()) == m * k && int64_t(op.b.size()) == n * k, "operand sizes");
+  gpuStream_t s;
+  GPU_CHECK(gpuStreamCreateWithFlags(&s, gpuStreamNonBlocking));
+  uint8_t* a = dalloc<uint8_t>(m * k);
+  uint8_t* b = dalloc<uint8_t>(n * k);
+  float* sa = dalloc<float>((k / 128) * m);
+  float* sb = dalloc<float>((n / 128) * (k / 128));
+  uint16_t* c = dalloc<uint16_t>(m * n);
+  GPU_CHECK(gpuMemcpy(a, op.a.data(), op.a.size(), gpuMemcpyHostToDevice));
+  GPU_CHECK(gpuMemcpy(b, op.b.data(), op.b.size(), gpuMemcpyHostToDevice));
+  GPU_CHECK(gpuMemcpy(sa, op.a_scale.data(), op.a_scale.size() * 4, gpuMemcpyHostToDevice));
+  GPU_CHECK(gpuMemcpy(sb, op.b_scale.data(), op.b_scale.size() * 4, gpuMemcpyHostToDevice));
+  GPU_CHECK(gpuMemset(c, 0xff, size_t(m * n) * 2));
+  dev::GemmDest d{};
+  d.dst[0] = c;
+  d.slice_rows = m;
+  d.ldd = n;
+  auto launch = [&] {
+    if (impl == GemmImpl::Cublaslt) vendor_gemm_blockscale(a, b, sa, sb, m, n, k, c, s);
+    else GPU_CHECK(dev::launch_gemm_blockscale(a, b, sa, sb, m, n, k, 0, m, d, s));
+  };
+  gpuEvent_t e0, e1;
+  GPU_CHECK(gpuEventCreate(&e0));
+  GPU_CHECK(gpuEventCreate(&e1));
+  for (int i = 0; i < 3; ++i) launch();
+  GPU_CHECK(gpuStreamSynchronize(s));
+  std::vector<double> t;
+  for (int i = 0; i < std::max(1, iterations); ++i) {
+    GPU_CHECK(gpuEventRecord(e0, s));
+    launch();
+    GPU_CHECK(gpuEventRecord(e1, s));
+    GPU_CHECK(gpuEventSynchronize(e1));
+    float ms = 0;
+    GPU_CHECK(gpuEventElapsedTime(&ms, e0, e1));
+    t.push_back(double(ms) * 1e3);
+  }
+  GemmTiming out;
+  out.us = median(t);
+  std::vector<uint16_t> row(static_cast<size_t>(n));
+  for (int64_t r : rows) {
+    GEMMAR_CHECK(r >= 0 && r < m, "row ", r, " out of range");
+    GPU_CHECK(gpuMemcpy(row.data(), c + r * n, size_t(n) * 2, gpuMemcpyDeviceToHost));
+    for (uint16_t h : row) {
+      const uint32_t u = uint32_t(h) << 16;
+      float v;
+      std::memcpy(&v, &u, 4);
+      out.partial_rows.push_back(v);
+    }
+  }
+  GPU_CHECK(gpuEventDestroy(e0));
+  GPU_CHECK(gpuEventDestroy(e1));
+  for (void* p : {static_cast<void*>(a), static_cast<void*>(b), static_cast<void*>(sa), static_cast<void*>(sb),
+                  static_cast<void*>(c)})
+    GPU_CHECK(gpuFree(p));
+  GPU_CHECK(gpuStreamDestroy(s));
+  return out;
 }
+std::string gemm_kernel_name() { return dev::gemm_kernel_name(); }
+
+DataKernelRates measure_data_kernels(int64_t rows, int64_t n, int iterations, int pull_blocks) {
+  GEMMAR_USAGE_CHECK(rows > 0 && n % 16 == 0, "data: rows > 0 and n a multiple of 16");
+  GPU_CHECK(gpuSetDevice(0));
+  gpuStream_t s;
+  GPU_CHECK(gpuStreamCreateWithFlags(&s, gpuStreamNonBlocking));
+  uint16_t* x = dalloc<uint16_t>(rows * n);
+  uint16_t* y = dalloc<uint16_t>(rows * n);
+  uint8_t* q = dalloc<uint8_t>(rows * n);
+  float* qs = dalloc<float>(rows);
+  // Finite bf16 data with row-varying magnitude (never zeros): 0x3c00 + i%0x700, sign from bit 3.
+  GPU_CHECK(gpuMemset(x, 0x3d, size_t(rows * n) * 2));
+  gpuEvent_t e0, e1;
+  GPU_CHECK(gpuEventCreate(&e0));
+  GPU_CHECK(gpuEventCreate(&e1));
+  auto time_it = [&](auto&& fn) {
+    for (int i = 0; i < 2; ++i) fn();
+    std::vector<double> v;
+    for (int i = 0; i < std::max(1, iterations); ++i) {
+      GPU_CHECK(gpuEventRecord(e0, s));
+      fn();
+      GPU_CHECK(gpuEventRecord(e1, s));
+      GPU_CHECK(gpuEventSynchronize(e1));
+      float ms = 0;
+      GPU_CHECK(gpuEventElapsedTime(&ms, e0, e1));
+      v.push_back(double(ms) * 1e3);
+    }
+    return median(v);
+  };
+  DataKernelRates r;
+  const double copy_b = 2.0 * double(rows * n) * 2;
+  r.copy_kernel_gbs = copy_b / (time_it([&] { GPU_CHECK(dev::launch_copy_kernel(y, x, rows * n * 2, s)); }) * 1e3);
+  r.memcpy_gbs = copy_b / (time_it([&] {
+                             GPU_CHECK(gpuMemcpyAsync(y, x, size_t(rows * n) * 2, gpuMemcpyDeviceToDevice, s));
+                           }) * 1e3);
+  r.bytes_quantize = rows * n * 2 + rows * n + 4 * rows;
+  r.quantize_gbs = double(r.bytes_quantize) /
+                   (time_it([&] { GPU_CHECK(dev::launch_quantize(x, rows, n, q, qs, s)); }) * 1e3);
+  r.bytes_widen = rows * n + 4 * rows + rows * n * 2;
+  dev::Fp8Sources src{};
+  src.q[0] = q;
+  src.scale[0] = qs;
+  src.out[0] = y;
+  r.dequantize_gbs = double(r.bytes_widen) / (time_it([&] { GPU_CHECK(dev::launch_widen(src, 1, rows, n, 0, s)); }) * 1e3);
+  r.pull_blocks = pull_blocks;
+  r.pull_gbs = double(r.bytes_widen) /
+               (time_it([&] { GPU_CHECK(dev::launch_widen(src, 1, rows, n, pull_blocks, s)); }) * 1e3);
+  GPU_CHECK(gpuEventDestroy(e0));
+  GPU_CHECK(gpuEventDestroy(e1));
+  for (void* p : {static_cast<void*>(x), static_cast<void*>(y), static_cast<void*>(q), static_cast<void*>(qs)})
+    GPU_CHECK(gpuFree(p));
+  GPU_CHECK(gpuStreamDestroy(s));
+  return r;
+}
+
+uint64_t fp8_conversion_selftest(const std::vector<float>& invs, uint64_t* first) {
+  GPU_CHECK(gpuSetDevice(0));
+  unsigned long long* d = dalloc<unsigned long long>(2);
+  GPU_CHECK(gpuMemset(d, 0, 16));
+  for (float inv : invs)
+    for (uint64_t b = 0; b < (uint64_t(1) << 32); b += uint64_t(1) << 30)
+      GPU_CHECK(dev::launch_fp8_selftest(b, uint64_t(1) << 30, inv, d, d + 1, nullptr));
+  GPU_CHECK(gpuDeviceSynchronize());
+  unsigned long long h[2] = {0, 0};
+  GPU_CHECK(gpuMemcpy(h, d, 16, gpuMemcpyDeviceToHost));
+  GPU_CHECK(gpuFree(d));
+  if (first) *first = h[1];
+  return h[0];
+}
+
+GemmImpl parse_gemm_impl(const std::string& s) {
+  if (s == "gemmar") return GemmImpl::Gemmar;
+  if (s == "cublaslt") return GemmImpl::Cublaslt;
+  throw UsageError("--gemm-impl: unknown value '" + s + "' (accepted: gemmar|cublaslt)", __FILE__, __LINE__);
+}
+const char* to_string(GemmImpl i) { return i == GemmImpl::Cublaslt ? "cublaslt" : "gemmar"; }
 
 }  // namespace gemmar::kernels

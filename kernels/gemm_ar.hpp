@@ -36,6 +36,12 @@ struct RankOperands {
 // Fills one rank's operands; called once per rank so only one rank's host copy is alive at a time.
 using OperandFn = std::function<void(int rank, RankOperands&)>;
 
+// Which GEMM computes the partials: ours (kernels.cu; the fused modes always use it, their epilogue pushes
+// tiles), or the vendor's blockscale GEMM (cuBLASLt, kernels/vendor_gemm.hpp) for gemm-only and split modes.
+enum class GemmImpl { Gemmar, Cublaslt };
+GemmImpl parse_gemm_impl(const std::string& s);  // "gemmar" | "cublaslt"; UsageError naming --gemm-impl
+const char* to_string(GemmImpl);
+
 struct RunPlan {
   Shape shape;  // shape.m must already be padded (multiple of world * 128)
   Config config;
@@ -45,6 +51,7 @@ struct RunPlan {
   int warmup = 2;
   std::vector<int64_t> rows;  // output rows to read back (every rank)
   uint64_t seed = 1234;       // the run's seed: drives the no-release pattern, as the emulation's request seed
+  GemmImpl gemm_impl = GemmImpl::Gemmar;  // honoured by gemm-only and the split modes
 };
 
 struct RunOutput {
@@ -58,6 +65,7 @@ struct RunOutput {
   int64_t unwritten_outputs = 0;               // poison (0xFFFF) elements left in any rank's output
   std::string device;                          // e.g. "NVIDIA H200 (8 ranks on 1 device)"
   int pull_blocks = 0;                         // the pull grid actually launched (fp8/lsa), else 0
+  GemmImpl gemm_impl = GemmImpl::Gemmar;       // the GEMM that actually ran
 };
 
 // Number of usable GPUs (0 when the runtime finds none or has no driver).
@@ -75,10 +83,38 @@ struct Ceilings {
   double peer_copy_gbs = 0;        // memcpyPeerAsync between devices 0 and 1 (0 when one device)
   double launch_floor_us = 0;      // an empty kernel, launch to completion, median
   int64_t bytes = 0;
+  double l2_bytes = 0;             // the device's L2 (the copy buffers are many times larger)
 };
 Ceilings measure_ceilings(int64_t bytes, int iterations);
 
-// Our blockscale GEMM alone on one device, median time in us over `iterations` (for the TFLOP/s table).
-double time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const OperandFn&);
+// The data kernels alone on large buffers (rows x n, many times the L2), against the copy ceiling measured
+// in the same call: GB/s counting bytes read + written, median of `iterations`.
+struct DataKernelRates {
+  double copy_kernel_gbs = 0, memcpy_gbs = 0;
+  double quantize_gbs = 0;     // reads rows*n*2 (once), writes rows*n + 4*rows
+  double dequantize_gbs = 0;   // reads rows*n + 4*rows, writes rows*n*2 (default grid)
+  double pull_gbs = 0;         // the same kernel with `pull_blocks` blocks (the pull's grid)
+  int pull_blocks = 0;
+  int64_t bytes_quantize = 0, bytes_widen = 0;
+};
+DataKernelRates measure_data_kernels(int64_t rows, int64_t n, int iterations, int pull_blocks);
+
+// Exhaustive check of the fp8 wire's conversions on the device against reference/numerics_inline.hpp: all
+// 2^32 fp32 inputs of the quantize (at each inverse scale in `invs`) and every code of the dequantize at 65536
+// scales. Returns the number of mismatches; *first = the first mismatching input's bits.
+uint64_t fp8_conversion_selftest(const std::vector<float>& invs, uint64_t* first);
+std::string gemm_kernel_name();
+// The vendor GEMM (kernels/vendor_gemm.hpp): whether this build has it, and what it is.
+bool vendor_gemm_available();
+std::string vendor_gemm_name();
+
+// One GEMM alone on one device (gemm-only, one rank), median time in us over `iterations`, plus `rows` of the
+// bf16 partial it computed, read back ([i * n + col], for the check against the CPU fp32 GEMM).
+struct GemmTiming {
+  double us = 0;
+  std::vector<float> partial_rows;
+};
+GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const OperandFn&, GemmImpl impl,
+                          const std::vector<int64_t>& rows);
 
 }  // namespace gemmar::kernels

@@ -23,6 +23,7 @@ using gpuGraph_t = hipGraph_t;
 using gpuGraphExec_t = hipGraphExec_t;
 using gpuDeviceProp = hipDeviceProp_t;
 #define gpuSuccess hipSuccess
+#define gpuErrorInvalidValue hipErrorInvalidValue
 #define gpuGetErrorString hipGetErrorString
 #define gpuGetLastError hipGetLastError
 #define gpuGetDeviceCount hipGetDeviceCount
@@ -66,6 +67,7 @@ using gpuGraph_t = cudaGraph_t;
 using gpuGraphExec_t = cudaGraphExec_t;
 using gpuDeviceProp = cudaDeviceProp;
 #define gpuSuccess cudaSuccess
+#define gpuErrorInvalidValue cudaErrorInvalidValue
 #define gpuGetErrorString cudaGetErrorString
 #define gpuGetLastError cudaGetLastError
 #define gpuGetDeviceCount cudaGetDeviceCount

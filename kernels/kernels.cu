@@ -3,8 +3,19 @@
 // header the CPU emulation uses, so the two agree bit for bit. Only the GEMM's fp32 accumulation order is
 // hardware-defined; that is why the driver re-emulates the collective from the partials read back here.
 #include "kernels/kernels.hpp"
+
+#include <algorithm>
+
 #include "reference/no_release_pattern.hpp"
 #include "reference/numerics_inline.hpp"
+
+#if defined(GEMMAR_GPU_CUDA)
+#include <cuda.h>  // CUtensorMap (types only: the encoder is fetched from the driver at run time)
+#include <cudaTypedefs.h>
+
+#include <cstdlib>
+#include <cstring>
+#endif
 
 namespace gemmar::kernels::dev {
 namespace {
@@ -39,6 +50,14 @@ __device__ __forceinline__ void tile_done(const GemmDest& d, int slice) {
     atomicAdd(d.counters + slice, 1u);
   }
 }
+
+}  // namespace
+}  // namespace gemmar::kernels::dev
+#if defined(GEMMAR_GPU_CUDA)
+#include "kernels/gemm_wgmma.cuh"
+#endif
+namespace gemmar::kernels::dev {
+namespace {
 
 // ---------------------------------------------------------------------------------------------------------
 // Blockscale GEMM. CTA tile 128 x 128, K step 128 (one scale block). Per K block the MMA accumulates the
@@ -341,36 +360,187 @@ __global__ void __launch_bounds__(kThreads) reduce_kernel(SlotSet slots, int own
   }
 }
 
-__global__ void __launch_bounds__(kThreads) quantize_kernel(const uint16_t* in, int64_t n, uint8_t* q_out,
-                                                            float* q_scale) {
-  const int64_t row = blockIdx.x;
-  quantize_row(in + row * n, n, q_out + row * n, q_scale + row);
+// ---- fp8 wire conversions: hardware on NVIDIA sm_89+ (cvt e4m3x2 <-> f16x2/f32), numerics_inline.hpp elsewhere.
+// Both give the bits of nm::quantize_scaled / nm::wire_dequantize for every input (exhaustively checked on the
+// device by `gemmar_gpu_bench selftest`): RNE, saturation to +-448 (infinities too), NaN -> 0x7f (sign
+// dropped), bf16 NaN -> 0x7fc0.
+#if defined(GEMMAR_GPU_CUDA) && defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 890)
+#define GEMMAR_HW_FP8_CVT 1
+#endif
+
+// Any NaN code (S.1111.111) becomes 0x7f: satfinite never yields 0x7f/0xff for a number, so a byte whose low
+// 7 bits are all ones was a NaN, and only its sign bit must go.
+[[maybe_unused]] __device__ __forceinline__ uint32_t canon_nan_e4m3x4(uint32_t w) {
+  const uint32_t t = (w & 0x7f7f7f7fu) ^ 0x7f7f7f7fu;  // zero byte <=> NaN code
+  const uint32_t z = ~(((t & 0x7f7f7f7fu) + 0x7f7f7f7fu) | t | 0x7f7f7f7fu);  // 0x80 in exactly the zero bytes
+  return w & ~z;
 }
 
-// 16 codes per step: one 16-byte load (local or over the fabric), two 16-byte stores.
-__global__ void __launch_bounds__(kThreads) widen_kernel(Fp8Sources src, int count, int64_t rows, int64_t n) {
-  const int64_t nv = n / 16;
-  const int64_t per_src = rows * nv;
-  const int64_t total = per_src * count;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
-    const int s = int(i / per_src);
-    const int64_t rem = i - int64_t(s) * per_src;
-    const int64_t row = rem / nv, v = rem - row * nv;
-    const uint4 q = reinterpret_cast<const uint4*>(src.q[s] + row * n)[v];
-    const float scale = src.scale[s][row];
-    const uint32_t w[4] = {q.x, q.y, q.z, q.w};
-    uint32_t o[8];
+// Four fp32 (already multiplied by the inverse scale, one rounding) -> four e4m3fn codes, byte i = x[i].
+__device__ __forceinline__ uint32_t e4m3x4_from_f32(float x0, float x1, float x2, float x3) {
+#if defined(GEMMAR_HW_FP8_CVT)
+  uint16_t lo, hi;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(lo) : "f"(x1), "f"(x0));
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(hi) : "f"(x3), "f"(x2));
+  return canon_nan_e4m3x4(uint32_t(lo) | (uint32_t(hi) << 16));
+#else
+  return uint32_t(nm::f32_to_e4m3(x0, false)) | (uint32_t(nm::f32_to_e4m3(x1, false)) << 8) |
+         (uint32_t(nm::f32_to_e4m3(x2, false)) << 16) | (uint32_t(nm::f32_to_e4m3(x3, false)) << 24);
+#endif
+}
+
+// bf16 pair (lo = a, hi = b) with the canonical NaN 0x7fc0 of nm::f32_to_bf16.
+[[maybe_unused]] __device__ __forceinline__ uint32_t bf16x2_from_f32(float a, float b) {
+#if defined(GEMMAR_HW_FP8_CVT)
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
+  if ((r & 0x7fffu) > 0x7f80u) r = (r & 0xffff0000u) | 0x7fc0u;
+  if (((r >> 16) & 0x7fffu) > 0x7f80u) r = (r & 0x0000ffffu) | 0x7fc00000u;
+  return r;
+#else
+  return uint32_t(nm::f32_to_bf16(a)) | (uint32_t(nm::f32_to_bf16(b)) << 16);
+#endif
+}
+
+// Four e4m3fn codes (byte i) times the row scale -> four bf16 (nm::wire_dequantize), as two bf16x2 words.
+__device__ __forceinline__ void dequant4(uint32_t w, float scale, uint32_t& o01, uint32_t& o23) {
+#if defined(GEMMAR_HW_FP8_CVT)
+  uint32_t h01, h23;  // f16x2: e4m3 -> f16 is exact (every e4m3fn value, NaN -> f16 NaN)
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h01) : "h"(uint16_t(w & 0xffffu)));
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h23) : "h"(uint16_t(w >> 16)));
+  float f0, f1, f2, f3;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f0) : "h"(uint16_t(h01 & 0xffffu)));
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f1) : "h"(uint16_t(h01 >> 16)));
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f2) : "h"(uint16_t(h23 & 0xffffu)));
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f3) : "h"(uint16_t(h23 >> 16)));
+  o01 = bf16x2_from_f32(nm::mul_rn(f0, scale), nm::mul_rn(f1, scale));
+  o23 = bf16x2_from_f32(nm::mul_rn(f2, scale), nm::mul_rn(f3, scale));
+#else
+  o01 = uint32_t(nm::wire_dequantize(uint8_t(w), scale, false)) |
+        (uint32_t(nm::wire_dequantize(uint8_t(w >> 8), scale, false)) << 16);
+  o23 = uint32_t(nm::wire_dequantize(uint8_t(w >> 16), scale, false)) |
+        (uint32_t(nm::wire_dequantize(uint8_t(w >> 24), scale, false)) << 16);
+#endif
+}
+
+// Eight bf16 (one 16-byte load) times the inverse scale -> eight e4m3fn codes (8 bytes).
+__device__ __forceinline__ uint2 quant8(const uint4& x, float inv) {
+  float f[8];
+  unpack8(x, f);
 #pragma unroll
-    for (int k = 0; k < 4; ++k)
+  for (int e = 0; e < 8; ++e) f[e] = nm::mul_rn(f[e], inv);
+  return make_uint2(e4m3x4_from_f32(f[0], f[1], f[2], f[3]), e4m3x4_from_f32(f[4], f[5], f[6], f[7]));
+}
+
+constexpr int kQuantThreads = 128;
+constexpr int kQuantVecs = 8;  // 16-byte vectors per thread held in registers: rows up to 128*8*8 = 8192 columns
+
+// One row per block, read once: the row stays in registers (kQuantVecs x 16 B per thread) across the block's
+// NaN-propagating amax, then is scaled and narrowed from there. Rows wider than 8192 columns take the
+// two-pass quantize_row.
+__global__ void __launch_bounds__(kQuantThreads) quantize_kernel(const uint16_t* in, int64_t n, uint8_t* q_out,
+                                                                 float* q_scale) {
+  const int64_t row = blockIdx.x;
+  const uint16_t* rp = in + row * n;
+  const int nv = int(n / 8);
+  if (nv > kQuantThreads * kQuantVecs) {
+    quantize_row(rp, n, q_out + row * n, q_scale + row);
+    return;
+  }
+  uint4 x[kQuantVecs];
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const uint8_t c0 = uint8_t(w[k] >> (16 * h)), c1 = uint8_t(w[k] >> (16 * h + 8));
-        o[2 * k + h] = uint32_t(nm::wire_dequantize(c0, scale, false)) |
-                       (uint32_t(nm::wire_dequantize(c1, scale, false)) << 16);
+  for (int i = 0; i < kQuantVecs; ++i) {
+    const int v = int(threadIdx.x) + i * kQuantThreads;
+    x[i] = v < nv ? reinterpret_cast<const uint4*>(rp)[v] : make_uint4(0u, 0u, 0u, 0u);
+  }
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kQuantVecs; ++i) {
+    float f[8];
+    unpack8(x[i], f);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) amax = nm::amax_step(amax, f[e]);
+  }
+  amax = block_amax(amax);
+  const float inv = nm::amax_inv_scale(amax, false);
+  uint2* qp = reinterpret_cast<uint2*>(q_out + row * n);
+#pragma unroll
+  for (int i = 0; i < kQuantVecs; ++i) {
+    const int v = int(threadIdx.x) + i * kQuantThreads;
+    if (v < nv) qp[v] = quant8(x[i], inv);
+  }
+  if (threadIdx.x == 0) q_scale[row] = nm::amax_scale(amax, false);
+}
+
+constexpr int kWidenRows = 8;  // rows per block step: 8 independent 16-byte loads in flight per thread
+
+// The fp8 wire's receive side (dequantize, and the pull over peer pointers). A block has one thread per 16-byte
+// code vector of a row (blockDim = n/16 rounded up to a warp, at most 512; wider rows loop); a block step
+// takes kWidenRows consecutive rows of the `count` sources, and every thread issues all its kWidenRows loads
+// before it converts (Little's law: bytes in flight, not threads, set the rate of a latency-bound pull, whose
+// grid is fixed by --pull-blocks). Stores: 32 contiguous bytes per thread, 1 KiB per warp. 32-bit indices.
+__global__ void __launch_bounds__(512) widen_kernel(Fp8Sources src, int count, int rows, int n) {
+  const int nv = n / 16;
+  const int units = count * rows;
+  for (int base = int(blockIdx.x) * kWidenRows; base < units; base += int(gridDim.x) * kWidenRows) {
+    int s = base / rows, row = base - s * rows;
+    const uint4* qp[kWidenRows];
+    uint4* op[kWidenRows];
+    float sc[kWidenRows];
+#pragma unroll
+    for (int r = 0; r < kWidenRows; ++r) {
+      const bool live = base + r < units;
+      const int ss = live ? s : 0, rr = live ? row : 0;
+      qp[r] = reinterpret_cast<const uint4*>(src.q[ss] + int64_t(rr) * n);
+      op[r] = reinterpret_cast<uint4*>(src.out[ss] + int64_t(rr) * n);
+      sc[r] = src.scale[ss][rr];
+      if (++row == rows) {
+        row = 0;
+        ++s;
       }
-    uint4* dst = reinterpret_cast<uint4*>(src.out[s] + row * n) + 2 * v;
-    dst[0] = make_uint4(o[0], o[1], o[2], o[3]);
-    dst[1] = make_uint4(o[4], o[5], o[6], o[7]);
+    }
+    for (int v = int(threadIdx.x); v < nv; v += int(blockDim.x)) {
+      uint4 q[kWidenRows];
+#pragma unroll
+      for (int r = 0; r < kWidenRows; ++r)
+        if (base + r < units) q[r] = qp[r][v];
+#pragma unroll
+      for (int r = 0; r < kWidenRows; ++r) {
+        if (base + r >= units) continue;
+        uint4 a, b;
+        dequant4(q[r].x, sc[r], a.x, a.y);
+        dequant4(q[r].y, sc[r], a.z, a.w);
+        dequant4(q[r].z, sc[r], b.x, b.y);
+        dequant4(q[r].w, sc[r], b.z, b.w);
+        op[r][2 * v] = a;
+        op[r][2 * v + 1] = b;
+      }
+    }
+  }
+}
+
+// Exhaustive check of the conversions above against numerics_inline.hpp: every fp32 bit pattern through the
+// quantize path (x * 1.0 then e4m3; plus x * inv for a few scales) and every code x several scales through
+// the dequantize path. Counts mismatches into *bad and records the first offending input in *first.
+__global__ void fp8_selftest_kernel(uint64_t begin, uint64_t count, float inv, unsigned long long* bad,
+                                    unsigned long long* first) {
+  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += uint64_t(gridDim.x) * blockDim.x) {
+    const uint32_t u = uint32_t(begin + i);
+    const float x = nm::bits_f32(u);
+    const float y = nm::mul_rn(x, inv);
+    const uint32_t hw = e4m3x4_from_f32(y, y, y, y) & 0xffu;
+    const uint32_t sw = nm::quantize_scaled(x, inv, false);
+    bool ok = hw == sw;
+    if ((u & 0xffffu) == 0) {  // every 65536th input also checks the dequantize of code (u >> 16) & 0xff
+      const uint32_t code = (u >> 16) & 0xffu;
+      const float scale = nm::bits_f32(0x3c000000u + (u >> 24) * 0x00123457u);
+      uint32_t o01, o23;
+      dequant4(code * 0x01010101u, scale, o01, o23);
+      ok = ok && (o01 & 0xffffu) == nm::wire_dequantize(uint8_t(code), scale, false) && o01 == o23;
+    }
+    if (!ok) {
+      if (atomicAdd(bad, 1ull) == 0) *first = u;
+    }
   }
 }
 
@@ -479,12 +649,72 @@ int grid_for(int64_t work_items, int per_block) {
 
 }  // namespace
 
+#if defined(GEMMAR_GPU_CUDA)
+namespace {
+// The wgmma kernel runs on compute capability 9.x (this build targets sm_90a) unless GEMMAR_GEMM_KERNEL=mma
+// asks for the mma.sync kernel (kept as the fallback and for comparison).
+bool use_wgmma() {
+  static int v = -1;
+  if (v < 0) {
+    int dev = 0;
+    gpuDeviceProp prop{};
+    const char* env = std::getenv("GEMMAR_GEMM_KERNEL");
+    v = gpuGetDevice(&dev) == gpuSuccess && gpuGetDeviceProperties(&prop, dev) == gpuSuccess && prop.major == 9 &&
+        !(env && std::strcmp(env, "mma") == 0);
+  }
+  return v == 1;
+}
+
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
+  if (!fn) {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) == cudaSuccess &&
+        q == cudaDriverEntryPointSuccess)
+      fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+  }
+  return fn;
+}
+
+// rows x k e4m3 row-major, boxes of 128 rows x 128 bytes, 128-byte swizzle (what smem_desc() describes).
+bool make_tile_map(CUtensorMap* map, const uint8_t* base, int64_t rows, int64_t k) {
+  const auto enc = tensor_map_encoder();
+  if (!enc) return false;
+  const cuuint64_t dims[2] = {cuuint64_t(k), cuuint64_t(rows)};
+  const cuuint64_t strides[1] = {cuuint64_t(k)};
+  const cuuint32_t box[2] = {128, 128};
+  const cuuint32_t estr[2] = {1, 1};
+  return enc(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<uint8_t*>(base), dims, strides, box, estr,
+             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+}  // namespace
+#endif
+
 gpuError_t launch_gemm_blockscale(const uint8_t* a, const uint8_t* b, const float* a_scale, const float* b_scale,
                                   int64_t m, int64_t n, int64_t k, int64_t m_begin, int64_t m_end,
                                   const GemmDest& dest, gpuStream_t s) {
   static bool attr_set[kMaxWorld] = {};  // the attribute is per device
   int devno = 0;
   if (gpuGetDevice(&devno) != gpuSuccess || devno < 0 || devno >= kMaxWorld) devno = 0;
+#if defined(GEMMAR_GPU_CUDA)
+  if (use_wgmma()) {
+    static bool wattr_set[kMaxWorld] = {};
+    if (!wattr_set[devno]) {
+      const gpuError_t e = gpuFuncSetAttribute(gemm_wgmma_kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, kWgmmaSmem);
+      if (e != gpuSuccess) return e;
+      wattr_set[devno] = true;
+    }
+    if (m_end <= m_begin) return gpuSuccess;
+    CUtensorMap ta, tb;
+    if (!make_tile_map(&ta, a, m, k) || !make_tile_map(&tb, b, n, k)) return gpuErrorInvalidValue;
+    const int64_t tiles = ((m_end - m_begin) / kBlockM) * (n / kBlockN);
+    const int grid = int(std::min<int64_t>(tiles, sm_count_cached()));
+    gemm_wgmma_kernel<<<unsigned(grid), kWThreads, kWgmmaSmem, s>>>(ta, tb, a_scale, b_scale, m, n, k, m_begin, m_end, dest);
+    return gpuGetLastError();
+  }
+#endif
   if (!attr_set[devno]) {
     const gpuError_t e =
         gpuFuncSetAttribute(gemm_blockscale_kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, kGemmSmem);
@@ -505,14 +735,18 @@ gpuError_t launch_reduce(const SlotSet& slots, int owner, int world, int64_t row
 
 gpuError_t launch_quantize(const uint16_t* in, int64_t rows, int64_t n, uint8_t* q_out, float* q_scale,
                            gpuStream_t s) {
-  quantize_kernel<<<unsigned(rows), kThreads, 0, s>>>(in, n, q_out, q_scale);
+  quantize_kernel<<<unsigned(rows), kQuantThreads, 0, s>>>(in, n, q_out, q_scale);
   return gpuGetLastError();
 }
 
 gpuError_t launch_widen(const Fp8Sources& src, int count, int64_t rows, int64_t n, int blocks, gpuStream_t s) {
   if (count <= 0) return gpuSuccess;
-  const int grid = blocks > 0 ? blocks : grid_for(int64_t(count) * rows * (n / 16), kThreads);
-  widen_kernel<<<unsigned(grid), kThreads, 0, s>>>(src, count, rows, n);
+  if (int64_t(count) * rows >= (int64_t(1) << 31) || n >= (int64_t(1) << 31)) return gpuErrorInvalidValue;
+  const int64_t steps = (int64_t(count) * rows + kWidenRows - 1) / kWidenRows;
+  const int threads = int(std::min<int64_t>(512, ((n / 16 + 31) / 32) * 32));
+  // Default grid (the local dequantize): enough blocks to fill the device a few times over.
+  const int grid = blocks > 0 ? blocks : int(std::min<int64_t>(steps, int64_t(sm_count_cached()) * 4));
+  widen_kernel<<<unsigned(grid), unsigned(threads), 0, s>>>(src, count, int(rows), int(n));
   return gpuGetLastError();
 }
 
@@ -554,9 +788,26 @@ gpuError_t launch_copy_kernel(void* dst, const void* src, int64_t bytes, gpuStre
   return gpuGetLastError();
 }
 
+gpuError_t launch_fp8_selftest(uint64_t begin, uint64_t count, float inv, unsigned long long* bad,
+                               unsigned long long* first, gpuStream_t s) {
+  fp8_selftest_kernel<<<unsigned(sm_count_cached() * 8), 256, 0, s>>>(begin, count, inv, bad, first);
+  return gpuGetLastError();
+}
+
 gpuError_t launch_empty(gpuStream_t s) {
   empty_kernel<<<1, 32, 0, s>>>();
   return gpuGetLastError();
+}
+
+const char* gemm_kernel_name() {
+#if defined(GEMMAR_GPU_HIP)
+  return "mfma 32x32x16 fp8 (gfx94x/gfx950), 128x128x128 tiles";
+#else
+  if (use_wgmma())
+    return "wgmma m64n128k32 e4m3 + TMA/mbarrier, warp-specialised (1 producer + 2 consumer warpgroups), persistent, "
+           "128x128x128 tiles, 6 stages";
+  return "mma.sync m16n8k32 e4m3 + cp.async, 128x128x128 tiles";
+#endif
 }
 
 }  // namespace gemmar::kernels::dev

@@ -79,5 +79,11 @@ gpuError_t launch_fp8_recode(uint8_t* x, int64_t elems, bool zero_negzero_only, 
 // 16-byte vector copy (the HBM ceiling).
 gpuError_t launch_copy_kernel(void* dst, const void* src, int64_t bytes, gpuStream_t s);
 gpuError_t launch_empty(gpuStream_t s);
+// Exhaustive conversion check (fp8 wire, hardware vs numerics_inline.hpp) over fp32 bit patterns
+// [begin, begin + count): mismatches counted into *bad, the first one's input bits into *first.
+gpuError_t launch_fp8_selftest(uint64_t begin, uint64_t count, float inv, unsigned long long* bad,
+                               unsigned long long* first, gpuStream_t s);
+// The main-loop family of our blockscale GEMM on this build's device pass ("wgmma+tma (sm_90a)", ...).
+const char* gemm_kernel_name();
 
 }  // namespace gemmar::kernels::dev

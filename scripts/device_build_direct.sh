@@ -14,9 +14,9 @@ pids=()
 for f in "${srcs[@]}"; do
   g++ "${FLAGS[@]}" -c "$f" -o "$B/obj_$(echo "$f" | tr '/.' '__').o" & pids+=($!)
 done
-for f in kernels/kernels.cu kernels/gemm_ar.cu; do
+for f in kernels/kernels.cu kernels/gemm_ar.cu kernels/vendor_gemm.cu; do
   "$NVCC" -std=c++17 -O3 -I. -gencode=arch=compute_90a,code=sm_90a -lineinfo -c "$f" -o "$B/$(basename "$f").o" & pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p"; done
-g++ -o "$B/gemmar" "$B"/*.o .deps/lib/libboost_program_options.a -fopenmp -L/usr/local/cuda/lib64 -lcudart -lpthread
+g++ -o "$B/gemmar" "$B"/*.o .deps/lib/libboost_program_options.a -fopenmp -L/usr/local/cuda/lib64 -lcudart -lcublasLt -lpthread
 echo "built $B/gemmar"

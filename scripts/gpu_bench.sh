@@ -2,7 +2,7 @@
 # Builds gemmar_gpu_bench with nvcc/g++ directly (no CMake dependencies needed on the device machine; Eigen's
 # headers may be carried in .deps/eigen3) and runs what docs/results/h200-1gpu-*.md reports: the ceilings,
 # our GEMM against cuBLASLt at M x 7168 x 2048, and every mode and wire with 8 ranks on one GPU at each M.
-# Usage: scripts/gpu_bench.sh OUTDIR [M...]   (default M: 4096 16384)
+# Usage: scripts/gpu_bench.sh OUTDIR [M...]   (default M: 4096 16384); GEMMAR_BUILD_ONLY=1 stops after the build
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-/tmp/gemmar-gpu}; shift || true
@@ -14,7 +14,7 @@ NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 EIGEN=${EIGEN_INC:-$([[ -d .deps/eigen3 ]] && echo .deps/eigen3 || echo /usr/include/eigen3)}
 ARCH=${GEMMAR_CUDA_ARCH:-90a}
 set -e
-for f in kernels/kernels.cu kernels/gemm_ar.cu kernels/cublaslt_bench.cu; do
+for f in kernels/kernels.cu kernels/gemm_ar.cu kernels/vendor_gemm.cu; do
   "$NVCC" -std=c++17 -O3 -I. -gencode=arch=compute_${ARCH},code=sm_${ARCH} -Xptxas -v -lineinfo -c "$f" \
     -o "$B/$(basename "$f").o" 2> "$B/$(basename "$f").ptxas" &
 done
@@ -25,6 +25,7 @@ done
 wait
 "$NVCC" -o "$B/gemmar_gpu_bench" "$B"/*.o -lcublasLt -Xcompiler -fopenmp
 set +e
+[[ "${GEMMAR_BUILD_ONLY:-0}" == 1 ]] && { echo "built $B/gemmar_gpu_bench"; exit 0; }
 grep -A2 gemm_blockscale "$B/kernels.cu.ptxas" | grep -E "registers|spill" | tee "$OUT/ptxas.txt"
 BENCH="$B/gemmar_gpu_bench"
 LOG="$OUT/results.log"

@@ -55,6 +55,9 @@ void add_run_options(po::options_description& d, RunCommand cmd) {
        "output rows checked against the reference, stratified over every rank's slice; 0 = every row "
        "(default: 256 for run, every row for validate on cpu, 512 for validate on gpu)")
       ("iterations", po::value<int>()->default_value(11), "GPU: timed runs per config (median)")
+      ("gemm-impl", po::value<std::string>()->default_value("gemmar"),
+       "GPU: the GEMM of gemm-only and the split modes: gemmar|cublaslt (NVIDIA; fused modes keep gemmar's, whose "
+       "epilogue pushes tiles); fused runs are also compared with the vendor GEMM + the split all-reduce")
       ("profile", po::value<std::string>()->default_value(""),
        "model profile to judge against (default: from the backend and device: mi355x/mi300x on AMD, h200 on "
        "NVIDIA, h200-1gpu for W ranks on one NVIDIA device, mi355x for the CPU emulation)")
@@ -99,6 +102,9 @@ RunPlan read_run_plan(const po::variables_map& vm, RunCommand cmd) {
   p.iterations = vm["iterations"].as<int>();
   GEMMAR_USAGE_CHECK(p.iterations >= 1 && p.iterations <= 1000, "--iterations: must be in [1, 1000]");
   p.profile = vm["profile"].as<std::string>();
+  p.gemm_impl = vm["gemm-impl"].as<std::string>();
+  GEMMAR_USAGE_CHECK(p.gemm_impl == "gemmar" || p.gemm_impl == "cublaslt", "--gemm-impl: unknown value '",
+                     p.gemm_impl, "' (accepted: gemmar|cublaslt)");
   p.ranks_per_device = vm["ranks-per-device"].as<int>();
   GEMMAR_USAGE_CHECK(p.ranks_per_device >= 0, "--ranks-per-device: must be >= 0");
   validate_plan(p);

@@ -31,6 +31,15 @@ struct BackendResult {
   std::vector<double> per_rank_time_us;
   std::optional<double> total_us;
   std::string device;  // e.g. "NVIDIA H200 (8 ranks on 1 device)"
+  int ranks_per_device = 1;  // as the backend placed them (W on one device when emulated there)
+  // Output elements still holding the poison the backend wrote before the run; nullopt: not counted.
+  std::optional<int64_t> poisoned_elements;
+  // GPU: the GEMM that computed the partials ("gemmar" | "cublaslt"), and for a fused run the unfused baseline
+  // measured in the same process on the same operands: the vendor GEMM, then the split all-reduce of the same
+  // wire (split-sdma, same gather dtype and transport), its total in us and what it was.
+  std::string gemm_impl;
+  std::optional<double> unfused_baseline_us;
+  std::string unfused_baseline;
 };
 
 struct RunRequest {
@@ -42,6 +51,7 @@ struct RunRequest {
   int64_t check_rows = 256;  // sampled output rows checked against the reference (stratified per slice)
   int iterations = 11;       // graph replays timed (median)
   std::string profile;       // the model profile to judge against ("" = backend's default)
+  std::string gemm_impl = "gemmar";  // GPU: gemmar | cublaslt (gemm-only and split modes; fused keep ours)
 };
 
 class Backend {
@@ -60,7 +70,8 @@ std::unique_ptr<Backend> make_gpu_backend();
 bool gpu_backend_built();
 
 struct RunOutcome {
-  RunRecord record;  // RESULT_JSON fields + gemmar's
+  RunRecord record;           // RESULT_JSON fields + gemmar's
+  Expectations expectations;  // what the judge used (floors, model): the RESULT_JSON line carries them
   Verdict verdict;
 };
 

@@ -46,6 +46,7 @@ class GpuBackend final : public Backend {
     plan.iterations = std::max(1, req.iterations);
     plan.rows = rows_to_return;
     plan.seed = req.seed;  // the no-release pattern is keyed by the run's seed, as in the emulation
+    plan.gemm_impl = kernels::parse_gemm_impl(req.gemm_impl);
 
     reference::OperandSpec spec;
     spec.shape = req.shape;
@@ -66,7 +67,8 @@ class GpuBackend final : public Backend {
       }
       cache_key_ = key;
     }
-    const kernels::RunOutput o = kernels::run_gemm_ar(plan, [&](int rank, kernels::RankOperands& dst) { dst = cache_[rank]; });
+    const auto operands = [&](int rank, kernels::RankOperands& dst) { dst = cache_[rank]; };
+    const kernels::RunOutput o = kernels::run_gemm_ar(plan, operands);
 
     BackendResult res;
     res.backend = "gpu";
@@ -77,14 +79,39 @@ class GpuBackend final : public Backend {
     res.per_rank_time_us = o.per_rank_time_us;
     res.total_us = o.total_us;
     res.device = o.device;
-    if (o.unwritten_outputs > 0)
-      res.device += " [" + std::to_string(o.unwritten_outputs) + " output elements still hold the poison]";
+    // As kernels/gemm_ar.cu places them: one rank per device when W devices exist, else all on one.
+    res.ranks_per_device = req.ranks_per_device > 0 ? req.ranks_per_device
+                           : kernels::device_count() >= req.shape.world ? 1 : req.shape.world;
+    res.poisoned_elements = o.unwritten_outputs;
+    res.gemm_impl = kernels::to_string(o.gemm_impl);
+    if (is_fused(effective_config(req.config).mode) && req.inject.label() == "none") {
+      // The unfused baseline of this fused run, same process, same operands: the vendor GEMM (ours where the
+      // build has none), then the split all-reduce of the same wire. Timed only, once per (shape, wire).
+      kernels::RunPlan base = plan;
+      base.config.mode = Mode::SplitSdma;
+      base.faults = kernels::DeviceFaults{};
+      base.rows.clear();
+      base.gemm_impl = kernels::vendor_gemm_available() ? kernels::GemmImpl::Cublaslt : kernels::GemmImpl::Gemmar;
+      const std::string what = std::string(kernels::vendor_gemm_available() ? "cuBLASLt GEMM" : "gemmar GEMM") +
+                               " + split-sdma " + to_string(base.config.gather_dtype) + "/" +
+                               to_string(base.config.gather_transport);
+      auto& cached = baselines_[std::make_tuple(plan.shape.m, plan.shape.n, plan.shape.k, plan.shape.world,
+                                                what, plan.iterations)];
+      if (!(cached > 0)) {
+        const kernels::RunOutput b = kernels::run_gemm_ar(base, operands);
+        cached = b.per_rank_time_us.empty() ? b.total_us
+                                            : *std::max_element(b.per_rank_time_us.begin(), b.per_rank_time_us.end());
+      }
+      res.unfused_baseline_us = cached;
+      res.unfused_baseline = what;
+    }
     return res;
   }
 
  private:
   std::tuple<int64_t, int64_t, int64_t, int, uint64_t> cache_key_{-1, -1, -1, -1, 0};
   std::vector<kernels::RankOperands> cache_;
+  std::map<std::tuple<int64_t, int64_t, int64_t, int, std::string, int>, double> baselines_;
 };
 
 }  // namespace

@@ -50,6 +50,7 @@ std::vector<RunOutcome> execute_plan(const RunPlan& plan, std::ostream* log) {
       r.check_rows = plan.check_rows;
       r.iterations = plan.iterations;
       r.profile = plan.profile;
+      r.gemm_impl = plan.gemm_impl;
       RunOutcome o = run_and_check(*backend, r);
       o.record.source = "run:" + std::to_string(++index);
       o.verdict.source = o.record.source;
@@ -65,22 +66,17 @@ std::string result_json_line(const RunOutcome& o) {
   j["verdict"] = o.verdict.pass ? "pass" : "fail";
   nlohmann::json findings = nlohmann::json::array();
   for (const auto& f : o.verdict.findings)
-    findings.push_back({{"code", f.code}, {"severity", f.severity == Severity::Error ? "error" : "warning"},
-                        {"message", f.message}});
+    findings.push_back({{"code", f.code}, {"severity", to_string(f.severity)}, {"message", f.message}});
   j["findings"] = findings;
+  // What the judge used: the model's prediction (phases beside the measured ones, for the report) and floors.
   if (o.verdict.context.contains("model")) j["model"] = o.verdict.context["model"];
-  // The model's phases beside the measured ones, for the report (the verdict context carries only totals).
-  try {
-    const model::Profile profile = model::load_profile(o.record.profile.value_or("mi355x"));
-    Config c = o.record.config;
-    if (o.record.pull_blocks) c.pull_blocks = *o.record.pull_blocks;
-    nlohmann::json prediction = model::to_json(model::predict(profile, o.record.shape, c));
+  if (o.expectations.prediction) {
+    const nlohmann::json prediction = model::to_json(*o.expectations.prediction);
     for (auto it = prediction.begin(); it != prediction.end(); ++it)
       if (!j["model"].contains(it.key())) j["model"][it.key()] = it.value();
-  } catch (const Error&) {
-    // A shape the model rejects keeps the verdict's own context; the finding already says why.
   }
   if (o.verdict.context.contains("floors")) j["floor"] = o.verdict.context["floors"];
+  if (o.verdict.context.contains("phase_efficiency")) j["phase_efficiency"] = o.verdict.context["phase_efficiency"];
   return "RESULT_JSON " + dump_python_json(j);
 }
 

@@ -21,6 +21,7 @@ struct RunPlan {
   int iterations = 11;
   int ranks_per_device = 0;
   std::string profile;
+  std::string gemm_impl = "gemmar";
 };
 
 // Every mode x wire x transport of SPEC 1.1 that exists (split-lsa bf16 only; gemm-only once), at `base`'s quant

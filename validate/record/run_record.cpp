@@ -5,115 +5,11 @@
 #include <sstream>
 
 #include "common/errors.hpp"
-#include "common/json_text.hpp"
+#include "validate/record/python_json.hpp"
 
 namespace gemmar {
 
 namespace {
-
-// Non-finite tokens are swapped for strings no benchmark writes, then swapped back to doubles after the
-// parse: nlohmann's grammar is strict JSON and offers no hook for them.
-constexpr const char* kNanSentinel = "\x01gemmar:NaN";
-constexpr const char* kPosInfSentinel = "\x01gemmar:+Inf";
-constexpr const char* kNegInfSentinel = "\x01gemmar:-Inf";
-// As JSON text the control character must be escaped.
-std::string sentinel_text(const char* sentinel) { return std::string("\"\\u0001") + (sentinel + 1) + "\""; }
-
-bool is_word_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
-}
-
-std::string substitute_non_finite(const std::string& text) {
-  std::string out;
-  out.reserve(text.size() + 16);
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      out += c;
-      if (c == '\\' && i + 1 < text.size()) {
-        out += text[++i];
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-      out += c;
-      continue;
-    }
-    const bool boundary_before = i == 0 || !is_word_char(text[i - 1]);
-    auto token_at = [&](const char* tok, size_t len) {
-      return boundary_before && text.compare(i, len, tok) == 0 &&
-             (i + len >= text.size() || !is_word_char(text[i + len]));
-    };
-    if (token_at("NaN", 3)) {
-      out += sentinel_text(kNanSentinel);
-      i += 2;
-    } else if (token_at("Infinity", 8)) {
-      out += sentinel_text(kPosInfSentinel);
-      i += 7;
-    } else if (token_at("-Infinity", 9)) {
-      out += sentinel_text(kNegInfSentinel);
-      i += 8;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-void restore_non_finite(nlohmann::json& j) {
-  if (j.is_string()) {
-    const auto& s = j.get_ref<const std::string&>();
-    if (s == kNanSentinel)
-      j = std::numeric_limits<double>::quiet_NaN();
-    else if (s == kPosInfSentinel)
-      j = std::numeric_limits<double>::infinity();
-    else if (s == kNegInfSentinel)
-      j = -std::numeric_limits<double>::infinity();
-  } else if (j.is_structured()) {
-    for (auto& v : j) restore_non_finite(v);
-  }
-}
-
-void dump_into(const nlohmann::json& j, std::string& out) {
-  if (j.is_number_float()) {
-    const double v = j.get<double>();
-    if (std::isnan(v)) {
-      out += "NaN";
-      return;
-    }
-    if (std::isinf(v)) {
-      out += v > 0 ? "Infinity" : "-Infinity";
-      return;
-    }
-  }
-  if (j.is_object()) {
-    out += '{';
-    bool first = true;
-    for (auto it = j.begin(); it != j.end(); ++it) {
-      if (!first) out += ", ";
-      first = false;
-      out += json_text(nlohmann::json(it.key()));
-      out += ": ";
-      dump_into(it.value(), out);
-    }
-    out += '}';
-  } else if (j.is_array()) {
-    out += '[';
-    bool first = true;
-    for (const auto& v : j) {
-      if (!first) out += ", ";
-      first = false;
-      dump_into(v, out);
-    }
-    out += ']';
-  } else {
-    out += json_text(j);
-  }
-}
 
 [[noreturn]] void bad_field(const std::string& source, const std::string& field, const std::string& what) {
   throw UsageError(source + ": field '" + field + "' " + what);
@@ -178,18 +74,6 @@ auto parse_enum_field(const nlohmann::json& j, const std::string& key, const std
 
 }  // namespace
 
-nlohmann::json parse_python_json(const std::string& text) {
-  auto j = nlohmann::json::parse(substitute_non_finite(text));
-  restore_non_finite(j);
-  return j;
-}
-
-std::string dump_python_json(const nlohmann::json& j) {
-  std::string out;
-  dump_into(j, out);
-  return out;
-}
-
 RunRecord run_record_from_json(const nlohmann::json& j, const std::string& source) {
   if (!j.is_object()) throw UsageError(source + ": a run record must be a JSON object, got " + j.type_name());
   RunRecord r;
@@ -243,6 +127,31 @@ RunRecord run_record_from_json(const nlohmann::json& j, const std::string& sourc
   }
   if (present(j, "profile")) r.profile = get_string(j, "profile", source);
   if (present(j, "backend")) r.backend = get_string(j, "backend", source);
+  if (present(j, "stop_after")) r.stop_after = get_string(j, "stop_after", source);
+  auto count = [&](const char* key) -> std::optional<int64_t> {
+    if (!present(j, key)) return std::nullopt;
+    const int64_t v = get_int(j, key, source);
+    // -1 was the old "not checked" spelling of wrong_elements.
+    if (v < 0) return std::nullopt;
+    return v;
+  };
+  r.wrong_elements = count("wrong_elements");
+  r.checked_rows = count("checked_rows");
+  r.poisoned_elements = count("poisoned_elements");
+  if (present(j, "rel_l2_all_views")) r.rel_l2_all_views = get_number(j, "rel_l2_all_views", source);
+  if (present(j, "rel_l2_all_views_stderr"))
+    r.rel_l2_all_views_stderr = get_number(j, "rel_l2_all_views_stderr", source);
+  if (present(j, "seed")) {
+    const auto& v = j.at("seed");
+    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
+      bad_field(source, "seed", std::string("must be a non-negative integer, got ") + (v.is_number() ? v.dump() : type_name(v)));
+    r.seed = v.get<uint64_t>();
+  }
+  if (present(j, "inject")) r.inject = get_string(j, "inject", source);
+  if (present(j, "device")) r.device = get_string(j, "device", source);
+  if (present(j, "gemm_impl")) r.gemm_impl = get_string(j, "gemm_impl", source);
+  if (present(j, "unfused_baseline")) r.unfused_baseline = get_string(j, "unfused_baseline", source);
+  if (present(j, "unfused_baseline_us")) r.unfused_baseline_us = get_number(j, "unfused_baseline_us", source);
 
   // The sizes and combinations the op itself rejects mean the record cannot describe a real run.
   try {
@@ -250,8 +159,8 @@ RunRecord run_record_from_json(const nlohmann::json& j, const std::string& sourc
   } catch (const UsageError& e) {
     throw UsageError(source + ": " + e.what());
   }
-  if (r.config.mode == Mode::SplitLsa && r.config.gather_dtype == WireDtype::Fp8)
-    bad_field(source, "gather_dtype", "is fp8 but split-lsa is a bf16-only all-reduce");
+  if (has_collective(r.config.mode) && !traits(r.config.mode).fp8_wire && r.config.gather_dtype == WireDtype::Fp8)
+    bad_field(source, "gather_dtype", "is fp8 but " + to_string(r.config.mode) + " is a bf16-only all-reduce");
   return r;
 }
 
@@ -281,6 +190,22 @@ nlohmann::json run_record_to_json(const RunRecord& r) {
   }
   if (r.profile) j["profile"] = *r.profile;
   if (r.backend) j["backend"] = *r.backend;
+  if (r.stop_after) j["stop_after"] = *r.stop_after;
+  if (r.wrong_elements) j["wrong_elements"] = *r.wrong_elements;
+  if (r.checked_rows) j["checked_rows"] = *r.checked_rows;
+  if (r.poisoned_elements) j["poisoned_elements"] = *r.poisoned_elements;
+  if (r.rel_l2_all_views) j["rel_l2_all_views"] = *r.rel_l2_all_views;
+  if (r.rel_l2_all_views_stderr) j["rel_l2_all_views_stderr"] = *r.rel_l2_all_views_stderr;
+  if (r.seed) j["seed"] = *r.seed;
+  if (r.inject) j["inject"] = *r.inject;
+  if (r.device) j["device"] = *r.device;
+  if (r.gemm_impl) j["gemm_impl"] = *r.gemm_impl;
+  if (r.unfused_baseline) j["unfused_baseline"] = *r.unfused_baseline;
+  if (r.unfused_baseline_us) {
+    j["unfused_baseline_us"] = *r.unfused_baseline_us;
+    if (r.max_rank_time_us && *r.max_rank_time_us > 0)
+      j["fused_vs_unfused"] = *r.unfused_baseline_us / *r.max_rank_time_us;
+  }
   return j;
 }
 

@@ -1,6 +1,10 @@
-// One run of gemm_ar as the real benchmark reports it (its RESULT_JSON line), plus gemmar's own optional
-// fields. This is the unit that `gemmar check` judges and `gemmar run`/`validate` produce.
+// One run of gemm_ar: what the real benchmark prints on its RESULT_JSON line, plus what gemmar's own checks
+// measured. Every command that judges a run (run, validate, check, verify) builds this record and hands it
+// to the same judge (validate/verdict/verdict.hpp), so the same run gets the same verdict whichever command
+// judged it. Written and read back by run_record_to_json / run_record_from_json: a RESULT_JSON line that
+// gemmar printed, piped into `gemmar check`, yields the same record.
 #pragma once
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -9,28 +13,46 @@
 #include <nlohmann/json.hpp>
 
 #include "common/config.hpp"
+#include "validate/record/python_json.hpp"
 
 namespace gemmar {
 
 struct RunRecord {
   std::string source;  // "file:line" (or "run:N") for messages
-  // Benchmark fields (SPEC 1.2). Absent optional fields stay nullopt; NaN is kept as NaN.
+  // --- The benchmark's fields. Absent optional fields stay nullopt; NaN is kept as NaN.
   Shape shape;
   Config config;
   std::optional<double> max_rank_time_us;
   std::vector<double> per_rank_time_us;
   std::optional<double> rel_l2;     // the benchmark's (minimum over ranks when validated)
   std::optional<bool> validated;
-  std::string timing;               // e.g. "graph" / "eager"; informational
-  // gemmar's optional fields.
+  std::string timing;               // "graph" | "eager"; informational
+  std::optional<std::string> stop_after;  // "all", or the last phase run ("scatter"): a partial run
+  // --- gemmar's optional fields (any producer may add them).
   std::optional<int> pull_blocks;   // defaults to config.pull_blocks (64) when absent
   std::vector<double> per_rank_rel_l2;
   std::map<std::string, double> phases_us;
   std::optional<std::string> profile;
-  // Per-slice relL2 (index = owning rank), when the producer knows it (gemmar run / validate).
+  // Per-slice relL2 (index = owning rank), when the producer knows it (gemmar run / validate / verify).
   std::vector<double> per_slice_rel_l2;
-  std::optional<std::string> backend;  // "cpu-emulation" | "gpu"
-  nlohmann::json raw;                   // the whole input object, for the report
+  std::optional<std::string> backend;  // "cpu-emulation" | "gpu" | "tensors" (gemmar verify)
+  // --- The checks gemmar ran on the output itself (run, validate, verify). nullopt: that check did not run.
+  // Output elements that differ bit for bit from the collective re-emulated over the run's own partials.
+  std::optional<int64_t> wrong_elements;
+  std::optional<int64_t> checked_rows;       // output rows compared (per rank)
+  std::optional<int64_t> poisoned_elements;  // output elements still holding the poison written before the run
+  std::optional<double> rel_l2_all_views;    // relL2 over every rank's view of the checked rows
+  std::optional<double> rel_l2_all_views_stderr;
+  std::optional<uint64_t> seed;
+  std::optional<std::string> inject;   // the fault injected on purpose ("none" when clean)
+  std::optional<std::string> device;   // e.g. "NVIDIA H200 (8 ranks on 1 device)"
+  // --- The GEMM that computed the partials ("gemmar" | "cublaslt", as the benchmark's --gemm-impl), and for a
+  // fused run the unfused baseline measured in the same run: what it was and its time. RESULT_JSON also
+  // carries fused_vs_unfused = unfused_baseline_us / max_rank_time_us (> 1: fusing pays).
+  std::optional<std::string> gemm_impl;
+  std::optional<std::string> unfused_baseline;
+  std::optional<double> unfused_baseline_us;
+  nlohmann::json raw;                   // the whole input object (fields gemmar does not model are kept)
 };
 
 // Throws UsageError with `source` and the field name on a wrong type or a missing required field
@@ -38,12 +60,5 @@ struct RunRecord {
 RunRecord run_record_from_json(const nlohmann::json& j, const std::string& source);
 // The benchmark's field names plus gemmar's; NaN written as NaN (like Python's json.dumps).
 nlohmann::json run_record_to_json(const RunRecord&);
-
-// Python-json.dumps compatible text: parse accepts the bare tokens NaN, Infinity and -Infinity outside
-// strings (nlohmann rejects them); dump writes non-finite numbers back as those tokens (nlohmann would
-// write null). Use dump_python_json when printing RESULT_JSON lines. parse throws nlohmann::json::exception:
-// parse_error for bad syntax, out_of_range (406) for a number beyond a double (1e999); catch the base class.
-nlohmann::json parse_python_json(const std::string& text);
-std::string dump_python_json(const nlohmann::json&);
 
 }  // namespace gemmar

@@ -71,95 +71,15 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// The model and its profiles are pure functions of their inputs; `gemmar check` over a long log asks the
-// same (profile, shape, config) many times, so each is computed once.
-struct ModelCache {
-  std::mutex mu;
-  std::map<std::string, std::shared_ptr<model::Profile>> profiles;
-  std::map<std::string, model::Prediction> predictions;
-  std::map<std::string, model::Sweep> sweeps;
-};
-ModelCache& model_cache() {
-  static ModelCache c;
-  return c;
-}
-
-std::string cache_key(const std::string& profile, const Shape& s, const Config& c) {
-  std::ostringstream os;
-  os << profile << '|' << s.m << ',' << s.n << ',' << s.k << ',' << s.world << '|' << config_label(c) << '|'
-     << c.pull_blocks;
-  return os.str();
-}
-
-std::shared_ptr<model::Profile> profile_for(const std::string& name) {
-  auto& c = model_cache();
-  {
-    std::lock_guard lock(c.mu);
-    auto it = c.profiles.find(name);
-    if (it != c.profiles.end()) return it->second;
-  }
-  auto p = std::make_shared<model::Profile>(model::load_profile(name));
-  std::lock_guard lock(c.mu);
-  return c.profiles.emplace(name, p).first->second;
-}
-
-model::Prediction predict_cached(const std::string& pname, const model::Profile& p, const Shape& s,
-                                 const Config& cfg) {
-  auto& c = model_cache();
-  const std::string key = cache_key(pname, s, cfg);
-  {
-    std::lock_guard lock(c.mu);
-    auto it = c.predictions.find(key);
-    if (it != c.predictions.end()) return it->second;
-  }
-  auto pred = model::predict(p, s, cfg);
-  std::lock_guard lock(c.mu);
-  return c.predictions.emplace(key, pred).first->second;
-}
-
-// Grid values the pull sweep visits: the powers of two and their midpoints a kernel engineer would try.
-const std::vector<int>& pull_grid_values() {
-  static const std::vector<int> v{8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024};
-  return v;
-}
-
-model::Sweep sweep_cached(const std::string& pname, const model::Profile& p, const Shape& s, const Config& cfg) {
-  auto& c = model_cache();
-  Config key_cfg = cfg;
-  key_cfg.pull_blocks = 0;
-  const std::string key = cache_key(pname, s, key_cfg);
-  {
-    std::lock_guard lock(c.mu);
-    auto it = c.sweeps.find(key);
-    if (it != c.sweeps.end()) return it->second;
-  }
-  auto sw = model::sweep_pull_blocks(p, s, cfg, pull_grid_values());
-  std::lock_guard lock(c.mu);
-  return c.sweeps.emplace(key, sw).first->second;
-}
-
-double sweep_total(const model::Sweep& sw, int value, const std::string& pname, const model::Profile& p,
-                   const Shape& s, Config cfg) {
+double sweep_total_at(const model::Sweep& sw, int value, double fallback) {
   for (const auto& pt : sw.points)
     if (pt.value == value) return pt.total_us;
-  cfg.pull_blocks = value;
-  return predict_cached(pname, p, s, cfg).total_us;
-}
-
-double sweep_best(const model::Sweep& sw) {
-  double best = INFINITY;
-  for (const auto& pt : sw.points)
-    if (pt.value == sw.optimum) best = pt.total_us;
-  if (!std::isfinite(best))
-    for (const auto& pt : sw.points) best = std::min(best, pt.total_us);
-  return best;
+  return fallback;
 }
 
 bool is_pull_wire(const Config& eff) {
   return has_collective(eff.mode) && uses_fp8_wire(eff) && eff.gather_transport == Transport::Lsa;
 }
-
-bool uses_copy_engine(Mode m) { return m == Mode::SplitSdma || m == Mode::FusedSdma; }
 
 // Shape and config decide which runs are the "same" for a baseline; the pull grid only matters where there
 // is a pull.
@@ -173,17 +93,22 @@ std::string match_key(const RunRecord& r, const Config& cfg, bool with_quant) {
   return os.str();
 }
 
-Config judged_config(const RunRecord& r, const JudgeOptions& o) {
-  Config c = r.config;
-  c.pull_blocks = r.pull_blocks ? *r.pull_blocks : o.pull_blocks.value_or(Config{}.pull_blocks);
-  return c;
-}
-
 struct Judge {
+  Judge(const RunRecord& record, const Expectations& expectations)
+      : r(record), e(expectations), cfg(expectations.config), eff(effective_config(expectations.config)) {}
   const RunRecord& r;
-  const JudgeOptions& o;
+  const Expectations& e;
   Verdict v;
   Config cfg, eff;
+  // Derived once by numerics(), used by its parts.
+  bool collective = false, fp8 = false, rel_ok = false;
+  std::string wire;
+  std::optional<double> worst;  // the worst rank's relL2 (the benchmark's is the minimum over ranks)
+  int worst_rank = -1;
+  std::optional<double> floor_bf16, floor_fp8, expected, sigma;
+  double accept_max = 0, upper = 0, tol = 0;
+  std::string floor_txt;
+  bool silent = false;
 
   void add(const std::string& code, Severity sev, std::string msg) {
     v.findings.push_back({code, sev, std::move(msg)});
@@ -191,31 +116,58 @@ struct Judge {
   }
 
   void numerics() {
-    const int W = r.shape.world;
-    const bool collective = has_collective(eff.mode);
-    const bool fp8 = collective && uses_fp8_wire(eff);
-    const std::string wire = fp8 ? "fp8" : "bf16";
+    collective = has_collective(eff.mode);
+    fp8 = collective && uses_fp8_wire(eff);
+    wire = fp8 ? "fp8" : "bf16";
+    not_validated();
+    output_checks();
+    worst_rank_error();
+    floors();
+    silent_transfer();
+    against_floor();
+    rank_divergence_numerics();
+  }
 
-    // --- NOT_VALIDATED: the benchmark's own check did not run or did not pass.
-    const bool rel_ok = r.rel_l2 && std::isfinite(*r.rel_l2);
+  // --- NOT_VALIDATED: the benchmark's own check did not run or did not pass.
+  void not_validated() {
+    rel_ok = r.rel_l2 && std::isfinite(*r.rel_l2);
     std::vector<std::string> why;
     if (!r.rel_l2) why.push_back("carries no rel_l2");
     else if (!rel_ok) why.push_back("has rel_l2 " + sci(*r.rel_l2) + " (the output holds NaN/inf or the check was skipped)");
     if (!r.validated) why.push_back("carries no validated field (the benchmark's check was skipped)");
     else if (!*r.validated) why.push_back("has validated=false (the benchmark's own bound rejected it)");
-    if (!why.empty()) {
-      std::string msg = "The run ";
-      for (size_t i = 0; i < why.size(); ++i) msg += (i ? " and " : "") + why[i];
-      msg += (r.validated && !*r.validated && rel_ok)
-                 ? ": its output is wrong (see the numerics findings), so its time measures nothing; do not quote it."
-                 : ": rerun with validation on and look at the output for NaN before trusting its time.";
-      add("NOT_VALIDATED", Severity::Error, msg);
-    }
+    if (why.empty()) return;
+    std::string msg = "The run ";
+    for (size_t i = 0; i < why.size(); ++i) msg += (i ? " and " : "") + why[i];
+    msg += (r.validated && !*r.validated && rel_ok)
+               ? ": its output is wrong (see the numerics findings), so its time measures nothing; do not quote it."
+               : ": rerun with validation on and look at the output for NaN before trusting its time.";
+    add("NOT_VALIDATED", Severity::Error, msg);
+  }
 
-    // The benchmark's rel_l2 is the minimum over ranks; the worst rank decides correctness.
-    std::optional<double> worst;
+  // --- COLLECTIVE_MISMATCH / UNWRITTEN_OUTPUT: what gemmar's own checks of the output tensors found.
+  void output_checks() {
+    if (r.wrong_elements && *r.wrong_elements > 0) {
+      const int64_t rows = r.checked_rows.value_or(0);
+      const int64_t total = rows * r.shape.n * r.shape.world;
+      std::ostringstream m;
+      m << *r.wrong_elements;
+      if (total > 0) m << " of " << total;
+      m << " checked output elements differ bit for bit from the collective re-emulated over this run's own "
+           "partials: the reduce-scatter/all-gather did not compute what it should (see the other findings)";
+      add("COLLECTIVE_MISMATCH", Severity::Error, m.str() + ".");
+    }
+    if (r.poisoned_elements && *r.poisoned_elements > 0) {
+      add("UNWRITTEN_OUTPUT", Severity::Error,
+          std::to_string(*r.poisoned_elements) +
+              " output elements still hold the poison written before the run: no kernel or copy wrote them "
+              "(a skipped tile, a put that never landed, a grid that does not cover the output).");
+    }
+  }
+
+  // The benchmark's rel_l2 is the minimum over ranks; the worst rank decides correctness.
+  void worst_rank_error() {
     if (rel_ok) worst = *r.rel_l2;
-    int worst_rank = -1;
     for (size_t i = 0; i < r.per_rank_rel_l2.size(); ++i) {
       const double x = r.per_rank_rel_l2[i];
       if (std::isfinite(x) && (!worst || x > *worst)) {
@@ -223,36 +175,31 @@ struct Judge {
         worst_rank = int(i);
       }
     }
+  }
 
-    // --- floors for this run's own shape, quant and wire.
-    std::optional<double> floor_bf16, floor_fp8, expected, sigma;
-    if (collective) {
-      try {
-        // The floor is a per-row statistic (iid rows; padding rows are zero in both output and reference),
-        // so M only sets how many rows there are: one derivation per (N, K, W, quant) serves every M.
-        Shape fs = r.shape;
-        if (!o.floors_at_run_m) fs.m = kFloorCanonicalM;
-        const auto& fl = reference::cached_floors(fs, cfg.quant);
-        floor_bf16 = fl.bf16;
-        floor_fp8 = fl.fp8;
-        expected = fp8 ? fl.fp8 : fl.bf16;
-        // The floor is estimated on rows_evaluated sampled rows; the run's own relL2 averages over M rows, so
-        // its row-to-row noise is the floor's stderr scaled by sqrt(rows/M).
-        const double se = fp8 ? fl.fp8_stderr : fl.bf16_stderr;
-        const double rows = double(std::max<int64_t>(fl.rows_evaluated, 1));
-        sigma = se * std::sqrt(1.0 + rows / double(std::max<int64_t>(r.shape.m, 1)));
-        v.context["floors"] = {{"bf16", fl.bf16},          {"fp8", fl.fp8},
-                               {"bf16_stderr", fl.bf16_stderr}, {"fp8_stderr", fl.fp8_stderr},
-                               {"rows_evaluated", fl.rows_evaluated}, {"wire", wire}, {"derived_at_m", fs.m}};
-      } catch (const Error& e) {
-        add("FLOOR_UNAVAILABLE", Severity::Warning,
-            std::string("The reference floors could not be derived for this shape (") + e.what() +
-                "), so only the benchmark's own bounds were applied.");
-      }
+  // The floors for this run's own shape, quant and wire, and the band around the expected one.
+  void floors() {
+    if (collective && e.floors) {
+      const FloorExpectation& fl = *e.floors;
+      floor_bf16 = fl.bf16;
+      floor_fp8 = fl.fp8;
+      expected = fp8 ? fl.fp8 : fl.bf16;
+      // The floor is estimated on rows_evaluated sampled rows; the run's own relL2 averages over M rows, so
+      // its row-to-row noise is the floor's stderr scaled by sqrt(rows/M).
+      const double se = fp8 ? fl.fp8_stderr : fl.bf16_stderr;
+      const double rows = double(std::max<int64_t>(fl.rows_evaluated, 1));
+      sigma = se * std::sqrt(1.0 + rows / double(std::max<int64_t>(r.shape.m, 1)));
+      v.context["floors"] = {{"bf16", fl.bf16},          {"fp8", fl.fp8},
+                             {"bf16_stderr", fl.bf16_stderr}, {"fp8_stderr", fl.fp8_stderr},
+                             {"rows_evaluated", fl.rows_evaluated}, {"wire", wire}, {"derived_at_m", fl.derived_at_m}};
+    } else if (collective && !e.floor_error.empty()) {
+      add("FLOOR_UNAVAILABLE", Severity::Warning,
+          "The reference floors could not be derived for this shape (" + e.floor_error +
+              "), so only the benchmark's own bounds were applied.");
     }
-    const double accept_max = fp8 ? kFp8AcceptMax : kBf16AcceptMax;
-    double upper = accept_max;
-    double tol = kFloorMargin;
+    accept_max = fp8 ? kFp8AcceptMax : kBf16AcceptMax;
+    upper = accept_max;
+    tol = kFloorMargin;
     if (expected) {
       tol = std::max(kFloorMargin, kFloorSigmas * *sigma / *expected);
       upper = std::min(upper, *expected * (1.0 + tol));
@@ -261,86 +208,88 @@ struct Judge {
     } else {
       v.context["numerics"] = {{"upper", upper}, {"accept_max", accept_max}};
     }
-    const std::string floor_txt = expected ? ("the " + wire + " floor " + sci(*expected)) : ("the benchmark's bound " + sci(accept_max));
+    floor_txt = expected ? ("the " + wire + " floor " + sci(*expected)) : ("the benchmark's bound " + sci(accept_max));
+  }
 
-    // --- SILENT_TRANSFER: order-one error in the shape of whole slices missing.
-    bool silent = false;
-    if (collective) {
-      std::vector<int> off;
-      // NaN is not "never arrived": a slice of padding rows only (small M at large W) has no sampled row, and
-      // an output holding NaN (e.g. e4m3fnuz codes read as e4m3fn) is NOT_VALIDATED's, not a silent put's.
-      for (size_t i = 0; i < r.per_slice_rel_l2.size(); ++i)
-        if (r.per_slice_rel_l2[i] >= kSliceOffRelL2) off.push_back(int(i));
-      const std::string fix = uses_copy_engine(eff.mode)
-                                  ? "copy-engine puts did nothing: check the host library was built with SDMA queues"
-                                  : "peer stores never landed: check the peer windows are mapped and the barrier waits for them";
-      if (!off.empty()) {
-        std::string list;
-        for (size_t i = 0; i < off.size() && i < 8; ++i) list += (i ? "," : "") + std::to_string(off[i]);
-        if (off.size() > 8) list += ",...";
-        silent = true;
-        // Missing shares leave a slice at most all-zero (relL2 1: a silent gather on the fp8 wire dequantizes
-        // zero codes). Above 1 by the margin with every slice off, the buffer holds other data altogether.
-        const bool all_off = off.size() == r.per_slice_rel_l2.size();
-        std::string cause = fix;
-        if (all_off && worst && *worst > 1.0 + kNotThisRunMargin) {
-          char above[200];
-          std::snprintf(above, sizeof above,
-                        "every slice is off and relL2 %.3f is above the 1.000 of an all-zero output, more than "
-                        "missing shares can give: the output holds another run's data (stale, never written by "
-                        "this run) or the ", *worst);
-          cause = std::string(above) + fix;
-        } else if (all_off) {
-          cause = fix + "; every slice is off, so also check that this run wrote its output at all (a stale "
-                        "buffer from an earlier run reads the same)";
-        }
-        add("SILENT_TRANSFER", Severity::Error,
-            std::to_string(off.size()) + " of " + std::to_string(r.per_slice_rel_l2.size()) +
-                " slices (owners " + list + ") have relL2 >= " + sci(kSliceOffRelL2) + " against " + floor_txt +
-                ": " + cause + ".");
-      } else if (worst && *worst >= kSilentMinRelL2) {
-        const double x = *worst;
-        const int j = std::clamp(int(std::lround(double(W) * x * x)), 1, W);
-        const double pattern = std::sqrt(double(j) / double(W));
-        if (std::fabs(x - pattern) <= kSilentPatternTol * pattern) {
-          silent = true;
-          add("SILENT_TRANSFER", Severity::Error,
-              "rel_l2 " + sci(x) + " matches " + std::to_string(j) + " of " + std::to_string(W) +
-                  " slices missing (sqrt(" + std::to_string(j) + "/" + std::to_string(W) + ")=" + sci(pattern) +
-                  ") against " + floor_txt + ": " + fix + ".");
-        }
+  // --- SILENT_TRANSFER: order-one error in the shape of whole slices missing.
+  void silent_transfer() {
+    if (!collective) return;
+    const int W = r.shape.world;
+    std::vector<int> off;
+    // NaN is not "never arrived": a slice of padding rows only (small M at large W) has no sampled row, and
+    // an output holding NaN (e.g. e4m3fnuz codes read as e4m3fn) is NOT_VALIDATED's, not a silent put's.
+    for (size_t i = 0; i < r.per_slice_rel_l2.size(); ++i)
+      if (r.per_slice_rel_l2[i] >= kSliceOffRelL2) off.push_back(int(i));
+    const std::string fix = traits(eff.mode).scatter_by_copy_engine
+                                ? "copy-engine puts did nothing: check the host library was built with SDMA queues"
+                                : "peer stores never landed: check the peer windows are mapped and the barrier waits for them";
+    if (!off.empty()) {
+      std::string list;
+      for (size_t i = 0; i < off.size() && i < 8; ++i) list += (i ? "," : "") + std::to_string(off[i]);
+      if (off.size() > 8) list += ",...";
+      silent = true;
+      // Missing shares leave a slice at most all-zero (relL2 1: a silent gather on the fp8 wire dequantizes
+      // zero codes). Above 1 by the margin with every slice off, the buffer holds other data altogether.
+      const bool all_off = off.size() == r.per_slice_rel_l2.size();
+      std::string cause = fix;
+      if (all_off && worst && *worst > 1.0 + kNotThisRunMargin) {
+        char above[200];
+        std::snprintf(above, sizeof above,
+                      "every slice is off and relL2 %.3f is above the 1.000 of an all-zero output, more than "
+                      "missing shares can give: the output holds another run's data (stale, never written by "
+                      "this run) or the ", *worst);
+        cause = std::string(above) + fix;
+      } else if (all_off) {
+        cause = fix + "; every slice is off, so also check that this run wrote its output at all (a stale "
+                      "buffer from an earlier run reads the same)";
       }
-    }
-
-    // --- NUMERICS_ABOVE_FLOOR / WIRE_NOT_USED / NUMERICS_BELOW_FLOOR.
-    if (worst && !silent) {
+      add("SILENT_TRANSFER", Severity::Error,
+          std::to_string(off.size()) + " of " + std::to_string(r.per_slice_rel_l2.size()) + " slices (owners " +
+              list + ") have relL2 >= " + sci(kSliceOffRelL2) + " against " + floor_txt + ": " + cause + ".");
+    } else if (worst && *worst >= kSilentMinRelL2) {
       const double x = *worst;
-      const std::string who = worst_rank >= 0 ? " (rank " + std::to_string(worst_rank) + ")" : "";
-      if (x > upper) {
-        std::string hint = fp8 ? "look for a wrong scale, an fnuz/fn mix-up or an unreleased store on the gather leg"
-                               : "look for a stale or unreleased slice, a wrong scale or a skipped rank in the reduce";
-        add("NUMERICS_ABOVE_FLOOR", Severity::Error,
-            "rel_l2 " + sci(x) + who + " is " + sci(x / (expected ? *expected : accept_max)) + "x " + floor_txt +
-                " (limit " + sci(upper) + "): " + hint + ".");
-      } else if (fp8 && floor_bf16 && floor_fp8 &&
-                 (x <= kFp8AcceptMin ||
-                  std::log(x) < 0.5 * (std::log(*floor_bf16) + std::log(*floor_fp8)))) {
-        add("WIRE_NOT_USED", Severity::Error,
-            "This fp8-wire run has rel_l2 " + sci(x) + ", at the bf16 floor " + sci(*floor_bf16) +
-                " rather than the fp8 floor " + sci(*floor_fp8) +
-                ": the fp8 wire never engaged, check that gather_dtype reaches the kernels and the quantize kernel runs.");
-      } else if (fp8 && !floor_fp8 && x <= kFp8AcceptMin) {
-        add("WIRE_NOT_USED", Severity::Error,
-            "This fp8-wire run has rel_l2 " + sci(x) + ", below the benchmark's fp8 lower bound " + sci(kFp8AcceptMin) +
-                ": the fp8 wire never engaged, check that gather_dtype reaches the kernels.");
-      } else if (expected && rel_ok && *r.rel_l2 < *expected * (1.0 - tol)) {
-        add("NUMERICS_BELOW_FLOOR", Severity::Warning,
-            "rel_l2 " + sci(*r.rel_l2) + " is below " + floor_txt + " by more than " + pct(tol).substr(1) +
-                ": check that the reference is not computed from the output's own rounding.");
+      const int j = std::clamp(int(std::lround(double(W) * x * x)), 1, W);
+      const double pattern = std::sqrt(double(j) / double(W));
+      if (std::fabs(x - pattern) <= kSilentPatternTol * pattern) {
+        silent = true;
+        add("SILENT_TRANSFER", Severity::Error,
+            "rel_l2 " + sci(x) + " matches " + std::to_string(j) + " of " + std::to_string(W) +
+                " slices missing (sqrt(" + std::to_string(j) + "/" + std::to_string(W) + ")=" + sci(pattern) +
+                ") against " + floor_txt + ": " + fix + ".");
       }
     }
+  }
 
-    // --- RANK_DIVERGENCE (numerics): every rank ends with the same sum; different errors mean different data.
+  // --- NUMERICS_ABOVE_FLOOR / WIRE_NOT_USED / NUMERICS_BELOW_FLOOR.
+  void against_floor() {
+    if (!worst || silent) return;
+    const double x = *worst;
+    const std::string who = worst_rank >= 0 ? " (rank " + std::to_string(worst_rank) + ")" : "";
+    if (x > upper) {
+      std::string hint = fp8 ? "look for a wrong scale, an fnuz/fn mix-up or an unreleased store on the gather leg"
+                             : "look for a stale or unreleased slice, a wrong scale or a skipped rank in the reduce";
+      add("NUMERICS_ABOVE_FLOOR", Severity::Error,
+          "rel_l2 " + sci(x) + who + " is " + sci(x / (expected ? *expected : accept_max)) + "x " + floor_txt +
+              " (limit " + sci(upper) + "): " + hint + ".");
+    } else if (fp8 && floor_bf16 && floor_fp8 &&
+               (x <= kFp8AcceptMin || std::log(x) < 0.5 * (std::log(*floor_bf16) + std::log(*floor_fp8)))) {
+      add("WIRE_NOT_USED", Severity::Error,
+          "This fp8-wire run has rel_l2 " + sci(x) + ", at the bf16 floor " + sci(*floor_bf16) +
+              " rather than the fp8 floor " + sci(*floor_fp8) +
+              ": the fp8 wire never engaged, check that gather_dtype reaches the kernels and the quantize kernel runs.");
+    } else if (fp8 && !floor_fp8 && x <= kFp8AcceptMin) {
+      add("WIRE_NOT_USED", Severity::Error,
+          "This fp8-wire run has rel_l2 " + sci(x) + ", below the benchmark's fp8 lower bound " + sci(kFp8AcceptMin) +
+              ": the fp8 wire never engaged, check that gather_dtype reaches the kernels.");
+    } else if (expected && rel_ok && *r.rel_l2 < *expected * (1.0 - tol)) {
+      add("NUMERICS_BELOW_FLOOR", Severity::Warning,
+          "rel_l2 " + sci(*r.rel_l2) + " is below " + floor_txt + " by more than " + pct(tol).substr(1) +
+              ": check that the reference is not computed from the output's own rounding.");
+    }
+  }
+
+  // --- RANK_DIVERGENCE (numerics): every rank ends with the same sum; different errors mean different data.
+  void rank_divergence_numerics() {
     std::vector<double> pr;
     for (double x : r.per_rank_rel_l2)
       if (std::isfinite(x)) pr.push_back(x);
@@ -358,33 +307,32 @@ struct Judge {
         pr[i] *= *floor_fp8 / expect;
       }
     }
-    if (pr.size() >= 2) {
-      const auto [mn, mx] = std::minmax_element(pr.begin(), pr.end());
-      // Relative to the error level itself: ranks that all lost their data (relL2 ~0.93 each) differ by
-      // sampling noise far above the floor, and that is not divergence.
-      const double scale = std::max(expected ? *expected : 0.0, median(pr));
-      const double spread = *mx - *mn;
-      v.context["per_rank_rel_l2_spread"] = spread;
-      if (scale > 0 && spread > kRankSpreadRel * scale) {
-        const int lo = int(mn - pr.begin()), hi = int(mx - pr.begin());
-        const bool raw = pr.size() == r.per_rank_rel_l2.size();
-        const double lo_v = raw ? r.per_rank_rel_l2[size_t(lo)] : *mn, hi_v = raw ? r.per_rank_rel_l2[size_t(hi)] : *mx;
-        add("RANK_DIVERGENCE", Severity::Error,
-            "Per-rank relL2 ranges from " + sci(lo_v) + " (rank " + std::to_string(lo) + ") to " + sci(hi_v) +
-                " (rank " + std::to_string(hi) + ") against " + floor_txt +
-                ": ranks read different data, the signature of a missing release before the copy engine reads the "
-                "reduce output (use cache-bypassing stores or a system-scope release).");
-      }
+    if (pr.size() < 2) return;
+    const auto [mn, mx] = std::minmax_element(pr.begin(), pr.end());
+    // Relative to the error level itself: ranks that all lost their data (relL2 ~0.93 each) differ by
+    // sampling noise far above the floor, and that is not divergence.
+    const double scale = std::max(expected ? *expected : 0.0, median(pr));
+    const double spread = *mx - *mn;
+    v.context["per_rank_rel_l2_spread"] = spread;
+    if (scale > 0 && spread > kRankSpreadRel * scale) {
+      const int lo = int(mn - pr.begin()), hi = int(mx - pr.begin());
+      const bool raw = pr.size() == r.per_rank_rel_l2.size();
+      const double lo_v = raw ? r.per_rank_rel_l2[size_t(lo)] : *mn, hi_v = raw ? r.per_rank_rel_l2[size_t(hi)] : *mx;
+      add("RANK_DIVERGENCE", Severity::Error,
+          "Per-rank relL2 ranges from " + sci(lo_v) + " (rank " + std::to_string(lo) + ") to " + sci(hi_v) +
+              " (rank " + std::to_string(hi) + ") against " + floor_txt +
+              ": ranks read different data, the signature of a missing release before the copy engine reads the "
+              "reduce output (use cache-bypassing stores or a system-scope release).");
     }
   }
 
-  void timing(const std::string& pname, const model::Profile& prof) {
+  void timing() {
+    const std::string& pname = e.profile_name;
+    const model::Profile& prof = *e.profile;
     const bool emulated = r.backend && *r.backend == "cpu-emulation";
     const bool have_time = r.max_rank_time_us && std::isfinite(*r.max_rank_time_us) && *r.max_rank_time_us > 0;
     const double spread = prof.run_to_run_spread;
-    const bool pull = is_pull_wire(eff);
-
-    model::Prediction pred = predict_cached(pname, prof, r.shape, cfg);
+    const model::Prediction& pred = *e.prediction;
     v.context["model"] = {{"profile", pname},
                           {"total_us", pred.total_us},
                           {"lower_bound_us", pred.lower_bound_us},
@@ -393,14 +341,13 @@ struct Judge {
                           {"pull_blocks", cfg.pull_blocks}};
 
     // --- GRID_OFF_OPTIMUM: a configuration finding, judged on the model alone.
-    std::optional<model::Sweep> sw;
-    if (pull) {
-      sw = sweep_cached(pname, prof, r.shape, cfg);
-      const double best = sweep_best(*sw);
+    const std::optional<model::Sweep>& sw = e.pull_sweep;
+    if (sw) {
+      const double best = e.pull_sweep_best_us;
       v.context["pull_sweep"] = {{"optimum", sw->optimum}, {"band", {sw->band_lo, sw->band_hi}}, {"best_us", best}};
       const int g = cfg.pull_blocks;
       if (g < sw->band_lo || g > sw->band_hi) {
-        const double at_g = sweep_total(*sw, g, pname, prof, r.shape, cfg);
+        const double at_g = sweep_total_at(*sw, g, e.pull_at_grid_us);
         const double cost = at_g - best;
         const double frac = best > 0 ? cost / best : 0;
         add("GRID_OFF_OPTIMUM", frac > spread ? Severity::Error : Severity::Warning,
@@ -412,8 +359,19 @@ struct Judge {
       }
     }
 
-    if (!o.judge_timing || emulated || !have_time) return;
+    if (!e.judge_timing || emulated || !have_time) return;
     const double t = *r.max_rank_time_us;
+
+    // Each measured phase against its ceiling (the model's ceiling_us: FLOPs / bytes at the profile's measured
+    // vendor-GEMM and copy rates), as nccl-tests' busbw column puts a collective beside the link.
+    nlohmann::json phase_eff = nlohmann::json::object();
+    for (const auto& ph : pred.phases) {
+      const auto m = r.phases_us.find(ph.name);
+      if (m == r.phases_us.end() || ph.ceiling_us <= 0 || !(m->second > 0)) continue;
+      phase_eff[ph.name] = {{"measured_us", m->second}, {"ceiling_us", ph.ceiling_us}, {"model_us", ph.us},
+                      {"efficiency", ph.ceiling_us / m->second}};
+    }
+    if (!phase_eff.empty()) v.context["phase_efficiency"] = phase_eff;
 
     // --- FASTER_THAN_PHYSICS
     if (t < pred.lower_bound_us) {
@@ -431,7 +389,7 @@ struct Judge {
       // phases) can the pull grid be the explanation.
       const SlowPhase sp = slow_phase(r.phases_us, pred, prof.model_band);
       std::string why;
-      if (pull && sw && !r.pull_blocks && (sp.name.empty() || sp.name == "pull")) {
+      if (sw && !r.pull_blocks && (sp.name.empty() || sp.name == "pull")) {
         // The benchmark does not print its grid: find the grid whose prediction explains the time.
         const model::SweepPoint* near = nullptr;
         for (const auto& pt : sw->points)
@@ -464,13 +422,14 @@ struct Judge {
     }
 
     // --- REGRESSION / QUANT_MISMATCH against --baseline.
-    if (!o.baseline.empty()) {
+    if (!e.baseline.empty()) {
       const std::string key = match_key(r, cfg, true);
       const std::string loose = match_key(r, cfg, false);
       std::vector<double> same;
       std::vector<const RunRecord*> same_src, other_quant;
-      for (const auto& b : o.baseline) {
-        const Config bc = judged_config(b, o);
+      for (const auto& b : e.baseline) {
+        Config bc = b.config;
+        bc.pull_blocks = b.pull_blocks.value_or(cfg.pull_blocks);
         if (!b.max_rank_time_us || !std::isfinite(*b.max_rank_time_us)) continue;
         if (match_key(b, bc, true) == key) {
           same.push_back(*b.max_rank_time_us);
@@ -505,35 +464,33 @@ struct Judge {
 
 std::string to_string(Severity s) { return s == Severity::Error ? "error" : "warning"; }
 
-Verdict judge(const RunRecord& r, const JudgeOptions& o) {
-  Judge j{r, o, Verdict{}, judged_config(r, o), {}};
-  j.eff = effective_config(j.cfg);
+namespace verdict_rules {
+bool benchmark_accepts(double rel_l2, bool fp8_wire) {
+  if (!std::isfinite(rel_l2)) return false;
+  return fp8_wire ? (rel_l2 > kFp8AcceptMin && rel_l2 < kFp8AcceptMax) : rel_l2 < kBf16AcceptMax;
+}
+}  // namespace verdict_rules
+
+Verdict judge(const RunRecord& r, const Expectations& e) {
+  Judge j(r, e);
   j.v.source = r.source;
   j.v.record = r;
   j.v.context = nlohmann::json::object();
   j.v.context["config"] = config_label(j.cfg);
   j.numerics();
-
-  const std::string pname = o.profile ? *o.profile : r.profile.value_or("mi355x");
-  std::shared_ptr<model::Profile> prof;
-  try {
-    prof = profile_for(pname);
-  } catch (const UsageError& e) {
-    // A bad --profile is the user's and is rejected before judging; a bad profile field is this record's.
-    if (o.profile) throw;
+  if (!e.profile) {
     j.add("INVALID_RECORD", Severity::Error,
-          std::string("Its profile field names no usable profile (") + e.what() + "): fix the field or pass --profile.");
-  }
-  if (prof) {
-    try {
-      j.timing(pname, *prof);
-    } catch (const UsageError& e) {
-      j.add("MODEL_UNAVAILABLE", Severity::Warning,
-            std::string("The timing model cannot predict this config (") + e.what() + "), so its time was not judged.");
-    }
+          "Its profile field names no usable profile (" + e.profile_error + "): fix the field or pass --profile.");
+  } else if (!e.prediction) {
+    j.add("MODEL_UNAVAILABLE", Severity::Warning,
+          "The timing model cannot predict this config (" + e.model_error + "), so its time was not judged.");
+  } else {
+    j.timing();
   }
   return j.v;
 }
+
+Verdict judge(const RunRecord& r, const JudgeOptions& o) { return judge(r, expectations_for(r, o)); }
 
 std::vector<Verdict> judge_all(const std::vector<RunRecord>& runs, const JudgeOptions& o) {
   std::vector<Verdict> out;
@@ -619,6 +576,20 @@ std::string verdict_table(const std::vector<Verdict>& vs) {
     }
     os << '\n';
     if (ri == 0) continue;
+    // Informational: each phase's efficiency against its ceiling, and a fused run against the unfused baseline.
+    const Verdict& vv = vs[ri - 1];
+    if (vv.context.contains("phase_efficiency")) {
+      os << "    vs ceiling:";
+      for (const auto& [name, e] : vv.context["phase_efficiency"].items())
+        os << " " << name << " " << int(std::lround(e.value("efficiency", 0.0) * 100)) << "%";
+      os << '\n';
+    }
+    if (vv.record.unfused_baseline_us && vv.record.max_rank_time_us && *vv.record.max_rank_time_us > 0) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.3f", *vv.record.unfused_baseline_us / *vv.record.max_rank_time_us);
+      os << "    fused vs unfused (" << vv.record.unfused_baseline.value_or("baseline") << ", "
+         << us(*vv.record.unfused_baseline_us) << "): " << buf << "x\n";
+    }
     for (const auto& f : vs[ri - 1].findings)
       os << "    " << to_string(f.severity) << " " << f.code << ": " << f.message << '\n';
   }

@@ -1,4 +1,5 @@
-// The verdict engine (issue 4): judge every run against the reference floors and the timing model.
+// The verdict engine: judges a run record against the reference floors and the timing model. Finding codes
+// and thresholds are one list for every command (docs/check.md explains each).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -8,15 +9,14 @@
 #include <nlohmann/json.hpp>
 
 #include "validate/record/run_record.hpp"
+#include "validate/verdict/expectations.hpp"
 
 namespace gemmar {
 
 enum class Severity { Warning, Error };
 
 struct Finding {
-  std::string code;  // SILENT_TRANSFER, NUMERICS_ABOVE_FLOOR, WIRE_NOT_USED, RANK_DIVERGENCE, NOT_VALIDATED,
-                     // FASTER_THAN_PHYSICS, SLOWER_THAN_MODEL, GRID_OFF_OPTIMUM, QUANT_MISMATCH, REGRESSION,
-                     // INVALID_RECORD, ...
+  std::string code;  // docs/check.md lists every code
   Severity severity = Severity::Error;
   std::string message;  // one sentence a kernel engineer can act on
 };
@@ -29,14 +29,9 @@ struct Verdict {
   nlohmann::json context;  // floors, model prediction, band used: what the verdict was judged against
 };
 
-struct JudgeOptions {
-  std::optional<std::string> profile;           // overrides the record's; default mi355x
-  std::optional<int> pull_blocks;               // for records that carry no pull_blocks (else 64)
-  std::vector<RunRecord> baseline;              // --baseline runs, matched by config and shape
-  bool judge_timing = true;                     // false for CPU-emulation runs: times are not GPU times
-  bool floors_at_run_m = false;                 // derive floors at the run's own M, not kFloorCanonicalM
-};
-
+// The judge: a pure function of the record and what it is judged against. Every rule lives here.
+Verdict judge(const RunRecord&, const Expectations&);
+// expectations_for + judge: what run, validate, check and verify call.
 Verdict judge(const RunRecord&, const JudgeOptions&);
 std::vector<Verdict> judge_all(const std::vector<RunRecord>&, const JudgeOptions&);
 
@@ -64,6 +59,9 @@ inline constexpr double kSliceOffRelL2 = 0.4;      // a slice with this error ne
 inline constexpr double kRankSpreadRel = 0.10;     // per-rank relL2 spread, relative to the floor
 inline constexpr double kRankTimeSpreads = 3.0;    // per-rank time: this many run-to-run spreads
 inline constexpr int64_t kFloorCanonicalM = 16384;  // floors are per-row statistics: derived once at this M
+// The benchmark's own acceptance of one rank's relL2: bf16 below kBf16AcceptMax; fp8 strictly inside
+// (kFp8AcceptMin, kFp8AcceptMax), the lower bound proving the fp8 wire was used. NaN is never accepted.
+bool benchmark_accepts(double rel_l2, bool fp8_wire);
 }  // namespace verdict_rules
 
 }  // namespace gemmar

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/cli.hpp"
+
 namespace {
 
 struct Result {
@@ -15,21 +17,14 @@ struct Result {
 };
 
 Result run(const std::string& args) {
-  const std::string cmd = std::string(GEMMAR_BINARY) + " " + args + " 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (const std::size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  const int status = pclose(p);
-  return {WEXITSTATUS(status), out};
+  const auto r = gemmar::test::run_gemmar(args);
+  return {r.rc, r.out};
 }
 
 int rc_with_stderr(const std::string& args, std::string& err) {
-  const std::string cmd = std::string(GEMMAR_BINARY) + " " + args + " 2>&1 >/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf{};
-  while (const std::size_t n = fread(buf.data(), 1, buf.size(), p)) err.append(buf.data(), n);
-  return WEXITSTATUS(pclose(p));
+  const auto r = gemmar::test::run_gemmar(args);
+  err += r.err;
+  return r.rc;
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // `gemmar run --backend gpu` fail with the environment exit code (3) and a message naming the build options.
 #include <gtest/gtest.h>
 
+#include "support/cli.hpp"
+
 #include <cstdio>
 #include <string>
 
@@ -26,15 +28,9 @@ TEST(KernelsGpuBackend, CpuOnlyBuildThrowsEnvironmentErrorNamingTheOptions) {
 }
 
 TEST(KernelsGpuBackend, CliRunBackendGpuExitsThreeWithMessage) {
-  const std::string cmd = std::string(GEMMAR_BINARY) + " run --backend gpu -m 1024 -n 1024 -k 256 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[512];
-  while (fgets(buf, sizeof buf, p)) out += buf;
-  const int status = pclose(p);
-  ASSERT_TRUE(WIFEXITED(status)) << out;
-  EXPECT_EQ(WEXITSTATUS(status), 3) << out;
+  const auto r = gemmar::test::run_gemmar("run --backend gpu -m 1024 -n 1024 -k 256");
+  const std::string out = r.out + r.err;
+  EXPECT_EQ(r.rc, 3) << out;
   EXPECT_NE(out.find("GEMMAR_HIP/GEMMAR_CUDA"), std::string::npos) << out;
 }
 #else

@@ -1,5 +1,7 @@
 // `gemmar check` end to end: exit codes, stdin, --json as the only stdout, traces attached to runs.
 #include <gtest/gtest.h>
+
+#include "support/cli.hpp"
 #include <sys/wait.h>
 
 #include <array>
@@ -26,10 +28,6 @@ Out run(const std::string& args) {
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, s};
 }
 
-int rc_of(const std::string& shell) {
-  const int st = std::system(shell.c_str());
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 TEST(CheckCli, CleanLogExitsZeroAndPrintsTable) {
   const auto o = run(kData + "/check/mi355x_m16384.log");
@@ -48,21 +46,17 @@ TEST(CheckCli, SignaturesExitOneAndJsonIsTheOnlyStdout) {
 // gemm-only runs need no floors, so these cost no reference emulation.
 TEST(CheckCli, StdinIsRead) {
   const std::string ok =
-      R"(RESULT_JSON {\"mode\": \"gemm-only\", \"world_size\": 8, \"m\": 16384, \"n\": 7168, \"k\": 2048, \"max_rank_time_us\": 369.4, \"rel_l2\": 1.6e-3, \"validated\": true})";
+      R"(RESULT_JSON {"mode": "gemm-only", "world_size": 8, "m": 16384, "n": 7168, "k": 2048, "max_rank_time_us": 369.4, "rel_l2": 1.6e-3, "validated": true})";
   const std::string bad =
-      R"(RESULT_JSON {\"mode\": \"gemm-only\", \"world_size\": 8, \"m\": 16384, \"n\": 7168, \"k\": 2048, \"max_rank_time_us\": 369.4, \"rel_l2\": NaN, \"validated\": false})";
-  EXPECT_EQ(rc_of("echo \"" + ok + "\" | " + GEMMAR_BINARY + " check - >/dev/null 2>&1"), 0);
-  EXPECT_EQ(rc_of("echo \"" + bad + "\" | " + GEMMAR_BINARY + " check - >/dev/null 2>&1"), 1);
+      R"(RESULT_JSON {"mode": "gemm-only", "world_size": 8, "m": 16384, "n": 7168, "k": 2048, "max_rank_time_us": 369.4, "rel_l2": NaN, "validated": false})";
+  EXPECT_EQ(gemmar::test::run_gemmar({"check", "-"}, ok + "\n").rc, 0);
+  EXPECT_EQ(gemmar::test::run_gemmar({"check", "-"}, bad + "\n").rc, 1);
 }
 
 TEST(CheckCli, UnreadableOrEmptyInputIsExitTwo) {
   EXPECT_EQ(run("/nonexistent/run.log").rc, 2);
-  EXPECT_EQ(rc_of(std::string("echo 'just noise' | ") + GEMMAR_BINARY + " check - >/dev/null 2>&1"), 2);
-  const std::string err = "/tmp/gemmar_check_cli_err_" + std::to_string(::getpid());
-  rc_of(std::string(GEMMAR_BINARY) + " check /nonexistent/run.log 2>" + err);
-  std::ifstream f(err);
-  std::string msg((std::istreambuf_iterator<char>(f)), {});
-  std::filesystem::remove(err);
+  EXPECT_EQ(gemmar::test::run_gemmar({"check", "-"}, std::string("just noise\n")).rc, 2);
+  const std::string msg = gemmar::test::run_gemmar("check /nonexistent/run.log").err;
   EXPECT_NE(msg.find("/nonexistent/run.log"), std::string::npos) << msg;
   EXPECT_EQ(run(kData + "/check/mi355x_m16384.log --profile no-such-profile").rc, 2);
   EXPECT_EQ(run("").rc, 2);

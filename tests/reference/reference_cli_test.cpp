@@ -7,6 +7,8 @@
 #include <string>
 #include <sys/wait.h>
 
+#include "support/cli.hpp"
+
 namespace {
 
 struct Result {
@@ -16,21 +18,8 @@ struct Result {
 };
 
 Result run(const std::string& args) {
-  const std::string err_file = ::testing::TempDir() + "reference_cli_stderr.txt";
-  const std::string cmd = std::string(GEMMAR_BINARY) + " reference " + args + " 2>" + err_file;
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (FILE* e = fopen(err_file.c_str(), "r")) {
-    while ((n = fread(buf.data(), 1, buf.size(), e)) > 0) r.err.append(buf.data(), n);
-    fclose(e);
-  }
-  return r;
+  const auto c = gemmar::test::run_gemmar("reference " + args);
+  return {c.rc, c.out, c.err};
 }
 
 }  // namespace

@@ -49,7 +49,7 @@ TEST(CheckVerdict, MeasuredCleanRunsAtM16384Pass) {
 }
 
 TEST(CheckVerdict, SilentPutsFireSilentTransferAndFasterThanPhysics) {
-  const auto v = judge(load("signatures.log")[0], {});
+  const auto v = judge(load("signatures.log")[0], JudgeOptions{});
   EXPECT_FALSE(v.pass);
   ASSERT_TRUE(has(v, "SILENT_TRANSFER")) << dump(v);
   EXPECT_TRUE(has(v, "FASTER_THAN_PHYSICS")) << dump(v);
@@ -61,7 +61,7 @@ TEST(CheckVerdict, SilentPutsFireSilentTransferAndFasterThanPhysics) {
 }
 
 TEST(CheckVerdict, Grid512SaysWrongGridNotWrongTransport) {
-  const auto v = judge(load("signatures.log")[1], {});
+  const auto v = judge(load("signatures.log")[1], JudgeOptions{});
   EXPECT_FALSE(v.pass) << dump(v);
   ASSERT_TRUE(has(v, "GRID_OFF_OPTIMUM")) << dump(v);
   const auto& msg = find(v, "GRID_OFF_OPTIMUM")->message;
@@ -75,7 +75,7 @@ TEST(CheckVerdict, SlowPullRunWithoutGridFieldIsTracedToTheGrid) {
   RunRecord r = load("signatures.log")[1];
   r.pull_blocks.reset();
   r.config.pull_blocks = 64;
-  const auto v = judge(r, {});
+  const auto v = judge(r, JudgeOptions{});
   ASSERT_TRUE(has(v, "SLOWER_THAN_MODEL")) << dump(v);
   EXPECT_NE(find(v, "SLOWER_THAN_MODEL")->message.find("wrong grid, not wrong transport"), std::string::npos)
       << dump(v);
@@ -96,7 +96,7 @@ TEST(CheckVerdict, SlowRunNamesThePhaseFurthestOverTheModel) {
       for (const auto& ph : pred.phases) r.phases_us[ph.name] = ph.us + (ph.name == slow.name ? extra : 0.0);
       r.max_rank_time_us = *clean.max_rank_time_us + extra;
       for (auto& x : r.per_rank_time_us) x += extra;
-      const auto v = judge(r, {});
+      const auto v = judge(r, JudgeOptions{});
       ASSERT_TRUE(has(v, "SLOWER_THAN_MODEL")) << dump(v);
       EXPECT_NE(find(v, "SLOWER_THAN_MODEL")->message.find("the " + slow.name + " phase took"), std::string::npos)
           << slow.name << ": " << dump(v);
@@ -107,7 +107,7 @@ TEST(CheckVerdict, SlowRunNamesThePhaseFurthestOverTheModel) {
 }
 
 TEST(CheckVerdict, MissingReleaseFiresRankDivergenceAndAboveFloor) {
-  const auto v = judge(load("signatures.log")[2], {});
+  const auto v = judge(load("signatures.log")[2], JudgeOptions{});
   EXPECT_FALSE(v.pass);
   ASSERT_TRUE(has(v, "RANK_DIVERGENCE")) << dump(v);
   EXPECT_TRUE(has(v, "NUMERICS_ABOVE_FLOOR")) << dump(v);
@@ -116,7 +116,7 @@ TEST(CheckVerdict, MissingReleaseFiresRankDivergenceAndAboveFloor) {
 }
 
 TEST(CheckVerdict, Fp8RunAtTheBf16FloorIsWireNotUsed) {
-  const auto v = judge(load("signatures.log")[3], {});
+  const auto v = judge(load("signatures.log")[3], JudgeOptions{});
   EXPECT_FALSE(v.pass);
   ASSERT_TRUE(has(v, "WIRE_NOT_USED")) << dump(v);
   EXPECT_FALSE(find(v, "NUMERICS_ABOVE_FLOOR")) << dump(v);
@@ -144,10 +144,10 @@ TEST(CheckVerdict, RegressionBeyondSpreadFiresAndWithinSpreadDoesNot) {
 TEST(CheckVerdict, NanRelL2AndMissingValidatedAreNotValidated) {
   RunRecord r = load("mi355x_m16384.log")[2];
   r.rel_l2 = std::nan("");
-  EXPECT_TRUE(has(judge(r, {}), "NOT_VALIDATED"));
+  EXPECT_TRUE(has(judge(r, JudgeOptions{}), "NOT_VALIDATED"));
   r = load("mi355x_m16384.log")[2];
   r.validated.reset();
-  const auto v = judge(r, {});
+  const auto v = judge(r, JudgeOptions{});
   EXPECT_TRUE(has(v, "NOT_VALIDATED")) << dump(v);
   EXPECT_FALSE(v.pass);
 }
@@ -156,7 +156,7 @@ TEST(CheckVerdict, SlowRankIsRankDivergence) {
   RunRecord r = load("mi355x_m16384.log")[2];
   r.per_rank_time_us[5] = 1148.8 * 1.09;
   r.max_rank_time_us = r.per_rank_time_us[5];
-  const auto v = judge(r, {});
+  const auto v = judge(r, JudgeOptions{});
   ASSERT_TRUE(has(v, "RANK_DIVERGENCE")) << dump(v);
   EXPECT_NE(find(v, "RANK_DIVERGENCE")->message.find("Rank 5"), std::string::npos);
 }
@@ -165,7 +165,7 @@ TEST(CheckVerdict, PerSliceShowsWholeSlicesMissing) {
   RunRecord r = load("mi355x_m16384.log")[2];
   r.per_slice_rel_l2 = {2.35e-3, 2.35e-3, 1.0, 2.35e-3, 2.35e-3, 1.0, 2.35e-3, 2.35e-3};
   r.rel_l2 = 0.5;
-  const auto v = judge(r, {});
+  const auto v = judge(r, JudgeOptions{});
   ASSERT_TRUE(has(v, "SILENT_TRANSFER")) << dump(v);
   EXPECT_NE(find(v, "SILENT_TRANSFER")->message.find("owners 2,5"), std::string::npos) << dump(v);
 }
@@ -175,7 +175,7 @@ TEST(CheckVerdict, CpuEmulationTimesAreNotJudged) {
   r.rel_l2 = 2.35e-3;
   r.validated = true;
   r.backend = "cpu-emulation";
-  const auto v = judge(r, {});
+  const auto v = judge(r, JudgeOptions{});
   EXPECT_FALSE(find(v, "FASTER_THAN_PHYSICS")) << dump(v);
   EXPECT_TRUE(v.pass) << dump(v);
 }
@@ -215,7 +215,7 @@ TEST(CheckVerdict, ModelPredictedCleanRunsRaiseNoErrorAtEveryM) {
       r.rel_l2 = floor;
       r.per_rank_rel_l2.assign(8, floor);
       r.validated = true;
-      const auto v = judge(r, {});
+      const auto v = judge(r, JudgeOptions{});
       EXPECT_TRUE(v.pass) << dump(v);
       ++judged;
     }

@@ -155,9 +155,10 @@ TEST(ModelPhysics, OneDeviceProfileCarriesAllRanksOnOneHbm) {
   // The W ranks' scatters all go through one device's copy engines: W * 196 MiB at d2d_gbps.
   EXPECT_NEAR(find(p, "scatter").us - one.params.copy_engine.per_put_us - one.params.sync.barrier_us,
               8 * 196 * MiB / (d2d * 1e3), 1e-6);
-  // Doubling the copy rate (the GPU engineer's measurement) shortens exactly that term.
+  // A faster copy rate (the GPU engineer's measurement; +10% stays below the HBM peak's 2.4 TB/s copied, which
+  // the lower bound uses) shortens that term.
   auto faster = one;
-  faster.params.copy_engine.d2d_gbps = 2 * d2d;
+  faster.params.copy_engine.d2d_gbps = 1.1 * d2d;
   EXPECT_LT(model::predict(faster, s, c).total_us, p.total_us);
   EXPECT_LT(p.lower_bound_us, p.total_us);
   for (const char* name : {"mi300x", "h200"}) {

@@ -1,7 +1,6 @@
-// The h200-1gpu profile against the real H200 run of 2026-12-02 (8 ranks on one device): every passing,
-// uninjected RESULT_JSON line of the logs. Totals within the profile's model_band, the lower bound below
-// every measurement, the pull-grid optimum band away from the grids the device measured as slow.
-// Prints the per-phase error table that docs/results/h200-1gpu-model-error.md reproduces.
+// The h200-1gpu profile, built from the hardware (issue 14): its GEMM term against cuBLASLt measured on the
+// lent H200 (2026-12-03), and the runs of our old kernels (2026-12-02, 8 ranks on one device) flagged as slower
+// than the hardware allows; the pull-grid curve's shape against the measured grid sweep.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -93,55 +92,62 @@ TEST(ModelH200OneGpu, LogsHoldEveryConfigAtBothShapesAndTheGridSweep) {
   EXPECT_GE(per_m[16384], 20);  // 11 configs + the 9-point pull sweep (+ the grid overrides of faults.log)
 }
 
-TEST(ModelH200OneGpu, EveryMeasuredTotalIsWithinTheBandAndAboveTheLowerBound) {
+// The GEMM term is the vendor ceiling: cuBLASLt's blockscale GEMM measured on the lent H200 (2026-12-03,
+// `gemmar_gpu_bench ceilings`), predicted within 3% at every M by wave quantization + the launch.
+TEST(ModelH200OneGpu, TheGemmTermIsTheMeasuredVendorCeiling) {
+  const auto prof = model::load_profile("h200-1gpu");
+  std::ifstream in(GEMMAR_TEST_DATA_DIR "/../../docs/results/h200-1gpu-2026-12-03-kernels/call1/bench.log");
+  ASSERT_TRUE(in.good());
+  json ceil;
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("CEILINGS_JSON ", 0) == 0) ceil = json::parse(line.substr(14));
+  ASSERT_TRUE(ceil.contains("vendor_gemm_ceiling"));
+  ASSERT_EQ(ceil["vendor_gemm_ceiling"].size(), 3u);
+  std::printf("| M | cuBLASLt us | model gemm us | error |\n|---|---|---|---|\n");
+  for (const auto& g : ceil["vendor_gemm_ceiling"]) {
+    Shape s;
+    s.m = g.at("m").get<int64_t>();
+    s.world = 1;  // one rank: the device runs one GEMM
+    Config c;
+    c.mode = Mode::GemmOnly;
+    const double mod = phase_us(model::predict(prof, s, c), "gemm");
+    const double meas = g.at("us").get<double>();
+    std::printf("| %lld | %.1f | %.1f | %+.2f%% |\n", static_cast<long long>(s.m), meas, mod, 100 * (mod / meas - 1));
+    EXPECT_NEAR(mod / meas, 1.0, 0.03) << s.m;
+  }
+  EXPECT_NEAR(prof.params.hbm.peak_gbps * prof.params.hbm.efficiency, ceil.at("memcpy_d2d_gbs").get<double>(), 1.0);
+}
+
+// The 2026-12-02 runs (the mma.sync GEMM at ~0.2x cuBLASLt, the two-pass quantize and the software widen):
+// against a model built from the hardware every one of them is SLOWER_THAN_MODEL, none is below the physical
+// lower bound, and the phases the hardware alone sets (copy-engine legs, the reduce at the copy ceiling) still
+// match their terms. The old profile, calibrated on those kernels, passed them all: that was the bug of issue 14.
+TEST(ModelH200OneGpu, TheOldKernelsAreSlowerThanTheHardwareModel) {
   const auto prof = model::load_profile("h200-1gpu");
   const auto runs = all_clean_runs();
   ASSERT_FALSE(runs.empty());
-  double worst = 0;
-  std::printf("| M | config | grid | measured us | model us | error |\n|---|---|---|---|---|---|\n");
+  // The reduce reads slices that were just written, partly from the 60 MB L2: measured up to ~9% faster than
+  // the copy ceiling (docs/results/h200-1gpu-2026-12-03-kernels/, "quantize 122%" there for the same reason).
+  const std::map<std::string, double> hw_tol{{"scatter", 0.06}, {"reduce", 0.10}};
+  std::printf("| M | config | grid | measured us | model us | gemm efficiency |\n|---|---|---|---|---|---|\n");
   for (const auto& r : runs) {
     const Shape s = shape_of(r);
     const Config c = config_of(r);
     const auto p = model::predict(prof, s, c);
     const double t = r.at("max_rank_time_us").get<double>();
     ASSERT_GT(t, 0);
-    const double err = p.total_us / t - 1;
-    worst = std::max(worst, std::abs(err));
-    std::printf("| %lld | %s | %d | %.0f | %.0f | %+.2f%% |\n", static_cast<long long>(s.m), config_label(c).c_str(),
-                c.pull_blocks, t, p.total_us, 100 * err);
-    EXPECT_LE(std::abs(err), prof.model_band) << config_label(c) << " M=" << s.m << " grid " << c.pull_blocks;
+    double gemm_eff = 0;
+    for (const auto& ph : p.phases)
+      if (ph.name == "gemm") gemm_eff = ph.ceiling_us / r.at("phases_us").at("gemm").get<double>();
+    std::printf("| %lld | %s | %d | %.0f | %.0f | %.3f |\n", static_cast<long long>(s.m), config_label(c).c_str(),
+                c.pull_blocks, t, p.total_us, gemm_eff);
+    EXPECT_GT(t, p.total_us * (1 + prof.model_band)) << config_label(c) << " M=" << s.m;
     EXPECT_LT(p.lower_bound_us, t) << config_label(c) << " M=" << s.m;
-  }
-  std::printf("worst |error| %.2f%%, model_band %.2f%%\n", 100 * worst, 100 * prof.model_band);
-  // The band is the achieved error plus the run-to-run spread, not a blanket: it must not be loose by more
-  // than a couple of points either.
-  EXPECT_LE(prof.model_band, worst + prof.run_to_run_spread + 0.02);
-}
-
-TEST(ModelH200OneGpu, PhasesFollowTheMeasurementAtBothShapes) {
-  const auto prof = model::load_profile("h200-1gpu");
-  // Per-phase tolerance: the copy legs, GEMM, reduce and the conversion kernels are rates on one
-  // device; the fp8 gather at M=4096 carries 112 small scale puts the model does not itemize.
-  const std::map<std::string, double> tol{{"gemm", 0.03},     {"scatter", 0.06}, {"reduce", 0.06},
-                                          {"quantize", 0.15}, {"gather", 0.30},  {"dequantize", 0.03},
-                                          {"pull", 0.10},     {"allreduce", 0.08}};
-  std::printf("| M | config | grid | phase | measured us | model us | error |\n|---|---|---|---|---|---|---|\n");
-  for (const auto& r : all_clean_runs()) {
-    const Config c = config_of(r);
-    const auto p = model::predict(prof, shape_of(r), c);
+    EXPECT_LT(gemm_eff, 0.25) << config_label(c);
     for (const auto& [name, us] : r.at("phases_us").items()) {
-      const double meas = us.get<double>();
-      const double mod = phase_us(p, name);
-      if (name == "drain") {
-        EXPECT_NEAR(mod, meas, 8.0) << config_label(c);  // a barrier of ~13 us: absolute, not relative
-        continue;
-      }
-      ASSERT_FALSE(std::isnan(mod)) << "the model has no phase " << name << " for " << config_label(c);
-      std::printf("| %lld | %s | %d | %s | %.0f | %.0f | %+.1f%% |\n", static_cast<long long>(r.at("m").get<int64_t>()),
-                  config_label(c).c_str(), c.pull_blocks, name.c_str(), meas, mod, 100 * (mod / meas - 1));
-      const auto it = tol.find(name);
-      ASSERT_NE(it, tol.end()) << name;
-      EXPECT_NEAR(mod / meas, 1.0, it->second) << config_label(c) << " " << name << " M=" << r.at("m");
+      const auto it = hw_tol.find(name);
+      if (it == hw_tol.end()) continue;
+      EXPECT_NEAR(phase_us(p, name) / us.get<double>(), 1.0, it->second) << config_label(c) << " " << name;
     }
   }
 }

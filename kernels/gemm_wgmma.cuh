@@ -1,0 +1,180 @@
+// wgmma (QGMMA) + TMA + mbarrier blockscale GEMM for sm_90a, included by kernels.cu on the NVIDIA build only.
+// Design (our own; after the structure DeepGEMM and CUTLASS example 67 describe for Hopper fp8 blockscale):
+//   - CTA tile 128 x 128, K step 128 = one scale block; 384 threads = 3 warpgroups: WG0 is the producer (one
+//     thread issues TMA loads of the A and B tiles, 128B-swizzled, into a kStagesW-deep ring of shared-memory
+//     stages guarded by full/empty mbarriers), WG1 and WG2 are consumers, each owning 64 rows x 128 columns.
+//   - per K block a consumer issues 4 wgmma.m64n128k32 e4m3 (fp32 accumulate, the first with scale-d = 0, so
+//     the block's dot products start from zero), waits for them, releases the stage, then promotes:
+//     total = numerics::block_accumulate(total, blk, sa[row], sb) (the reference's rounding points).
+//   - persistent grid (one CTA per SM) walking the tiles n-fastest, so concurrent CTAs share A's row band and B
+//     stays in L2; the epilogue stores bf16 RNE into the tile's destination and bumps the per-destination
+//     counter (the fused modes' release), exactly as the mma.sync kernel does.
+#pragma once
+
+namespace gemmar::kernels::dev {
+namespace {
+
+constexpr int kWThreads = 384;
+constexpr int kStagesW = 6;
+constexpr int kStageA = kBlockM * kBlockK;  // 16 KiB of e4m3
+constexpr int kStageB = kBlockN * kBlockK;
+constexpr int kWgmmaSmem = kStagesW * (kStageA + kStageB) + 1024 /* alignment */ + 256 /* barriers */;
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+
+__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count));
+}
+__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred done;\nWAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n}\n" ::"r"(smem_u32(bar)),
+      "r"(parity)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];" ::"r"(
+          smem_u32(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1)
+      : "memory");
+}
+// K-major operand in shared memory, 128-byte swizzle: rows of 128 B, 8-row (1 KiB) swizzle atoms.
+__device__ __forceinline__ uint64_t smem_desc(const void* p) {
+  const uint64_t addr = smem_u32(p);
+  return ((addr & 0x3ffffull) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+}
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
+__device__ __forceinline__ void consumer_bar() { asm volatile("bar.sync 1, 256;" ::: "memory"); }
+
+__device__ __forceinline__ void wgmma_m64n128k32_e4m3(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+__global__ void __launch_bounds__(kWThreads, 1)
+    gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
+                      const float* __restrict__ SA, const float* __restrict__ SB, int64_t M, int64_t N, int64_t K,
+                      int64_t m_begin, int64_t m_end, GemmDest dest) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  uint8_t* sA = smem;
+  uint8_t* sB = smem + kStagesW * kStageA;
+  uint64_t* full = reinterpret_cast<uint64_t*>(sB + kStagesW * kStageB);
+  uint64_t* empty = full + kStagesW;
+  const int tid = threadIdx.x;
+  const int wg = tid / 128;
+  if (tid == 0) {
+    for (int s = 0; s < kStagesW; ++s) {
+      mbar_init(full + s, 1);
+      mbar_init(empty + s, 256);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  const int KB = int(K / kBlockK);
+  const int tiles_n = int(N / kBlockN);
+  const int tiles = int((m_end - m_begin) / kBlockM) * tiles_n;
+
+  if (wg == 0) {  // producer
+    if (tid == 0) {
+      int stage = 0;
+      uint32_t phase = 0;
+      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const int m0 = int(m_begin) + (t / tiles_n) * kBlockM, n0 = (t % tiles_n) * kBlockN;
+        for (int kb = 0; kb < KB; ++kb) {
+          mbar_wait(empty + stage, phase ^ 1);
+          mbar_expect_tx(full + stage, kStageA + kStageB);
+          tma_load_2d(sA + stage * kStageA, &tm_a, full + stage, kb * kBlockK, m0);
+          tma_load_2d(sB + stage * kStageB, &tm_b, full + stage, kb * kBlockK, n0);
+          if (++stage == kStagesW) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
+      }
+    }
+    return;
+  }
+
+  // consumers: warpgroup c = wg - 1 owns rows [64c, 64c + 64) of the tile
+  const int c = wg - 1;
+  const int lt = tid - 128 * wg;  // thread within the warpgroup
+  const int w = lt / 32, lane = lt % 32;
+  const int g = lane >> 2, tq = lane & 3;
+  int stage = 0;
+  uint32_t phase = 0;
+  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int64_t m0 = m_begin + int64_t(t / tiles_n) * kBlockM;
+    const int64_t n0 = int64_t(t % tiles_n) * kBlockN;
+    const int64_t r0 = m0 + 64 * c + 16 * w + g;  // this thread's rows r0 and r0 + 8
+    const float* sb_row = SB + (n0 / kBlockN) * KB;
+    float total[64], acc[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) total[i] = 0.0f;
+    for (int kb = 0; kb < KB; ++kb) {
+      const float sa0 = SA[int64_t(kb) * M + r0], sa1 = SA[int64_t(kb) * M + r0 + 8];
+      const float sbv = sb_row[kb];
+      mbar_wait(full + stage, phase);
+      const uint8_t* a_tile = sA + stage * kStageA + 64 * c * kBlockK;
+      const uint8_t* b_tile = sB + stage * kStageB;
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < kBlockK / 32; ++ks)
+        wgmma_m64n128k32_e4m3(acc, smem_desc(a_tile + ks * 32), smem_desc(b_tile + ks * 32), ks > 0 ? 1 : 0);
+      wgmma_commit();
+      wgmma_wait0();
+#pragma unroll
+      for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(acc[i])::"memory");  // no read of acc above the wait
+      mbar_arrive(empty + stage);
+      if (++stage == kStagesW) {
+        stage = 0;
+        phase ^= 1;
+      }
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        total[4 * j + 0] = nm::block_accumulate(total[4 * j + 0], acc[4 * j + 0], sa0, sbv);
+        total[4 * j + 1] = nm::block_accumulate(total[4 * j + 1], acc[4 * j + 1], sa0, sbv);
+        total[4 * j + 2] = nm::block_accumulate(total[4 * j + 2], acc[4 * j + 2], sa1, sbv);
+        total[4 * j + 3] = nm::block_accumulate(total[4 * j + 3], acc[4 * j + 3], sa1, sbv);
+      }
+    }
+    int slice = 0;
+    uint16_t* C = tile_dest(dest, m0, slice);
+    if (C) {
+      const int64_t ldd = dest.ldd;
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        const int64_t col = n0 + 8 * j + 2 * tq;
+        *reinterpret_cast<uint32_t*>(C + r0 * ldd + col) = pack_bf16x2(total[4 * j + 0], total[4 * j + 1]);
+        *reinterpret_cast<uint32_t*>(C + (r0 + 8) * ldd + col) = pack_bf16x2(total[4 * j + 2], total[4 * j + 3]);
+      }
+    }
+    consumer_bar();  // both consumer warpgroups stored the tile
+    if (tid == 128 && dest.counters) {
+      __threadfence();
+      atomicAdd(dest.counters + slice, 1u);
+    }
+  }
+#else
+  (void)SA; (void)SB; (void)M; (void)N; (void)K; (void)m_begin; (void)m_end; (void)dest; (void)tm_a; (void)tm_b;
+  __trap();
+#endif
+}
+
+}  // namespace
+}  // namespace gemmar::kernels::dev

@@ -1,0 +1,132 @@
+#include "validate/verdict/expectations.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "common/errors.hpp"
+#include "validate/verdict/verdict.hpp"
+
+namespace gemmar {
+
+namespace {
+
+// The model and its profiles are pure functions of their inputs; `gemmar check` over a long log asks the
+// same (profile, shape, config) many times, so each is computed once per process.
+struct ModelCache {
+  std::mutex mu;
+  std::map<std::string, std::shared_ptr<const model::Profile>> profiles;
+  std::map<std::string, model::Prediction> predictions;
+  std::map<std::string, model::Sweep> sweeps;
+};
+ModelCache& model_cache() {
+  static ModelCache c;
+  return c;
+}
+
+std::string cache_key(const std::string& profile, const Shape& s, const Config& c) {
+  std::ostringstream os;
+  os << profile << '|' << s.m << ',' << s.n << ',' << s.k << ',' << s.world << '|' << config_label(c) << '|'
+     << c.pull_blocks;
+  return os.str();
+}
+
+template <typename Map, typename Make>
+auto cached(Map& map, const std::string& key, Make make) {
+  auto& c = model_cache();
+  {
+    std::lock_guard lock(c.mu);
+    auto it = map.find(key);
+    if (it != map.end()) return it->second;
+  }
+  auto value = make();
+  std::lock_guard lock(c.mu);
+  return map.emplace(key, std::move(value)).first->second;
+}
+
+std::shared_ptr<const model::Profile> profile_for(const std::string& name) {
+  return cached(model_cache().profiles, name,
+                [&] { return std::shared_ptr<const model::Profile>(std::make_shared<model::Profile>(model::load_profile(name))); });
+}
+
+model::Prediction predict_cached(const std::string& pname, const model::Profile& p, const Shape& s, const Config& cfg) {
+  return cached(model_cache().predictions, cache_key(pname, s, cfg), [&] { return model::predict(p, s, cfg); });
+}
+
+model::Sweep sweep_cached(const std::string& pname, const model::Profile& p, const Shape& s, const Config& cfg) {
+  Config key_cfg = cfg;
+  key_cfg.pull_blocks = 0;
+  return cached(model_cache().sweeps, cache_key(pname, s, key_cfg),
+                [&] { return model::sweep_pull_blocks(p, s, cfg, model::default_pull_grid()); });
+}
+
+bool contains(const std::string& haystack, const char* needle) { return haystack.find(needle) != std::string::npos; }
+
+}  // namespace
+
+std::string default_profile(const std::string& backend, const std::string& device, int ranks_per_device) {
+  if (backend != "gpu") return "mi355x";
+  std::string d;
+  for (char c : device) d += char(std::tolower(static_cast<unsigned char>(c)));
+  if (contains(d, "mi300") || contains(d, "gfx942")) return "mi300x";
+  if (contains(d, "mi355") || contains(d, "mi350") || contains(d, "gfx950")) return "mi355x";
+  if (contains(d, "nvidia") || contains(d, "h100") || contains(d, "h200") || contains(d, "h800"))
+    return ranks_per_device > 1 ? "h200-1gpu" : "h200";
+  return "mi355x";
+}
+
+Expectations expectations_for(const RunRecord& r, const JudgeOptions& o) {
+  Expectations e;
+  e.config = r.config;
+  e.config.pull_blocks = r.pull_blocks ? *r.pull_blocks : o.pull_blocks.value_or(Config{}.pull_blocks);
+  e.judge_timing = o.judge_timing;
+  e.baseline = o.baseline;
+  const Config eff = effective_config(e.config);
+
+  if (has_collective(eff.mode)) {
+    try {
+      // The floor is a per-row statistic (iid rows; padding rows are zero in both output and reference), so
+      // M only sets how many rows there are: one derivation per (N, K, W, quant) serves every M.
+      Shape fs = r.shape;
+      if (!o.floors_at_run_m) fs.m = verdict_rules::kFloorCanonicalM;
+      const auto& fl = reference::cached_floors(fs, e.config.quant);
+      e.floors = FloorExpectation{fl.bf16, fl.fp8, fl.bf16_stderr, fl.fp8_stderr, fl.rows_evaluated, fs.m};
+    } catch (const Error& err) {
+      e.floor_error = err.what();
+    }
+  }
+
+  e.profile_from_options = o.profile.has_value();
+  e.profile_name = o.profile ? *o.profile
+                   : r.profile ? *r.profile
+                               : default_profile(r.backend.value_or("gpu"), r.device.value_or(""), 1);
+  try {
+    e.profile = profile_for(e.profile_name);
+  } catch (const UsageError& err) {
+    if (o.profile) throw;  // a bad --profile is the user's, rejected before judging
+    e.profile_error = err.what();
+    return e;
+  }
+  try {
+    e.prediction = predict_cached(e.profile_name, *e.profile, r.shape, e.config);
+    if (has_collective(eff.mode) && uses_fp8_wire(eff) && eff.gather_transport == Transport::Lsa) {
+      e.pull_sweep = sweep_cached(e.profile_name, *e.profile, r.shape, e.config);
+      double best = INFINITY;
+      for (const auto& pt : e.pull_sweep->points)
+        if (pt.value == e.pull_sweep->optimum) best = pt.total_us;
+      if (!std::isfinite(best))
+        for (const auto& pt : e.pull_sweep->points) best = std::min(best, pt.total_us);
+      e.pull_sweep_best_us = best;
+      e.pull_at_grid_us = e.prediction->total_us;
+    }
+  } catch (const UsageError& err) {
+    e.model_error = err.what();
+    e.prediction.reset();
+    e.pull_sweep.reset();
+  }
+  return e;
+}
+
+}  // namespace gemmar

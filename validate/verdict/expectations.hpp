@@ -1,0 +1,64 @@
+// What a run is judged against: the reference's predicted floors for its wire, the timing model's prediction
+// and pull-grid sweep for its profile, and the baseline runs. The judge (verdict.hpp) is a pure function of a
+// record and these expectations; this provider is the one place that derives them, each once per process
+// (floors also once across processes, on disk: reference/floors.hpp).
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/model.hpp"
+#include "reference/floors.hpp"
+#include "validate/record/run_record.hpp"
+
+namespace gemmar {
+
+// The options a judging command passes (check's flags; run/validate fill them from the plan).
+struct JudgeOptions {
+  std::optional<std::string> profile;  // overrides the record's; default: default_profile() of its backend
+  std::optional<int> pull_blocks;      // for records that carry no pull_blocks (else 64)
+  std::vector<RunRecord> baseline;     // --baseline runs, matched by config and shape
+  bool judge_timing = true;            // false: times are not judged (CPU emulation: not GPU times)
+  bool floors_at_run_m = false;        // derive floors at the run's own M, not kFloorCanonicalM
+};
+
+struct FloorExpectation {
+  double bf16 = 0, fp8 = 0;
+  double bf16_stderr = 0, fp8_stderr = 0;
+  int64_t rows_evaluated = 0;
+  int64_t derived_at_m = 0;
+};
+
+struct Expectations {
+  Config config;  // the record's config with the pull grid it was judged at
+  // Floors: nullopt for gemm-only (no wire) or when they could not be derived (floor_error says why).
+  std::optional<FloorExpectation> floors;
+  std::string floor_error;
+  // Timing model: profile nullptr when the name is unusable (profile_error); prediction nullopt when the
+  // model rejects the config (model_error).
+  std::string profile_name;
+  bool profile_from_options = false;  // --profile (a bad one is the user's error, not the record's)
+  std::shared_ptr<const model::Profile> profile;
+  std::string profile_error;
+  std::optional<model::Prediction> prediction;
+  std::string model_error;
+  std::optional<model::Sweep> pull_sweep;  // for configs with a pull (fp8 wire over CU loads)
+  double pull_sweep_best_us = 0;   // the model's total at the optimum
+  double pull_at_grid_us = 0;      // the model's total at the record's own grid
+  bool judge_timing = true;
+  std::vector<RunRecord> baseline;
+};
+
+// The profile a run is judged against when none is named: by backend and device. CPU emulation: mi355x (its
+// times are not judged). A GPU: h200 for NVIDIA H100/H200 with one rank per device, h200-1gpu for W ranks on
+// one NVIDIA device; mi355x (gfx950) or mi300x (gfx942) on AMD. `device` is the device's name as the runtime
+// reports it; `ranks_per_device` is the effective count (>= 1).
+std::string default_profile(const std::string& backend, const std::string& device, int ranks_per_device);
+
+// Derives (or reuses) everything `record` is judged against. Never throws for the record's own faults (a bad
+// profile field, a config the model rejects): those become the errors above and the judge reports them.
+// Throws UsageError for a bad options.profile.
+Expectations expectations_for(const RunRecord&, const JudgeOptions&);
+
+}  // namespace gemmar
