@@ -22,6 +22,7 @@
 #include "common/json_text.hpp"
 #include "validate/cli/cli.hpp"
 #include "validate/cli/report_inputs.hpp"
+#include "validate/record/python_json.hpp"
 #include "validate/record/run_record.hpp"
 
 extern char** environ;

@@ -16,6 +16,7 @@
 #include "common/config.hpp"
 #include "common/errors.hpp"
 #include "validate/record/log_reader.hpp"
+#include "validate/record/python_json.hpp"
 #include "validate/record/run_record.hpp"
 
 namespace gemmar::report {
