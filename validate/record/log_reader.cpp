@@ -303,15 +303,19 @@ LogReadStats read_log(std::istream& in, const std::string& name, const std::func
     return false;
   };
   auto human_echo = [&](const LogEntry& e) {
-    if (e.kind != "human" || !e.record) return false;
-    const RunRecord& r = *e.record;
+    if (e.kind != "human" || !e.raw.is_object()) return false;
+    const auto& j = e.raw;
+    auto num = [&](const char* k) {
+      const auto it = j.find(k);
+      return it != j.end() && it->is_number() ? it->get<double>() : -2.0;
+    };
     for (auto it = recent.rbegin(); it != recent.rend(); ++it) {
       if (lineno - it->line > 64) break;
-      if (it->echoed || it->mode != to_string(r.config.mode) || it->m != r.shape.m || it->n != r.shape.n ||
-          it->k != r.shape.k)
+      if (it->echoed || it->mode != j.value("mode", std::string()) || it->m != int64_t(num("m")) ||
+          it->n != int64_t(num("n")) || it->k != int64_t(num("k")))
         continue;
-      if (it->time && r.max_rank_time_us && std::fabs(*it->time - *r.max_rank_time_us) > 0.006 + 1e-6 * *it->time)
-        continue;
+      const double t = num("max_rank_time_us");
+      if (it->time && t >= 0 && std::fabs(*it->time - t) > 0.006 + 1e-6 * *it->time) continue;
       it->echoed = true;
       return true;
     }
@@ -349,10 +353,20 @@ LogReadStats read_log(std::istream& in, const std::string& name, const std::func
       } else if (human_echo(*e)) {
         ++st.human_echoes;
       } else {
-        if (e->record && e->kind != "human") {
-          const RunRecord& r = *e->record;
-          recent.push_back({to_string(r.config.mode), r.shape.m, r.shape.n, r.shape.k, r.max_rank_time_us, lineno});
-          if (recent.size() > 32) recent.pop_front();
+        // Invalid records too: their [gemm_ar] echo is the same broken run, not a clean one.
+        if (e->kind != "human" && e->raw.is_object()) {
+          const auto& j = e->raw;
+          auto num = [&](const char* k) {
+            const auto it = j.find(k);
+            return it != j.end() && it->is_number() ? it->get<double>() : -1.0;
+          };
+          const auto mode = j.find("mode");
+          std::optional<double> t;
+          if (const double x = num("max_rank_time_us"); x >= 0) t = x;
+          if (mode != j.end() && mode->is_string()) {
+            recent.push_back({mode->get<std::string>(), int64_t(num("m")), int64_t(num("n")), int64_t(num("k")), t, lineno});
+            if (recent.size() > 32) recent.pop_front();
+          }
         }
         (e->record ? st.records : st.invalid)++;
         sink(std::move(*e));
