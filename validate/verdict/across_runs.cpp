@@ -15,7 +15,7 @@ std::string repeat_key(const RunRecord& r, int pull_blocks) {
      << '|' << r.stop_after.value_or("all");
   if (r.raw.is_object())
     for (const char* knob : {"block_m", "block_n", "tile_order", "tile", "chunks", "fence", "swap_ab", "permlane",
-                             "atomic", "quant", "fp8_format", "seed"})
+                             "atomic", "quant", "fp8_format", "seed", "inject", "backend", "device"})
       if (r.raw.contains(knob)) os << '|' << knob << '=' << r.raw[knob].dump();
   return os.str();
 }
