@@ -2,6 +2,7 @@
 // GPU), checks each against the reference and the model, prints the verdict table, writes results.json,
 // the RESULT_JSON log and the report into --out (built in a temp directory and renamed into place).
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
@@ -20,29 +21,44 @@ int cmd_validate(const Args& args) {
   po::options_description desc("gemmar validate options");
   add_run_options(desc, RunCommand::Validate);
   desc.add_options()
-      ("out", po::value<std::string>()->default_value("out/validate"), "directory for results.json, log and report")
+      ("out", po::value<std::string>()->default_value("out/validate"),
+       "directory for results.json, log and report (new, empty, or a previous gemmar output with --force)")
+      ("force", po::bool_switch()->default_value(false), "replace --out when it holds a previous gemmar output")
       ("no-report", po::bool_switch()->default_value(false), "skip the HTML/PNG report");
   add_common_options(desc);
   po::variables_map vm;
   if (!parse(args, desc, vm, std::cout, "gemmar validate [--backend cpu|gpu] [--out DIR] [--inject FAULT] [--json]"))
     return kExitOk;
   const auto t0 = std::chrono::steady_clock::now();
+  // Before any work: --out must not destroy what gemmar did not write.
+  std::filesystem::path out_dir = std::filesystem::path(vm["out"].as<std::string>()).lexically_normal();
+  if (!out_dir.has_filename() && out_dir.has_parent_path()) out_dir = out_dir.parent_path();
+  {
+    OutputDirCheck oc;
+    oc.force = vm["force"].as<bool>();
+    check_output_dir(out_dir, oc);
+  }
   const RunPlan plan = read_run_plan(vm, RunCommand::Validate);
   const bool gpu = plan.backend == "gpu";
   const bool json = vm["json"].as<bool>();
 
-  AtomicDirectory out(vm["out"].as<std::string>());
+  AtomicDirectory out(out_dir, "gemmar validate");
   std::ostringstream log;
   std::vector<RunOutcome> outcomes = execute_plan(plan, &log);
   nlohmann::json results = plan_outcomes_to_json(plan, outcomes);
 
   // The model beside the runs: predictions at the reference shape for the profile, and the pull-grid curve.
-  const std::string profile_name = plan.profile.empty() ? (gpu ? std::string("h200-1gpu") : "mi355x") : plan.profile;
+  // The profile the runs were judged against (default_profile of their backend and device).
+  const std::string profile_name = !plan.profile.empty()                        ? plan.profile
+                                   : !outcomes.empty() && outcomes[0].record.profile ? *outcomes[0].record.profile
+                                                                                 : default_profile(plan.backend, "", 1);
+  const nlohmann::json reference_shape = {{"m", Shape{}.m}, {"n", Shape{}.n}, {"k", Shape{}.k}, {"world", Shape{}.world}};
   const model::Profile profile = model::load_profile(profile_name);
   nlohmann::json predictions = nlohmann::json::array();
   for (const Config& c : plan.configs) {
     nlohmann::json p = model::to_json(model::predict(profile, Shape{}, c));
     p["config"] = config_label(c);
+    p["shape"] = reference_shape;
     predictions.push_back(p);
   }
   Config pull;
@@ -52,11 +68,11 @@ int cmd_validate(const Args& args) {
   results["profile"] = profile_name;
   results["model_predictions"] = predictions;
   results["model_sweeps"] = nlohmann::json::array(
-      {model::to_json(model::sweep_pull_blocks(profile, Shape{}, pull, {8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512}))});
+      {model::to_json(model::sweep_pull_blocks(profile, Shape{}, pull, model::default_pull_grid()))});
   results["model_sweeps"][0]["config"] = {{"mode", to_string(pull.mode)}, {"gather_dtype", to_string(pull.gather_dtype)},
                                            {"gather_transport", to_string(pull.gather_transport)},
                                            {"label", config_label(pull)}};
-  results["model_sweeps"][0]["shape"] = {{"m", Shape{}.m}, {"n", Shape{}.n}, {"k", Shape{}.k}, {"world", Shape{}.world}};
+  results["model_sweeps"][0]["shape"] = reference_shape;
   results["model_sweeps"][0]["param"] = "pull-blocks";
   results["shape"] = {{"n", plan.shape.n}, {"k", plan.shape.k}, {"world", plan.shape.world}, {"m", plan.m_values}};
 
