@@ -17,7 +17,8 @@ constexpr const char* kUsage =
     "  check [FILE|-]...              verdicts on benchmark output (RESULT_JSON lines)\n"
     "  run                            run the op (GPU kernels, or the CPU emulation) and check it\n"
     "  report RESULTS... --out DIR    phase-breakdown report (HTML + PNG)\n"
-    "  validate                       the main job: every mode and wire, checked, with a report\n";
+    "  validate                       the main job: every mode and wire, checked, with a report\n"
+    "  selftest                       transport self-test: rank+1 windows, every element W(W+1)/2 exactly\n";
 
 }  // namespace
 
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
   const std::map<std::string, int (*)(const cli::Args&)> subcommands{
       {"reference", cli::cmd_reference}, {"model", cli::cmd_model},   {"check", cli::cmd_check},
       {"run", cli::cmd_run},             {"report", cli::cmd_report}, {"validate", cli::cmd_validate},
+      {"selftest", cli::cmd_selftest},
   };
   if (argc < 2) {
     std::cerr << kUsage;
