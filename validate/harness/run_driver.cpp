@@ -277,7 +277,8 @@ RunOutcome run_and_check(Backend& backend, const RunRequest& req) {
   if (res.total_us) rec.max_rank_time_us = res.total_us;
   if (!res.per_rank_time_us.empty())
     rec.max_rank_time_us = *std::max_element(res.per_rank_time_us.begin(), res.per_rank_time_us.end());
-  rec.timing = res.total_us ? "graph" : "none (CPU emulation: no kernel times)";
+  rec.timing = !res.total_us ? "none (CPU emulation: no kernel times)"
+               : res.device.find("eager (") != std::string::npos ? "eager" : "graph";
   rec.profile = req.profile.empty() ? default_profile(res.backend, res.device, res.ranks_per_device) : req.profile;
   if (wrong >= 0) rec.wrong_elements = wrong;
   rec.iterations_checked = int(iteration_index.size());

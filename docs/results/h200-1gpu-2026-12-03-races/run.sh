@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Issue 15 on the lent H200: the CUDA gemmar (cmake --preset cuda, built on the dev machine, carried with its
+# libboost_program_options) runs the transport self-test, every config through the captured graph with every
+# iteration checked, the replay faults, and clean runs with stragglers. Usage (from .dev-races): run.sh OUTDIR
+set -u
+OUT=${1:-out}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=$PWD/lib:${LD_LIBRARY_PATH:-}
+G=./gemmar
+log() { echo "\$ gemmar $*"; timeout 120 $G "$@"; echo "rc=$?"; }
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+{
+  log selftest --backend gpu
+  log selftest --backend gpu --inject silent-gather
+  log selftest --backend gpu --inject silent-scatter
+} > "$OUT/selftest.log" 2>&1
+log run --backend gpu --all-configs -m 4096 --check-rows 128 > "$OUT/all_configs.log" 2>&1
+log run --backend gpu --all-configs -m 4096 --check-rows 128 --straggle 50 --seed 99 > "$OUT/straggle.log" 2>&1
+{
+  for cfg in "--mode split-sdma" "--mode fused-sdma --gather-dtype fp8" "--mode fused-lsa --gather-transport lsa" \
+             "--mode split-lsa --gather-transport lsa"; do
+    log run --backend gpu -m 4096 --check-rows 128 --iterations 4 --inject stale-replay $cfg
+  done
+  for cfg in "--mode split-sdma" "--mode fused-sdma --gather-dtype fp8" \
+             "--mode fused-sdma --gather-dtype fp8 --gather-transport lsa" "--mode split-lsa --gather-transport lsa"; do
+    log run --backend gpu -m 4096 --check-rows 128 --iterations 4 --inject frozen-flag $cfg
+  done
+  log run --backend gpu -m 4096 --check-rows 128 --iterations 6 --straggle 50 --inject stale-replay --mode split-sdma
+  log run --backend gpu -m 4096 --check-rows 128 --iterations 4 --inject silent-gather --mode fused-sdma
+} > "$OUT/faults.log" 2>&1
+log run --backend gpu -m 16384 --mode fused-sdma --check-rows 256 > "$OUT/m16384.log" 2>&1
+grep -h '^\$\|^rc=\|^selftest \(FAILED\|passed\)\|  [a-z-]*: \|fail\|pass' "$OUT"/*.log | cut -c1-220 | head -150
