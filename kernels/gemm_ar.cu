@@ -43,7 +43,11 @@ T* dalloc(int64_t count) {
 // Graph capture / replay and timed events inside a capture (issue 15). An event recorded inside a capture is
 // only a dependency unless recorded as "external": then the graph's replay records it and it can be timed.
 #if defined(GEMMAR_GPU_HIP)
+#if defined(hipEventRecordExternal) || HIP_VERSION >= 60200000
 #define GEMMAR_RECORD_EXTERNAL(e, s) hipEventRecordWithFlags(e, s, hipEventRecordExternal)
+#else  // older HIP: no external event nodes; a timed event inside a capture is then only a dependency
+#define GEMMAR_RECORD_EXTERNAL(e, s) hipEventRecord(e, s)
+#endif
 #define GEMMAR_BEGIN_CAPTURE(s) hipStreamBeginCapture(s, hipStreamCaptureModeRelaxed)
 #define GEMMAR_END_CAPTURE(s, g) hipStreamEndCapture(s, g)
 #define GEMMAR_INSTANTIATE(x, g) hipGraphInstantiate(x, g, nullptr, nullptr, 0)
