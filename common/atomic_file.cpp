@@ -68,13 +68,73 @@ void write_file_atomic(const fs::path& path, const std::string& content) {
   }
 }
 
-AtomicDirectory::AtomicDirectory(fs::path final_dir) : final_(std::move(final_dir)), temp_(temp_sibling(final_)) {
+namespace {
+// Lexically normal absolute form, symlinks of existing parents resolved: two spellings of one path compare equal.
+fs::path canonical_form(const fs::path& p) {
+  std::error_code ec;
+  fs::path c = fs::weakly_canonical(fs::absolute(p, ec), ec);
+  if (ec) c = fs::absolute(p).lexically_normal();
+  return c;
+}
+
+// `inner` is `outer` or lies below it.
+bool is_within(const fs::path& inner, const fs::path& outer) {
+  auto i = inner.begin();
+  for (auto o = outer.begin(); o != outer.end(); ++o, ++i) {
+    if (o->empty()) continue;  // a trailing separator
+    if (i == inner.end() || *i != *o) return false;
+  }
+  return true;
+}
+
+bool holds_manifest(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(dir / kOutputManifest, ec);
+}
+
+bool is_empty_dir(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_empty(dir, ec) && !ec;
+}
+}  // namespace
+
+void check_output_dir(const fs::path& out, const OutputDirCheck& check) {
+  const std::string who = check.option + " " + out.string();
+  if (out.empty()) throw UsageError(check.option + ": give a directory");
+  const fs::path out_c = canonical_form(out);
+  for (const auto& in : check.inputs) {
+    if (in.empty() || in == "-") continue;
+    const fs::path in_c = canonical_form(in);
+    if (in_c == out_c)
+      throw UsageError(who + ": is an input of this command; write the output to another directory");
+    if (is_within(in_c, out_c))
+      throw UsageError(who + ": holds the input " + in.string() + "; write the output to another directory");
+  }
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(out, ec);
+  if (ec || !fs::exists(st)) return;  // absent: created
+  if (fs::is_symlink(st)) throw UsageError(who + ": is a symbolic link; give a real directory");
+  if (fs::is_regular_file(st)) throw UsageError(who + ": is an existing file, not a directory; not replaced");
+  if (!fs::is_directory(st)) throw UsageError(who + ": exists and is not a directory; not replaced");
+  if (is_empty_dir(out)) return;
+  if (!holds_manifest(out))
+    throw UsageError(who + ": is a non-empty directory that gemmar did not write (no " + kOutputManifest +
+                     "); not replaced, give a new or empty directory");
+  if (!check.force)
+    throw UsageError(who + ": holds a previous gemmar output; give --force to replace it");
+}
+
+AtomicDirectory::AtomicDirectory(fs::path final_dir, const std::string& written_by)
+    : final_(std::move(final_dir)), temp_(temp_sibling(final_)) {
   std::error_code ec;
   if (!final_.parent_path().empty()) fs::create_directories(final_.parent_path(), ec);
   fs::remove_all(temp_, ec);
   remove_dead_siblings(final_);
   if (!fs::create_directories(temp_, ec) || ec)
     throw EnvironmentError("cannot create directory " + temp_.string() + ": " + ec.message());
+  std::ofstream manifest(temp_ / kOutputManifest, std::ios::binary | std::ios::trunc);
+  manifest << "{\"written_by\": \"" << written_by << "\", \"format\": 1}\n";
+  if (!manifest) throw EnvironmentError("cannot write " + (temp_ / kOutputManifest).string());
 }
 
 AtomicDirectory::~AtomicDirectory() {
@@ -86,6 +146,13 @@ AtomicDirectory::~AtomicDirectory() {
 
 void AtomicDirectory::commit() {
   std::error_code ec;
+  {
+    // The last guard: whatever stands at final_ now must be gemmar's (or empty) to be replaced.
+    const fs::file_status st = fs::symlink_status(final_, ec);
+    if (!ec && fs::exists(st) && !(fs::is_directory(st) && (is_empty_dir(final_) || holds_manifest(final_))))
+      throw UsageError(final_.string() + ": exists and was not written by gemmar; not replaced");
+    ec.clear();
+  }
 #ifdef RENAME_EXCHANGE
   // Linux: swap the new directory and the existing one in one step, so that no instant exists at which
   // final_ is missing (a kill between two renames would leave neither old nor new in place).

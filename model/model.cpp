@@ -89,98 +89,90 @@ PullRate pull_rate(const Ctx& x, int blocks) {
   return {std::min(cap, little) / thrash / x.share, little < cap};
 }
 
-}  // namespace
 
-const std::vector<int>& default_pull_grid() {
-  static const std::vector<int> v{8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024};
-  return v;
-}
-
-Prediction predict(const Profile& prof, const Shape& shape, const Config& config) {
-  validate_shape_config(shape, config);
+// One method per leg of the pipeline; each appends its phases and adds its lower-bound term.
+struct PredictionBuilder {
+  PredictionBuilder(const Ctx& ctx, const Config& c)
+      : x(ctx), p(ctx.p), cfg(c), L(p.sync.kernel_launch_us * ctx.share), W(ctx.W), S(ctx.S), N(ctx.N),
+        slice_bf16(S * N * 2), c_bytes(ctx.Mp * N * 2), scatter_bytes((W - 1) * slice_bf16), fp8(uses_fp8_wire(c)),
+        lsa_gather(c.gather_transport == Transport::Lsa) {}
+  const Ctx& x;
+  const Params& p;
+  const Config& cfg;
+  const double L;  // every emulated rank launches its own kernel
+  const double W, S, N, slice_bf16, c_bytes, scatter_bytes;
+  const bool fp8, lsa_gather;
   Prediction pr;
-  Config cfg = effective_config(config);
-  if (is_fused(cfg.mode) && double(shape.m) < prof.params.fused_min_m) {
-    pr.fused_engaged = false;
-    std::ostringstream os;
-    os << "the fused path engages only at M >= " << prof.params.fused_min_m << ": modeled as split-sdma";
-    pr.notes.push_back(os.str());
-    cfg.mode = Mode::SplitSdma;
-  }
-  const Ctx x(prof.params, shape, cfg);
-  const auto& p = x.p;
-  const double L = p.sync.kernel_launch_us * x.share;  // every emulated rank launches its own kernel
-  const double W = x.W, S = x.S, N = x.N;
-  const double slice_bf16 = S * N * 2;
-  const double c_bytes = x.Mp * N * 2;
-  const double scatter_bytes = (W - 1) * slice_bf16;
-  const bool fp8 = uses_fp8_wire(cfg);
-  const bool lsa_gather = cfg.gather_transport == Transport::Lsa;
   double lb = 0;  // sum over sequential phases of the time at peak rates
 
-  // --- gemm (+ scatter leg)
-  const double gemm_only = x.gemm_only_us();
-  const double gemm_ceiling = x.share * x.gemm_flops() / (p.gemm.fp8_tflops_dense * 1e6);
-  const double gemm_lb = std::max(x.share * x.gemm_flops() / (p.gemm.fp8_tflops_dense * 1e6),
-                                  us_at(c_bytes, x.hbm_peak()));
-  if (cfg.mode == Mode::GemmOnly) {
-    Phase g = phase("gemm", gemm_only, c_bytes, "compute");
-    g.flops = x.gemm_flops();
-    g.hbm_bytes = c_bytes;
-    g.ceiling_us = gemm_ceiling;
-    pr.phases.push_back(g);
-    lb += gemm_lb;
-    if (p.one_device) {
-      // The one-device backend hands back each rank's partial as its output: W copy-engine copies of C,
-      // inside the timed region (kernels/gemm_ar.cu), so the standalone total carries them.
-      Phase o = phase("output", us_at(c_bytes, x.sdma_rate()), c_bytes, "hbm");
-      o.hbm_bytes = 2 * c_bytes;
-      o.ceiling_us = us_at(c_bytes, x.sdma_rate());
-      pr.phases.push_back(o);
-      lb += us_at(c_bytes, x.link_peak_raw());
+  // gemm, and the scatter leg: in the epilogue (fused, then a drain) or by copy-engine puts (split-sdma).
+  void gemm_and_scatter() {
+    // --- gemm (+ scatter leg)
+    const double gemm_only = x.gemm_only_us();
+    const double gemm_ceiling = x.share * x.gemm_flops() / (p.gemm.fp8_tflops_dense * 1e6);
+    const double gemm_lb = std::max(x.share * x.gemm_flops() / (p.gemm.fp8_tflops_dense * 1e6),
+                                    us_at(c_bytes, x.hbm_peak()));
+    if (cfg.mode == Mode::GemmOnly) {
+      Phase g = phase("gemm", gemm_only, c_bytes, "compute");
+      g.flops = x.gemm_flops();
+      g.hbm_bytes = c_bytes;
+      g.ceiling_us = gemm_ceiling;
+      pr.phases.push_back(g);
+      lb += gemm_lb;
+      if (p.one_device) {
+        // The one-device backend hands back each rank's partial as its output: W copy-engine copies of C,
+        // inside the timed region (kernels/gemm_ar.cu), so the standalone total carries them.
+        Phase o = phase("output", us_at(c_bytes, x.sdma_rate()), c_bytes, "hbm");
+        o.hbm_bytes = 2 * c_bytes;
+        o.ceiling_us = us_at(c_bytes, x.sdma_rate());
+        pr.phases.push_back(o);
+        lb += us_at(c_bytes, x.link_peak_raw());
+      }
+    } else if (is_fused(cfg.mode)) {
+      const bool sdma = cfg.mode == Mode::FusedSdma;
+      // One device, fused-lsa: the epilogue's stores into the owners' slots are the C write itself (same
+      // HBM, same bytes, one launch), so neither the chunked-launch overhead nor a push tail exists.
+      const bool stores_are_c = p.one_device && cfg.mode == Mode::FusedLsa;
+      const double gemm_f = stores_are_c ? gemm_only : gemm_only * (1.0 + p.gemm.epilogue_slowdown);
+      // Pushes start when the first wave of tiles is done, one put per finished BLOCK_M band per peer queue.
+      const double t_first = x.share * p.gemm.launch_us + x.tile_us() * (1.0 + p.gemm.epilogue_slowdown);
+      const double puts_per_queue = sdma ? std::ceil(S / block_m(cfg.quant)) : 0.0;
+      const double wire_rate = (sdma ? x.sdma_rate() : x.cu_rate()) * p.link.scatter_efficiency;
+      const double push_us = puts_per_queue * p.copy_engine.per_put_us + us_at(scatter_bytes, wire_rate);
+      const double tail = stores_are_c ? 0.0 : std::max(0.0, t_first + push_us - gemm_f);
+      Phase g = phase("gemm", gemm_f, c_bytes, tail > 0 ? "link" : "compute");
+      g.flops = x.gemm_flops();
+      g.link_bytes = scatter_bytes;
+      g.hbm_bytes = c_bytes;
+      g.ceiling_us = gemm_ceiling;
+      pr.phases.push_back(g);
+      Phase d = phase("drain", tail + p.sync.barrier_us, scatter_bytes * std::min(1.0, tail / push_us),
+                      tail > 0 ? "link" : "latency");
+      d.link_bytes = d.bytes;
+      pr.phases.push_back(d);
+      lb += std::max(gemm_lb, us_at(scatter_bytes, x.link_peak_raw()));
+    } else {
+      Phase g = phase("gemm", gemm_only, c_bytes, "compute");
+      g.flops = x.gemm_flops();
+      g.hbm_bytes = c_bytes;
+      g.ceiling_us = gemm_ceiling;
+      pr.phases.push_back(g);
+      lb += gemm_lb;
+      if (cfg.mode == Mode::SplitSdma) {
+        const double us = p.copy_engine.per_put_us +
+                          us_at(scatter_bytes, x.sdma_rate() * p.link.scatter_efficiency) + p.sync.barrier_us;
+        Phase sc = phase("scatter", us, scatter_bytes, "link");
+        sc.link_bytes = scatter_bytes;
+        sc.ceiling_us = us_at(scatter_bytes, x.sdma_rate());
+        pr.phases.push_back(sc);
+        lb += us_at(scatter_bytes, x.link_peak_raw());
+      }
     }
-  } else if (is_fused(cfg.mode)) {
-    const bool sdma = cfg.mode == Mode::FusedSdma;
-    // One device, fused-lsa: the epilogue's stores into the owners' slots are the C write itself (same
-    // HBM, same bytes, one launch), so neither the chunked-launch overhead nor a push tail exists.
-    const bool stores_are_c = p.one_device && cfg.mode == Mode::FusedLsa;
-    const double gemm_f = stores_are_c ? gemm_only : gemm_only * (1.0 + p.gemm.epilogue_slowdown);
-    // Pushes start when the first wave of tiles is done, one put per finished BLOCK_M band per peer queue.
-    const double t_first = x.share * p.gemm.launch_us + x.tile_us() * (1.0 + p.gemm.epilogue_slowdown);
-    const double puts_per_queue = sdma ? std::ceil(S / block_m(cfg.quant)) : 0.0;
-    const double wire_rate = (sdma ? x.sdma_rate() : x.cu_rate()) * p.link.scatter_efficiency;
-    const double push_us = puts_per_queue * p.copy_engine.per_put_us + us_at(scatter_bytes, wire_rate);
-    const double tail = stores_are_c ? 0.0 : std::max(0.0, t_first + push_us - gemm_f);
-    Phase g = phase("gemm", gemm_f, c_bytes, tail > 0 ? "link" : "compute");
-    g.flops = x.gemm_flops();
-    g.link_bytes = scatter_bytes;
-    g.hbm_bytes = c_bytes;
-    g.ceiling_us = gemm_ceiling;
-    pr.phases.push_back(g);
-    Phase d = phase("drain", tail + p.sync.barrier_us, scatter_bytes * std::min(1.0, tail / push_us),
-                    tail > 0 ? "link" : "latency");
-    d.link_bytes = d.bytes;
-    pr.phases.push_back(d);
-    lb += std::max(gemm_lb, us_at(scatter_bytes, x.link_peak_raw()));
-  } else {
-    Phase g = phase("gemm", gemm_only, c_bytes, "compute");
-    g.flops = x.gemm_flops();
-    g.hbm_bytes = c_bytes;
-    g.ceiling_us = gemm_ceiling;
-    pr.phases.push_back(g);
-    lb += gemm_lb;
-    if (cfg.mode == Mode::SplitSdma) {
-      const double us = p.copy_engine.per_put_us +
-                        us_at(scatter_bytes, x.sdma_rate() * p.link.scatter_efficiency) + p.sync.barrier_us;
-      Phase sc = phase("scatter", us, scatter_bytes, "link");
-      sc.link_bytes = scatter_bytes;
-      sc.ceiling_us = us_at(scatter_bytes, x.sdma_rate());
-      pr.phases.push_back(sc);
-      lb += us_at(scatter_bytes, x.link_peak_raw());
-    }
+
   }
 
-  if (cfg.mode == Mode::SplitLsa) {
+  // split-lsa: one 2-stage CU all-reduce kernel.
+  void allreduce() {
     // Stage 1 reads every peer's partial of the owned rows, stage 2 every peer's reduced rows; the
     // kernel's grid is assumed sized to keep the links full (no data to calibrate a grid term on).
     const double link_b = 2 * (W - 1) * slice_bf16;
@@ -200,7 +192,10 @@ Prediction predict(const Profile& prof, const Shape& shape, const Config& config
                                 : std::max(us_at(link_b, x.cu_rate()), us_at(hbm_b, x.hbm_rate()));
     pr.phases.push_back(a);
     lb += std::max(us_at(link_b, x.link_peak_raw()), us_at(hbm_b, x.hbm_peak()));
-  } else if (has_collective(cfg.mode)) {
+  }
+
+  // The owner's reduce of its slice (+ the fp8 wire's quantize, or both in one kernel).
+  void reduce() {
     // --- reduce (+ quantize)
     const double reduce_b = W * slice_bf16 + slice_bf16;
     const double q_b = 2 * slice_bf16 + S * N + 4 * S;  // reads the bf16 slice twice, writes e4m3 + scales
@@ -229,6 +224,10 @@ Prediction predict(const Profile& prof, const Shape& shape, const Config& config
         lb += us_at(q_b, x.hbm_peak());
       }
     }
+  }
+
+  // The all-gather: copy-engine puts (+ dequantize on the fp8 wire) or the CU pull.
+  void gather() {
     // --- gather
     if (!lsa_gather) {
       const double gb = fp8 ? (W - 1) * (S * N + 4 * S) : (W - 1) * slice_bf16;
@@ -274,11 +273,43 @@ Prediction predict(const Profile& prof, const Shape& shape, const Config& config
       lb += std::max(us_at(in_b, x.link_peak_raw()), us_at(out_b, x.hbm_peak()));
     }
   }
+};
 
+}  // namespace
+
+const std::vector<int>& default_pull_grid() {
+  static const std::vector<int> v{8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024};
+  return v;
+}
+
+Prediction predict(const Profile& prof, const Shape& shape, const Config& config) {
+  validate_shape_config(shape, config);
+  Config cfg = effective_config(config);
+  std::vector<std::string> notes;
+  bool fused_engaged = true;
+  if (is_fused(cfg.mode) && double(shape.m) < prof.params.fused_min_m) {
+    fused_engaged = false;
+    std::ostringstream os;
+    os << "the fused path engages only at M >= " << prof.params.fused_min_m << ": modeled as split-sdma";
+    notes.push_back(os.str());
+    cfg.mode = Mode::SplitSdma;
+  }
+  const Ctx x(prof.params, shape, cfg);
+  PredictionBuilder b(x, cfg);
+  b.pr.fused_engaged = fused_engaged;
+  b.pr.notes = notes;
+  b.gemm_and_scatter();
+  if (traits(cfg.mode).two_stage_allreduce) {
+    b.allreduce();
+  } else if (has_collective(cfg.mode)) {
+    b.reduce();
+    b.gather();
+  }
+  Prediction& pr = b.pr;
   for (const auto& ph : pr.phases) pr.in_server_us += ph.us;
-  if (has_collective(cfg.mode)) pr.phases.push_back(phase("skew", p.standalone.rank_skew_us, 0, "latency"));
+  if (has_collective(cfg.mode)) pr.phases.push_back(phase("skew", x.p.standalone.rank_skew_us, 0, "latency"));
   for (const auto& ph : pr.phases) pr.total_us += ph.us;
-  pr.lower_bound_us = lb;
+  pr.lower_bound_us = b.lb;
   GEMMAR_CHECK(pr.lower_bound_us > 0 && pr.lower_bound_us <= pr.total_us, "lower bound ", pr.lower_bound_us,
                " above the prediction ", pr.total_us);
   return pr;

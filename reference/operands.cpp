@@ -113,13 +113,6 @@ RankOperands make_rank_operands(const OperandSpec& s, int rank, const std::optio
   return op;
 }
 
-std::vector<RankOperands> make_operands(const OperandSpec& s, const std::optional<std::vector<int64_t>>& rows) {
-  std::vector<RankOperands> out;
-  out.reserve(size_t(s.shape.world));
-  for (int r = 0; r < s.shape.world; ++r) out.push_back(make_rank_operands(s, r, rows));
-  return out;
-}
-
 std::vector<float> dequantized_a(const RankOperands& o, Quant q, Fp8Format f) { return dequantize(o.a, q, Operand::A, f); }
 std::vector<float> dequantized_b(const RankOperands& o, Quant q, Fp8Format f) { return dequantize(o.b, q, Operand::B, f); }
 

@@ -48,8 +48,6 @@ std::vector<int64_t> all_rows(const Shape&, Quant);
 
 // One rank's operands; `rows` = the A rows to generate (nullopt = all padded rows).
 RankOperands make_rank_operands(const OperandSpec&, int rank, const std::optional<std::vector<int64_t>>& rows = {});
-// Every rank's operands.
-std::vector<RankOperands> make_operands(const OperandSpec&, const std::optional<std::vector<int64_t>>& rows = {});
 
 // Dequantized fp32 views (decode * scale), row-major.
 std::vector<float> dequantized_a(const RankOperands&, Quant, Fp8Format);

@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 scripts/install_deps.sh
 cmake --preset default >/dev/null
 cmake --build --preset default -j"$(nproc)" --target gemmar
-exec build/validate/gemmar validate --out out/validate "$@"
+exec build/validate/gemmar validate --out out/validate --force "$@"  # --force: replace the previous run's out/validate (only ever a gemmar output)

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -64,7 +65,7 @@ void expect_complete(const fs::path& dir, const std::string& what) {
 }
 
 std::vector<std::string> validate_args(const fs::path& out, const std::string& m) {
-  return {GEMMAR_BINARY, "validate", "--backend", "cpu", "--out", out.string(), "--no-report",
+  return {GEMMAR_BINARY, "validate", "--backend", "cpu", "--out", out.string(), "--no-report", "--force",
           "-m",          m,          "-n",        "1024", "-k",    "256",        "--world",     "4"};
 }
 
@@ -107,6 +108,37 @@ TEST(ReliabilityAtomicOutput, SigkilledValidateLeavesOldOrCompleteNewOutputAndTh
     if (e.path().filename() != "out") leftovers.push_back(e.path().filename().string());
   EXPECT_TRUE(leftovers.empty()) << "temp leftovers beside --out: " << leftovers.size() << " e.g. "
                                  << (leftovers.empty() ? "" : leftovers.front());
+  fs::remove_all(base);
+}
+
+// --out never deletes what gemmar did not write: refused before any work, the user's files untouched.
+TEST(ReliabilityAtomicOutput, ValidateRefusesAnOutThatGemmarDidNotWrite) {
+  const fs::path base = fs::temp_directory_path() / ("gemmar_atomic_refuse_" + std::to_string(::getpid()));
+  fs::remove_all(base);
+  fs::create_directories(base / "mine");
+  std::ofstream(base / "mine" / "thesis.tex") << "years of work";
+  std::ofstream(base / "file.txt") << "a file";
+  for (const fs::path& out : {base / "mine", base / "file.txt"}) {
+    for (const bool force : {false, true}) {
+      std::vector<std::string> args = validate_args(out, "256");
+      if (!force) args.erase(std::find(args.begin(), args.end(), "--force"));
+      const auto t0 = std::chrono::steady_clock::now();
+      EXPECT_EQ(wait_exit(spawn(args)), 2) << out << (force ? " --force" : "");
+      // Before any work: far quicker than one emulated run.
+      EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
+    }
+  }
+  EXPECT_EQ(slurp(base / "mine" / "thesis.tex"), "years of work");
+  EXPECT_EQ(slurp(base / "file.txt"), "a file");
+  // A previous gemmar output is replaced only with --force.
+  const fs::path out = base / "out";
+  ASSERT_EQ(wait_exit(spawn(validate_args(out, "256"))), 0);
+  EXPECT_TRUE(fs::is_regular_file(out / ".gemmar-output"));
+  std::vector<std::string> no_force = validate_args(out, "256");
+  no_force.erase(std::find(no_force.begin(), no_force.end(), "--force"));
+  EXPECT_EQ(wait_exit(spawn(no_force)), 2);
+  EXPECT_EQ(wait_exit(spawn(validate_args(out, "512"))), 0);
+  EXPECT_NE(slurp(out / "results.json").find("512"), std::string::npos);
   fs::remove_all(base);
 }
 

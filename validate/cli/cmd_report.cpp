@@ -1,7 +1,8 @@
-// gemmar report RESULTS... --out DIR (SPEC section 4): the figures and index.html are drawn by
-// reports/gemmar_report.py under Debian's python3 + matplotlib; this side finds the interpreter and the
-// script, runs it without a shell into a temp directory beside --out, maps its exit codes and renames the
-// directory into place only when the whole report was written.
+// gemmar report RESULTS... --out DIR (SPEC section 4). This side reads every results file and normalises
+// it into one document (validate/cli/report_inputs.hpp: runs, per-config aggregates, models, sweeps, skipped
+// records); the figures and the pages are drawn from that document alone by the Python package
+// reports/gemmar_report under Debian's python3 + matplotlib, started without a shell into a temp directory
+// beside --out. The directory is renamed into place only when the whole report was written.
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +21,9 @@
 #include "common/errors.hpp"
 #include "common/json_text.hpp"
 #include "validate/cli/cli.hpp"
+#include "validate/cli/report_inputs.hpp"
+#include "validate/record/python_json.hpp"
+#include "validate/record/run_record.hpp"
 
 extern char** environ;
 
@@ -91,12 +95,24 @@ ChildResult run_child(const std::vector<std::string>& argv) {
   return res;
 }
 
-// The last non-empty line: the script writes its one-line error last, after any library warnings.
+// The last non-empty line: the script writes its one-line error last, after any library warnings. Its own
+// "gemmar report: " prefix is dropped (main() adds it once).
 std::string last_line(const std::string& s) {
   size_t end = s.find_last_not_of("\r\n \t");
   if (end == std::string::npos) return "";
   const size_t begin = s.rfind('\n', end);
-  return s.substr(begin == std::string::npos ? 0 : begin + 1, end - (begin == std::string::npos ? 0 : begin + 1) + 1);
+  std::string line =
+      s.substr(begin == std::string::npos ? 0 : begin + 1, end - (begin == std::string::npos ? 0 : begin + 1) + 1);
+  const std::string prefix = "gemmar report: ";
+  if (line.rfind(prefix, 0) == 0) line = line.substr(prefix.size());
+  return line;
+}
+
+// "out/" and "out/." name the directory "out".
+fs::path normal_dir(const std::string& s) {
+  fs::path p = fs::path(s).lexically_normal();
+  if (!p.has_filename() && p.has_parent_path()) p = p.parent_path();
+  return p;
 }
 
 }  // namespace
@@ -107,14 +123,16 @@ int cmd_report(const Args& args) {
       ("results", po::value<std::vector<std::string>>()->multitoken(),
        "results files: gemmar run / benchmark logs (RESULT_JSON lines), gemmar check --json, gemmar model "
        "[sweep] --json, gemmar validate's results.json (kind detected per file)")
-      ("out", po::value<std::string>(), "report directory to write (replaced whole, atomically)")
+      ("out", po::value<std::string>(), "report directory to write (new, empty, or a previous gemmar output with --force)")
+      ("force", po::bool_switch()->default_value(false), "replace --out when it holds a previous gemmar output")
+      ("max-line-bytes", po::value<size_t>()->default_value(size_t(1) << 20), "longest log line read as a record")
       ("quiet", po::bool_switch()->default_value(false), "print nothing on success (used by gemmar validate)");
   add_common_options(desc);
   po::positional_options_description pos;
   pos.add("results", -1);
   po::variables_map vm;
   if (!parse(args, desc, vm, std::cout,
-             "gemmar report RESULTS... --out DIR [--json]\n"
+             "gemmar report RESULTS... --out DIR [--force] [--json]\n"
              "  env GEMMAR_PYTHON (default /usr/bin/python3), GEMMAR_REPORTS_DIR (default the source reports/)",
              &pos))
     return kExitOk;
@@ -122,40 +140,54 @@ int cmd_report(const Args& args) {
                      "RESULTS: give at least one results file (see --help)");
   GEMMAR_USAGE_CHECK(vm.count("out") && !vm["out"].as<std::string>().empty(), "--out: the report directory is required");
   const auto results = vm["results"].as<std::vector<std::string>>();
-  const fs::path out = vm["out"].as<std::string>();
+  const fs::path out = normal_dir(vm["out"].as<std::string>());
   const bool json = vm["json"].as<bool>();
+  report::ReadOptions ro;
+  ro.max_line_bytes = vm["max-line-bytes"].as<size_t>();
+  GEMMAR_USAGE_CHECK(ro.max_line_bytes >= 64, "--max-line-bytes: ", ro.max_line_bytes, " is too small (>= 64)");
 
-  for (const auto& r : results) {
-    std::error_code ec;
-    GEMMAR_USAGE_CHECK(fs::is_regular_file(r, ec), "results file '", r, "': no such file");
-    std::ifstream probe(r);
-    GEMMAR_USAGE_CHECK(probe.good(), "results file '", r, "': cannot be read");
-  }
+  // Before any work: --out must not destroy what gemmar did not write, nor an input.
+  OutputDirCheck oc;
+  oc.force = vm["force"].as<bool>();
+  for (const auto& r : results) oc.inputs.emplace_back(r);
+  check_output_dir(out, oc);
 
   const std::string python = env_or("GEMMAR_PYTHON", "/usr/bin/python3");
-  const fs::path script = fs::path(env_or("GEMMAR_REPORTS_DIR", std::string(GEMMAR_SOURCE_DIR) + "/reports")) /
-                          "gemmar_report.py";
+  const fs::path reports_dir = env_or("GEMMAR_REPORTS_DIR", std::string(GEMMAR_SOURCE_DIR) + "/reports");
+  const fs::path runner = reports_dir / "run_report.py";
   if (::access(python.c_str(), X_OK) != 0)
     throw EnvironmentError("report interpreter '" + python + "' not found or not executable (GEMMAR_PYTHON; "
                            "install python3-matplotlib for /usr/bin/python3)");
   {
     std::error_code ec;
-    if (!fs::is_regular_file(script, ec))
-      throw EnvironmentError("report script '" + script.string() + "' not found (GEMMAR_REPORTS_DIR)");
+    if (!fs::is_regular_file(runner, ec) || !fs::is_regular_file(reports_dir / "gemmar_report" / "__init__.py", ec))
+      throw EnvironmentError("report package not found in '" + reports_dir.string() +
+                             "' (run_report.py and gemmar_report/; GEMMAR_REPORTS_DIR)");
   }
 
-  AtomicDirectory dir(out);
+  // An input beside --out (gemmar validate's results.json, read from its temp directory) is named relative
+  // to --out, so that the page stays right once the directory is renamed into place.
+  for (const auto& r : results) {
+    const fs::path rel = fs::absolute(r).lexically_normal().lexically_relative(fs::absolute(out).lexically_normal());
+    const bool beside = !rel.empty() && rel.begin() != rel.end() && *rel.begin() == ".." &&
+                        std::distance(rel.begin(), rel.end()) == 2;
+    ro.display_names.push_back(beside ? rel.string() : r);
+  }
+  // Every input read and normalised here; bad records are skipped and listed, unreadable files are exit 2.
+  const nlohmann::json doc = report::build_report_document(results, ro);
+
+  AtomicDirectory dir(out, "gemmar report");
+  const fs::path doc_path = dir.path() / "report.json";
+  write_file_atomic(doc_path, dump_python_json(doc) + "\n");
   // -I: ignore PYTHON* variables and the user's site-packages (another interpreter's environment must not
   // leak in); -B: no __pycache__ written into the source tree.
-  std::vector<std::string> argv{python, "-I", "-B", script.string()};
-  for (const auto& r : results) argv.push_back(fs::absolute(r).string());
-  argv.push_back("--out");
-  argv.push_back(dir.path().string());
+  const std::vector<std::string> argv{python, "-I", "-B", runner.string(), doc_path.string(), "--out",
+                                      dir.path().string()};
   const ChildResult child = run_child(argv);
   const std::string msg = last_line(child.output);
   if (child.signal != 0)
     throw EnvironmentError("report script killed by signal " + std::to_string(child.signal));
-  if (child.exit_code == kScriptBadInput) throw UsageError(msg);
+  if (child.exit_code == kScriptBadInput) throw EnvironmentError("report document rejected by the script: " + msg);
   if (child.exit_code == kScriptEnvironment) throw EnvironmentError(msg);
   if (child.exit_code != 0)
     throw EnvironmentError("report script failed (exit " + std::to_string(child.exit_code) + "): " + msg);
@@ -175,16 +207,30 @@ int cmd_report(const Args& args) {
   const fs::path index = out / "index.html";
   if (vm["quiet"].as<bool>()) return kExitOk;
   if (json) {
-    nlohmann::json doc = manifest;
-    doc["out"] = out.string();
-    doc["index"] = index.string();
-    std::cout << json_text(doc, 2) << "\n";
+    nlohmann::json j = manifest;
+    j["out"] = out.string();
+    j["index"] = index.string();
+    j["skipped_records"] = doc["skipped"];
+    j["summary"] = doc["summary"];
+    std::cout << json_text(j, 2) << "\n";
   } else {
-    std::cout << "report: " << index.string() << "\n";
+    const auto& s = doc["summary"];
+    std::cout << "report: " << index.string() << "  (" << s["runs"].get<size_t>() << " runs in "
+              << s["groups"].get<size_t>() << " config groups, " << s["fail"].get<size_t>() << " failing, "
+              << s["skipped"].get<size_t>() << " records skipped)\n";
     for (const auto& f : manifest.value("figures", nlohmann::json::array()))
       std::cout << "  figure  " << (out / f.get<std::string>()).string() << "\n";
-    for (const auto& s : manifest.value("skipped", nlohmann::json::array()))
-      std::cout << "  skipped " << s.value("figure", "") << ": " << s.value("reason", "") << "\n";
+    for (const auto& sk : manifest.value("skipped", nlohmann::json::array()))
+      std::cout << "  not drawn " << sk.value("figure", "") << ": " << sk.value("reason", "") << "\n";
+    size_t shown = 0;
+    for (const auto& sk : doc["skipped"]) {
+      if (shown++ == 10) {
+        std::cout << "  ... " << (doc["skipped"].size() - 10) << " more skipped records listed in "
+                  << (out / "runs.html").string() << "\n";
+        break;
+      }
+      std::cout << "  skipped record " << sk["source"].get<std::string>() << ": " << sk["reason"].get<std::string>() << "\n";
+    }
   }
   return kExitOk;
 }

@@ -2,6 +2,7 @@
 // GPU), checks each against the reference and the model, prints the verdict table, writes results.json,
 // the RESULT_JSON log and the report into --out (built in a temp directory and renamed into place).
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
@@ -21,7 +22,9 @@ int cmd_validate(const Args& args) {
   po::options_description desc("gemmar validate options");
   add_run_options(desc, RunCommand::Validate);
   desc.add_options()
-      ("out", po::value<std::string>()->default_value("out/validate"), "directory for results.json, log and report")
+      ("out", po::value<std::string>()->default_value("out/validate"),
+       "directory for results.json, log and report (new, empty, or a previous gemmar output with --force)")
+      ("force", po::bool_switch()->default_value(false), "replace --out when it holds a previous gemmar output")
       ("no-report", po::bool_switch()->default_value(false), "skip the HTML/PNG report")
       ("skip-selftest", po::bool_switch()->default_value(false),
        "run the configs even when the transport self-test (the first step: rank+1 windows, every element "
@@ -31,11 +34,19 @@ int cmd_validate(const Args& args) {
   if (!parse(args, desc, vm, std::cout, "gemmar validate [--backend cpu|gpu] [--out DIR] [--inject FAULT] [--json]"))
     return kExitOk;
   const auto t0 = std::chrono::steady_clock::now();
+  // Before any work: --out must not destroy what gemmar did not write.
+  std::filesystem::path out_dir = std::filesystem::path(vm["out"].as<std::string>()).lexically_normal();
+  if (!out_dir.has_filename() && out_dir.has_parent_path()) out_dir = out_dir.parent_path();
+  {
+    OutputDirCheck oc;
+    oc.force = vm["force"].as<bool>();
+    check_output_dir(out_dir, oc);
+  }
   const RunPlan plan = read_run_plan(vm, RunCommand::Validate);
   const bool gpu = plan.backend == "gpu";
   const bool json = vm["json"].as<bool>();
 
-  AtomicDirectory out(vm["out"].as<std::string>());
+  AtomicDirectory out(out_dir, "gemmar validate");
   // First step: the transport self-test (milliseconds; a silent transport fails here, before any timing).
   std::vector<SelftestResult> selftest;
   {

@@ -59,17 +59,12 @@ model::Sweep sweep_cached(const std::string& pname, const model::Profile& p, con
   Config key_cfg = cfg;
   key_cfg.pull_blocks = 0;
   return cached(model_cache().sweeps, cache_key(pname, s, key_cfg),
-                [&] { return model::sweep_pull_blocks(p, s, cfg, pull_grid_values()); });
+                [&] { return model::sweep_pull_blocks(p, s, cfg, model::default_pull_grid()); });
 }
 
 bool contains(const std::string& haystack, const char* needle) { return haystack.find(needle) != std::string::npos; }
 
 }  // namespace
-
-const std::vector<int>& pull_grid_values() {
-  static const std::vector<int> v{8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024};
-  return v;
-}
 
 std::string default_profile(const std::string& backend, const std::string& device, int ranks_per_device) {
   if (backend != "gpu") return "mi355x";

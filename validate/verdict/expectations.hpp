@@ -61,7 +61,4 @@ std::string default_profile(const std::string& backend, const std::string& devic
 // Throws UsageError for a bad options.profile.
 Expectations expectations_for(const RunRecord&, const JudgeOptions&);
 
-// The grid values the pull sweep visits: the powers of two and their midpoints a kernel engineer would try.
-const std::vector<int>& pull_grid_values();
-
 }  // namespace gemmar

@@ -6,6 +6,8 @@ set -u
 OUT=${1:-out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$PWD/lib:${LD_LIBRARY_PATH:-}
+export GEMMAR_CACHE_DIR=$PWD/cache OMP_WAIT_POLICY=passive
+mkdir -p "$GEMMAR_CACHE_DIR"
 G=./gemmar
 log() { echo "\$ gemmar $*"; timeout 120 $G "$@"; echo "rc=$?"; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader

@@ -1,0 +1,66 @@
+// One record, one judge: every RESULT_JSON line `gemmar run` prints, fed back through `gemmar check`, gets the
+// same verdict and the same finding codes, for a clean run and for every fault class of common/faults.hpp.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/faults.hpp"
+#include "support/cli.hpp"
+#include "validate/record/python_json.hpp"
+
+namespace {
+
+using gemmar::test::run_gemmar;
+
+std::multiset<std::string> codes_of(const nlohmann::json& findings) {
+  std::multiset<std::string> c;
+  for (const auto& f : findings) c.insert(f.at("code").get<std::string>() + "/" + f.at("severity").get<std::string>());
+  return c;
+}
+
+std::string spelled(const std::string& spelling) {
+  if (spelling == "perturb-rank=R") return "perturb-rank=2";
+  if (spelling == "pull-blocks=N") return "pull-blocks=8";
+  return spelling;
+}
+
+TEST(CliRunCheck, EveryInjectedRunGetsTheSameCodesFromRunAndFromCheck) {
+  std::vector<std::string> faults{"none"};
+  for (const auto& f : gemmar::fault_table()) faults.push_back(spelled(f.spelling));
+  int compared = 0;
+  for (const std::string transport : {"sdma", "lsa"}) {
+    for (const auto& fault : faults) {
+      const auto run = run_gemmar({"run", "--backend", "cpu", "-m", "1024", "-n", "1024", "-k", "256", "--world", "4",
+                                   "--mode", "fused-sdma", "--gather-dtype", "fp8", "--gather-transport", transport,
+                                   "--inject", fault});
+      ASSERT_TRUE(run.rc == 0 || run.rc == 1) << fault << ": " << run.err;
+      const auto at = run.out.find("RESULT_JSON ");
+      ASSERT_NE(at, std::string::npos) << fault << ": no RESULT_JSON line\n" << run.out;
+      const std::string line = run.out.substr(at, run.out.find('\n', at) - at);
+      const nlohmann::json printed = gemmar::parse_python_json(line.substr(12));
+
+      const auto check = run_gemmar({"check", "-", "--json"}, line + "\n");
+      ASSERT_TRUE(check.rc == 0 || check.rc == 1) << fault << ": " << check.err;
+      const auto judged = nlohmann::json::parse(check.out).at("runs").at(0);
+      EXPECT_EQ(judged.at("verdict"), printed.at("verdict")) << transport << " " << fault;
+      EXPECT_EQ(codes_of(judged.at("findings")), codes_of(printed.at("findings"))) << transport << " " << fault
+                                                                                   << "\n" << line;
+      EXPECT_EQ(check.rc, run.rc) << transport << " " << fault;
+      // Faults with nothing to act on in this config: the sdma gather has no pull kernel to mis-size, and the
+      // lsa gather is a CU pull, not copy-engine puts (neither silent nor unreleased puts exist there).
+      const bool applies = !(transport == "sdma" && fault == "pull-blocks=8") &&
+                           !(transport == "lsa" && (fault == "silent-gather" || fault == "no-release"));
+      if (fault != "none" && applies) {
+        EXPECT_EQ(printed.at("verdict"), "fail") << transport << " " << fault << " went unnoticed";
+      }
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 2 * int(faults.size()));
+}
+
+}  // namespace

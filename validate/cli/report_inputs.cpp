@@ -1,0 +1,924 @@
+#include "validate/cli/report_inputs.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <streambuf>
+#include <utility>
+
+#include "common/config.hpp"
+#include "common/errors.hpp"
+#include "validate/record/log_reader.hpp"
+#include "validate/record/python_json.hpp"
+#include "validate/record/run_record.hpp"
+
+namespace gemmar::report {
+namespace {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using Phases = std::vector<std::pair<std::string, double>>;
+
+// ---------------------------------------------------------------------------------------------------------
+// Field readers for what the record layer does not read (verdict, findings, model, floors): a wrong type is
+// a UsageError naming the field, which skips the record it belongs to.
+
+[[noreturn]] void bad(const std::string& where, const std::string& field, const std::string& what) {
+  throw UsageError(where + ": field '" + field + "' " + what);
+}
+
+bool present(const json& j, const char* key) { return j.is_object() && j.contains(key) && !j.at(key).is_null(); }
+
+std::optional<double> opt_number(const json& j, const char* key, const std::string& where, const std::string& prefix = "") {
+  if (!present(j, key)) return std::nullopt;
+  const json& v = j.at(key);
+  if (!v.is_number()) bad(where, prefix + key, std::string("must be a number, got ") + v.type_name());
+  return v.get<double>();
+}
+
+std::optional<std::string> opt_string(const json& j, const char* key) {
+  if (!present(j, key) || !j.at(key).is_string()) return std::nullopt;
+  return j.at(key).get<std::string>();
+}
+
+size_t phase_rank(const std::string& name) {
+  const auto& order = all_phase_names();
+  const auto it = std::find(order.begin(), order.end(), name);
+  return size_t(it - order.begin());
+}
+
+void sort_phases(Phases& p) {
+  std::stable_sort(p.begin(), p.end(), [](const auto& a, const auto& b) {
+    const size_t ra = phase_rank(a.first), rb = phase_rank(b.first);
+    return ra != rb ? ra < rb : a.first < b.first;
+  });
+}
+
+// {"gemm": 441.9, ...} (null = phase absent) or [{"name": "gemm", "us": 441.9, ...}, ...].
+Phases read_phases(const json& v, const std::string& where, const std::string& field) {
+  Phases out;
+  if (v.is_null()) return out;
+  if (v.is_object()) {
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      if (it->is_null()) continue;
+      if (!it->is_number()) bad(where, field + "." + it.key(), std::string("must be a number, got ") + it->type_name());
+      out.emplace_back(it.key(), it->get<double>());
+    }
+  } else if (v.is_array()) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      const json& p = v[i];
+      const std::string f = field + "[" + std::to_string(i) + "]";
+      if (!p.is_object()) bad(where, f, "must be an object {name, us}");
+      const auto name = opt_string(p, "name");
+      if (!name) bad(where, f + ".name", "is missing or not a string");
+      const auto us = opt_number(p, "us", where, f + ".");
+      if (!us) bad(where, f + ".us", "is missing");
+      auto hit = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == *name; });
+      if (hit == out.end()) out.emplace_back(*name, *us);
+      else hit->second += *us;
+    }
+  } else {
+    bad(where, field, std::string("must be an object or a list of phases, got ") + v.type_name());
+  }
+  sort_phases(out);
+  return out;
+}
+
+json phases_json(const Phases& p) {
+  json a = json::array();
+  for (const auto& [name, us] : p) a.push_back({name, us});
+  return a;
+}
+
+struct Model {
+  std::optional<double> total_us, lower_bound_us;
+  Phases phases;
+  std::string from;     // where it came from, shown on the page
+  std::string profile;
+};
+
+std::optional<Model> read_model(const json& m, const std::string& where, const std::string& field,
+                                const std::string& from) {
+  if (m.is_null()) return std::nullopt;
+  if (!m.is_object()) bad(where, field, std::string("must be an object, got ") + m.type_name());
+  Model out;
+  out.total_us = opt_number(m, "total_us", where, field + ".");
+  out.lower_bound_us = opt_number(m, "lower_bound_us", where, field + ".");
+  if (m.contains("phases")) out.phases = read_phases(m.at("phases"), where, field + ".phases");
+  out.profile = opt_string(m, "profile").value_or("");
+  out.from = from;
+  return out;
+}
+
+json model_json(const Model& m) {
+  json j = {{"total_us", m.total_us ? json(*m.total_us) : json(nullptr)},
+            {"lower_bound_us", m.lower_bound_us ? json(*m.lower_bound_us) : json(nullptr)},
+            {"phases", phases_json(m.phases)},
+            {"from", m.from}};
+  if (!m.profile.empty()) j["profile"] = m.profile;
+  return j;
+}
+
+json read_findings(const json& v, const std::string& where) {
+  json out = json::array();
+  if (v.is_null()) return out;
+  if (!v.is_array()) bad(where, "findings", std::string("must be a list, got ") + v.type_name());
+  for (size_t i = 0; i < v.size(); ++i) {
+    const json& f = v[i];
+    if (f.is_string()) {
+      out.push_back({{"code", f}, {"severity", ""}, {"message", ""}});
+      continue;
+    }
+    const std::string field = "findings[" + std::to_string(i) + "]";
+    if (!f.is_object()) bad(where, field, "must be an object {code, severity, message}");
+    const auto code = opt_string(f, "code");
+    if (!code) bad(where, field + ".code", "is missing or not a string");
+    out.push_back({{"code", *code},
+                   {"severity", opt_string(f, "severity").value_or("")},
+                   {"message", opt_string(f, "message").value_or(opt_string(f, "sentence").value_or(""))}});
+  }
+  return out;
+}
+
+// "pass" / "fail" from a string, a bool, or an object {"verdict"|"pass", "findings"}.
+std::optional<std::string> read_verdict(const json& v, const std::string& where, json* findings) {
+  if (v.is_null()) return std::nullopt;
+  if (v.is_boolean()) return v.get<bool>() ? "pass" : "fail";
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    if (s != "pass" && s != "fail") bad(where, "verdict", "must be \"pass\" or \"fail\", got \"" + s + "\"");
+    return s;
+  }
+  if (v.is_object()) {
+    if (findings && v.contains("findings")) *findings = read_findings(v.at("findings"), where);
+    const json inner = v.contains("verdict") ? v.at("verdict") : (v.contains("pass") ? v.at("pass") : json(nullptr));
+    return read_verdict(inner, where, nullptr);
+  }
+  bad(where, "verdict", std::string("must be \"pass\"/\"fail\" or an object, got ") + v.type_name());
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+struct Run {
+  std::string source;
+  RunRecord rec;
+  std::optional<std::string> verdict;
+  json findings = json::array();
+  std::optional<Model> model;
+  std::optional<double> floor, floor_stderr;
+  std::string floor_from;
+  std::optional<double> band_lo, band_hi;
+  std::string profile;
+  Config eff;
+  std::string label;
+  size_t group = 0;
+};
+
+struct ModelDoc {
+  std::string source;
+  Model model;
+  std::string label;           // config label, empty when the document names no config
+  std::optional<Shape> shape;  // absent when the document names none
+  int pull_blocks = 64;        // the grid it was predicted for (matters on the pull wire only)
+  json config;
+  size_t used_by = 0;
+};
+
+struct Sweep {
+  json j;
+};
+
+bool pull_wire(const Config& c) {
+  const auto names = phase_names(c);
+  return std::find(names.begin(), names.end(), "pull") != names.end();
+}
+
+std::string strip_source(const std::string& msg, const std::string& source) {
+  if (msg.rfind(source + ": ", 0) == 0) return msg.substr(source.size() + 2);
+  return msg;
+}
+
+std::optional<Config> config_from_json(const json& c) {
+  if (!c.is_object() || !present(c, "mode") || !c.at("mode").is_string()) return std::nullopt;
+  Config cfg;
+  try {
+    cfg.mode = parse_mode(c.at("mode").get<std::string>());
+    if (auto q = opt_string(c, "quant")) cfg.quant = parse_quant(*q);
+    if (auto w = opt_string(c, "gather_dtype")) cfg.gather_dtype = parse_wire(*w);
+    if (auto t = opt_string(c, "gather_transport")) cfg.gather_transport = parse_transport(*t);
+    if (present(c, "fuse_quantize") && c.at("fuse_quantize").is_boolean()) cfg.fuse_quantize = c.at("fuse_quantize").get<bool>();
+    if (present(c, "pull_blocks") && c.at("pull_blocks").is_number_integer()) cfg.pull_blocks = c.at("pull_blocks").get<int>();
+  } catch (const UsageError&) {
+    return std::nullopt;
+  }
+  return cfg;
+}
+
+std::optional<Shape> shape_from_json(const json& s) {
+  if (!s.is_object()) return std::nullopt;
+  Shape sh;
+  for (const char* k : {"m", "n", "k", "world"})
+    if (!present(s, k) || !s.at(k).is_number_integer()) return std::nullopt;
+  sh.m = s.at("m").get<int64_t>();
+  sh.n = s.at("n").get<int64_t>();
+  sh.k = s.at("k").get<int64_t>();
+  sh.world = int(s.at("world").get<int64_t>());
+  return sh;
+}
+
+// Drops ANSI escape sequences (CSI "ESC [ ... final", and two-byte "ESC x") from a stream: coloured logs
+// keep their RESULT_JSON lines readable. The state survives across buffer refills.
+class AnsiStrippingBuf : public std::streambuf {
+ public:
+  explicit AnsiStrippingBuf(std::streambuf* src) : src_(src), in_(1 << 16), out_(1 << 16) {}
+
+ protected:
+  int_type underflow() override {
+    while (true) {
+      const std::streamsize got = src_->sgetn(in_.data(), std::streamsize(in_.size()));
+      if (got <= 0) return traits_type::eof();
+      size_t n = 0;
+      for (std::streamsize i = 0; i < got; ++i) {
+        const char c = in_[size_t(i)];
+        switch (state_) {
+          case 0:
+            if (c == '\x1b') state_ = 1;
+            else out_[n++] = c;
+            break;
+          case 1:
+            state_ = (c == '[') ? 2 : 0;  // CSI, else a two-byte escape (dropped)
+            break;
+          default:
+            if (c >= 0x40 && c <= 0x7e) state_ = 0;  // the final byte of a CSI sequence
+            break;
+        }
+      }
+      if (n > 0) {
+        setg(out_.data(), out_.data(), out_.data() + n);
+        return traits_type::to_int_type(out_[0]);
+      }
+    }
+  }
+
+ private:
+  std::streambuf* src_;
+  std::vector<char> in_, out_;
+  int state_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------------------
+
+class Builder {
+ public:
+  explicit Builder(const ReadOptions& o) : opt_(o) {}
+
+  // `path` is opened; `name` is what the page and the messages call it.
+  void read_file(const std::string& path, const std::string& name) {
+    std::error_code ec;
+    if (!fs::exists(path, ec)) throw UsageError(name + ": no such file");
+    if (!fs::is_regular_file(path, ec)) throw UsageError(name + ": not a regular file");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw UsageError(name + ": cannot be read (" + std::strerror(errno) + ")");
+    // A whole-file JSON document (check / validate / model output) starts with '{'; anything else is a log.
+    char c = 0;
+    bool any = false;
+    while (in.get(c)) {
+      if (!std::isspace(static_cast<unsigned char>(c))) {
+        any = true;
+        break;
+      }
+    }
+    if (!any) throw UsageError(name + ": empty file (expected RESULT_JSON lines or a gemmar JSON document)");
+    in.clear();
+    in.seekg(0);
+    if (c == '{') {
+      std::ostringstream ss;
+      ss << in.rdbuf();
+      json doc;
+      bool parsed = false;
+      try {
+        doc = parse_python_json(ss.str());
+        parsed = true;
+      } catch (const json::exception&) {
+        // One JSON object per line (a log of bare records) or a broken document: read as a log below.
+      }
+      if (parsed) {
+        read_document(doc, name);
+        return;
+      }
+      in.clear();
+      in.seekg(0);
+    }
+    read_log(in, name);
+  }
+
+  json finish();
+
+ private:
+  void add_skipped(const std::string& source, const std::string& reason) {
+    skipped_.push_back({{"source", source}, {"reason", strip_source(reason, source)}});
+  }
+
+  void read_log(std::istream& raw, const std::string& path) {
+    AnsiStrippingBuf buf(raw.rdbuf());
+    std::istream in(&buf);
+    LogReadOptions lo;
+    lo.max_line_bytes = opt_.max_line_bytes;
+    size_t runs = 0, skipped = 0, duplicates = 0;
+    std::set<std::string> seen;  // the same record printed by several ranks counts once
+    gemmar::read_log(in, path, [&](LogEntry&& e) {
+      if (!e.record) {
+        add_skipped(e.source, e.error.empty() ? "not a run record" : e.error);
+        ++skipped;
+        return;
+      }
+      if (!seen.insert(e.raw.dump()).second) {
+        ++duplicates;
+        return;
+      }
+      if (add_run(std::move(*e.record), e.raw, json::object(), e.source)) ++runs;
+      else ++skipped;
+    }, lo);
+    if (runs == 0 && skipped == 0 && duplicates == 0)
+      throw UsageError(path + ": no RESULT_JSON lines and no JSON run objects (not a results file)");
+    if (duplicates)
+      notes_.push_back(path + ": " + std::to_string(duplicates) +
+                       " RESULT_JSON line(s) repeat an earlier record exactly (the same run printed by several "
+                       "ranks) and are counted once");
+    inputs_.push_back({{"file", path}, {"kind", "log (RESULT_JSON lines)"}, {"runs", runs}, {"skipped", skipped},
+                       {"models", 0}, {"sweeps", 0}, {"duplicates", duplicates}});
+  }
+
+  void read_document(const json& doc, const std::string& path) {
+    if (!doc.is_object())
+      throw UsageError(path + ": a JSON " + std::string(doc.type_name()) + ", not a gemmar results document");
+    size_t runs = 0, skipped = 0, models = 0, sweeps = 0;
+    std::string kind;
+    if (doc.contains("runs") || doc.contains("model_sweeps")) {
+      kind = (doc.contains("model_sweeps") || doc.contains("model_predictions") || doc.contains("machine"))
+                 ? "validate results"
+                 : "check --json";
+      const json& rs = doc.contains("runs") ? doc.at("runs") : json::array();
+      if (!rs.is_array()) throw UsageError(path + ": field 'runs' must be a list, got " + rs.type_name());
+      for (size_t i = 0; i < rs.size(); ++i) (read_doc_run(rs[i], path, i) ? runs : skipped)++;
+      if (doc.contains("model_sweeps") && doc.at("model_sweeps").is_array()) {
+        const json& sw = doc.at("model_sweeps");
+        for (size_t i = 0; i < sw.size(); ++i) {
+          const std::string where = path + ": model_sweeps[" + std::to_string(i) + "]";
+          try {
+            add_sweep(sw[i], where);
+            ++sweeps;
+          } catch (const UsageError& e) {
+            add_skipped(where, e.what());
+            ++skipped;
+          }
+        }
+      }
+      if (doc.contains("model_predictions") && doc.at("model_predictions").is_array()) {
+        const json& mp = doc.at("model_predictions");
+        const std::string profile = opt_string(doc, "profile").value_or("");
+        for (size_t i = 0; i < mp.size(); ++i) {
+          const std::string where = path + ": model_predictions[" + std::to_string(i) + "]";
+          try {
+            add_model(mp[i], where, profile);
+            ++models;
+          } catch (const UsageError& e) {
+            add_skipped(where, e.what());
+            ++skipped;
+          }
+        }
+      }
+      if (present(doc, "profile")) {
+        if (doc.at("profile").is_string()) profile_names_.insert(doc.at("profile").get<std::string>());
+        else profile_objects_.push_back({{"source", path}, {"value", doc.at("profile")}});
+      }
+      if (present(doc, "machine")) machines_.push_back({{"source", path}, {"value", doc.at("machine")}});
+    } else if (doc.contains("points")) {
+      kind = "model sweep --json";
+      add_sweep(doc, path);  // a whole-file document that is wrong cannot be read at all: exit 2
+      sweeps = 1;
+    } else if (doc.contains("mode") || doc.contains("world_size")) {
+      kind = "run record";
+      try {
+        RunRecord r = run_record_from_json(doc, path);
+        (add_run(std::move(r), doc, json::object(), path) ? runs : skipped)++;
+      } catch (const UsageError& e) {
+        add_skipped(path, e.what());
+        ++skipped;
+      }
+    } else if (doc.contains("phases") && (doc.contains("total_us") || doc.contains("lower_bound_us"))) {
+      kind = "model --json";
+      add_model(doc, path, "");
+      models = 1;
+    } else {
+      throw UsageError(path + ": a JSON document of no known kind (expected RESULT_JSON lines, a run record, "
+                              "{\"runs\": ...}, a model or a model sweep)");
+    }
+    inputs_.push_back({{"file", path}, {"kind", kind}, {"runs", runs}, {"skipped", skipped}, {"models", models},
+                       {"sweeps", sweeps}, {"duplicates", 0}});
+  }
+
+  // runs[i] of check / validate output: {source, verdict, findings, record, context}.
+  bool read_doc_run(const json& r, const std::string& path, size_t i) {
+    const std::string where = path + ": runs[" + std::to_string(i) + "]";
+    if (!r.is_object()) {
+      add_skipped(where, std::string("expected a JSON object, got ") + r.type_name());
+      return false;
+    }
+    const std::string inner = opt_string(r, "source").value_or("");
+    const std::string source = inner.empty() ? where : inner;
+    const std::string shown = inner.empty() ? where : where + " (" + inner + ")";
+    const json* rec = present(r, "record") ? &r.at("record") : (present(r, "mode") ? &r : nullptr);
+    if (!rec) {
+      std::string why = "no record";
+      if (r.contains("findings") && r.at("findings").is_array() && !r.at("findings").empty() &&
+          r.at("findings")[0].is_object())
+        why = opt_string(r.at("findings")[0], "message").value_or(why);
+      add_skipped(shown, strip_source(why, inner));
+      return false;
+    }
+    try {
+      RunRecord rr = run_record_from_json(*rec, source);
+      json over = json::object();
+      for (const char* k : {"verdict", "findings"})
+        if (r.contains(k) && rec != &r) over[k] = r.at(k);
+      if (r.contains("context")) over["context"] = r.at("context");
+      return add_run(std::move(rr), *rec, over, source, shown);
+    } catch (const UsageError& e) {
+      add_skipped(shown, strip_source(e.what(), source));
+      return false;
+    }
+  }
+
+  // One run: the record plus what producers add (verdict, findings, model, floors), `over` from the
+  // check/validate entry around it (its verdict, findings and context win). False (and skipped) when one
+  // of those fields has the wrong type.
+  bool add_run(RunRecord&& rec, const json& raw, const json& over, const std::string& source,
+               const std::string& shown = "") {
+    Run run;
+    run.source = source;
+    try {
+      json findings = json::array();
+      run.verdict = read_verdict(raw.contains("verdict") ? raw.at("verdict") : json(nullptr), source, &findings);
+      if (raw.contains("findings")) {
+        json f = read_findings(raw.at("findings"), source);
+        findings.insert(findings.end(), f.begin(), f.end());
+      }
+      if (over.contains("verdict")) run.verdict = read_verdict(over.at("verdict"), source, nullptr);
+      if (over.contains("findings")) findings = read_findings(over.at("findings"), source);
+      run.findings = findings;
+      run.model = read_model(raw.contains("model") ? raw.at("model") : json(nullptr), source, "model", "the run's own");
+      const json floors = present(raw, "floor") ? raw.at("floor") : (present(raw, "floors") ? raw.at("floors") : json());
+      const json ctx = over.contains("context") && over.at("context").is_object() ? over.at("context") : json::object();
+      const json cfloors = present(ctx, "floors") ? ctx.at("floors") : (present(ctx, "floor") ? ctx.at("floor") : json());
+      const std::string wire = to_string(effective_config(rec.config).gather_dtype);
+      auto take_floor = [&](const json& f, const std::string& field, const std::string& from) {
+        if (run.floor || f.is_null()) return;
+        if (!f.is_object()) bad(source, field, std::string("must be an object {bf16, fp8}, got ") + f.type_name());
+        if (auto x = opt_number(f, wire.c_str(), source, field + ".")) {
+          run.floor = x;
+          run.floor_stderr = opt_number(f, (wire + "_stderr").c_str(), source, field + ".");
+          run.floor_from = from;
+        }
+      };
+      take_floor(floors, "floor", "the run's own");
+      take_floor(cfloors, "context.floors", "the verdict's context");
+      if (!run.model && present(ctx, "model"))
+        run.model = read_model(ctx.at("model"), source, "context.model", "the verdict's context");
+      if (present(ctx, "numerics") && ctx.at("numerics").is_object()) {
+        const json& num = ctx.at("numerics");
+        run.band_lo = opt_number(num, "lower", source, "context.numerics.");
+        run.band_hi = opt_number(num, "upper", source, "context.numerics.");
+        if (!run.floor) {
+          if (auto e = opt_number(num, "expected_floor", source, "context.numerics.")) {
+            run.floor = e;
+            run.floor_from = "the verdict's context";
+          }
+        }
+      }
+      run.profile = rec.profile.value_or("");
+      if (run.profile.empty()) run.profile = opt_string(ctx, "profile").value_or("");
+      if (run.profile.empty() && run.model) run.profile = run.model->profile;
+    } catch (const UsageError& e) {
+      add_skipped(shown.empty() ? source : shown, e.what());
+      return false;
+    }
+    if (!run.profile.empty()) profile_names_.insert(run.profile);
+    run.eff = effective_config(rec.config);
+    run.label = config_label(rec.config);
+    if (rec.pull_blocks && pull_wire(run.eff)) run.label += " pull=" + std::to_string(*rec.pull_blocks);
+    run.rec = std::move(rec);
+    runs_.push_back(std::move(run));
+    return true;
+  }
+
+  void add_model(const json& doc, const std::string& where, const std::string& profile) {
+    if (!doc.is_object()) throw UsageError(where + ": a model must be a JSON object");
+    auto m = read_model(doc, where, "model", "model document " + where);
+    if (m->phases.empty()) throw UsageError(where + ": field 'phases': a model needs at least one phase");
+    if (m->profile.empty()) m->profile = profile;
+    ModelDoc d;
+    d.source = where;
+    d.model = *m;
+    d.shape = shape_from_json(doc.contains("shape") ? doc.at("shape") : json());
+    const json cfg = doc.contains("config") ? doc.at("config") : json();
+    if (auto c = config_from_json(cfg)) {
+      d.label = config_label(*c);
+      d.pull_blocks = c->pull_blocks;
+      d.config = cfg;
+    } else if (cfg.is_string()) {
+      d.label = cfg.get<std::string>();  // validate's model_predictions name the config by its label
+      d.config = cfg;
+    } else if (cfg.is_object() && cfg.contains("label") && cfg.at("label").is_string()) {
+      d.label = cfg.at("label").get<std::string>();
+      d.config = cfg;
+    }
+    if (!d.model.profile.empty()) profile_names_.insert(d.model.profile);
+    models_.push_back(std::move(d));
+  }
+
+  void add_sweep(const json& doc, const std::string& where) {
+    if (!doc.is_object()) throw UsageError(where + ": a sweep must be a JSON object");
+    const json& pts = doc.contains("points") ? doc.at("points") : json();
+    if (!pts.is_array() || pts.empty())
+      throw UsageError(where + ": field 'points': expected a non-empty list of {value, total_us}");
+    json points = json::array();
+    for (size_t i = 0; i < pts.size(); ++i) {
+      const std::string f = "points[" + std::to_string(i) + "]";
+      if (!pts[i].is_object()) bad(where, f, "must be an object {value, total_us}");
+      std::optional<double> v = opt_number(pts[i], "value", where, f + ".");
+      if (!v) v = opt_number(pts[i], "pull_blocks", where, f + ".");
+      const auto t = opt_number(pts[i], "total_us", where, f + ".");
+      if (!v || !t) bad(where, f, "needs value and total_us");
+      points.push_back({*v, *t});
+    }
+    std::sort(points.begin(), points.end(), [](const json& a, const json& b) { return a[0].get<double>() < b[0].get<double>(); });
+    json s = {{"source", where}, {"param", opt_string(doc, "param").value_or("pull-blocks")}, {"points", points},
+              {"optimum", nullptr}, {"band", nullptr}, {"m", nullptr}, {"config", nullptr}, {"config_match", nullptr},
+              {"profile", opt_string(doc, "profile").value_or("")}};
+    if (present(doc, "optimum") && doc.at("optimum").is_object()) {
+      const json& o = doc.at("optimum");
+      if (auto v = opt_number(o, "value", where, "optimum.")) s["optimum"] = *v;
+      if (present(o, "band")) {
+        const json& b = o.at("band");
+        if (!(b.is_array() && b.size() == 2 && b[0].is_number() && b[1].is_number()))
+          bad(where, "optimum.band", "must be [lo, hi]");
+        s["band"] = b;
+      }
+    }
+    if (auto sh = shape_from_json(doc.contains("shape") ? doc.at("shape") : json())) {
+      s["m"] = sh->m;
+      s["shape"] = {{"m", sh->m}, {"n", sh->n}, {"k", sh->k}, {"world", sh->world}};
+    }
+    if (auto c = config_from_json(doc.contains("config") ? doc.at("config") : json())) {
+      s["config"] = config_label(*c);
+      s["config_match"] = {{"mode", to_string(effective_config(*c).mode)},
+                           {"gather_dtype", to_string(effective_config(*c).gather_dtype)},
+                           {"gather_transport", to_string(effective_config(*c).gather_transport)}};
+    }
+    if (!s["profile"].get<std::string>().empty()) profile_names_.insert(s["profile"].get<std::string>());
+    sweeps_.push_back({s});
+  }
+
+  ReadOptions opt_;
+  std::vector<Run> runs_;
+  std::vector<ModelDoc> models_;
+  std::vector<Sweep> sweeps_;
+  json skipped_ = json::array();
+  json inputs_ = json::array();
+  std::vector<std::string> notes_;
+  std::set<std::string> profile_names_;
+  json profile_objects_ = json::array();
+  json machines_ = json::array();
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// Aggregation.
+
+json stats(std::vector<double> v) {
+  std::vector<double> f;
+  size_t nonfinite = 0;
+  for (double x : v) (std::isfinite(x) ? f.push_back(x) : void(++nonfinite));
+  if (f.empty()) return nonfinite ? json{{"n", 0}, {"nonfinite", nonfinite}} : json(nullptr);
+  std::sort(f.begin(), f.end());
+  const size_t n = f.size();
+  const double med = n % 2 ? f[n / 2] : 0.5 * (f[n / 2 - 1] + f[n / 2]);
+  return {{"n", n}, {"median", med}, {"min", f.front()}, {"max", f.back()}, {"nonfinite", nonfinite}};
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+size_t mode_rank(Mode m) {
+  const auto& all = all_modes();
+  return size_t(std::find(all.begin(), all.end(), m) - all.begin());
+}
+
+json shape_json(const Shape& s) { return {{"m", s.m}, {"n", s.n}, {"k", s.k}, {"world", s.world}}; }
+
+json Builder::finish() {
+  // Floors depend on shape, quant and data only: a run without one takes another input's for the same.
+  {
+    std::map<std::tuple<int64_t, int64_t, int64_t, int, int, int>, const Run*> donors;
+    for (const auto& r : runs_)
+      if (r.floor && r.floor_from != "borrowed")
+        donors.emplace(std::make_tuple(r.rec.shape.m, r.rec.shape.n, r.rec.shape.k, r.rec.shape.world,
+                                       int(r.rec.config.quant), int(r.eff.gather_dtype)), &r);
+    size_t borrowed = 0;
+    for (auto& r : runs_) {
+      if (r.floor) continue;
+      auto it = donors.find(std::make_tuple(r.rec.shape.m, r.rec.shape.n, r.rec.shape.k, r.rec.shape.world,
+                                            int(r.rec.config.quant), int(r.eff.gather_dtype)));
+      if (it == donors.end()) continue;
+      r.floor = it->second->floor;
+      r.floor_stderr = it->second->floor_stderr;
+      r.floor_from = "borrowed from " + it->second->source + " (same shape and quant)";
+      ++borrowed;
+    }
+    if (borrowed)
+      notes_.push_back(std::to_string(borrowed) + " run(s) without their own floor use the floor predicted for the "
+                       "same shape, quant and wire by another input");
+  }
+
+  // Groups: one per config and shape, in the mode table's order.
+  struct Group {
+    std::string label;
+    Config eff;
+    Config cfg;
+    std::optional<int> pull;
+    Shape shape;
+    std::vector<size_t> runs;
+  };
+  std::vector<Group> groups;
+  std::map<std::string, size_t> by_key;
+  for (size_t i = 0; i < runs_.size(); ++i) {
+    const Run& r = runs_[i];
+    const std::string key = r.label + "|" + std::to_string(r.rec.shape.m) + "|" + std::to_string(r.rec.shape.n) + "|" +
+                            std::to_string(r.rec.shape.k) + "|" + std::to_string(r.rec.shape.world);
+    auto [it, fresh] = by_key.emplace(key, groups.size());
+    if (fresh) groups.push_back({r.label, r.eff, r.rec.config, r.rec.pull_blocks, r.rec.shape, {}});
+    groups[it->second].runs.push_back(i);
+  }
+  std::vector<size_t> order(groups.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const Group &x = groups[a], &y = groups[b];
+    auto k = [](const Group& g) {
+      return std::make_tuple(mode_rank(g.eff.mode), int(g.eff.quant), int(g.eff.gather_dtype),
+                             int(g.eff.gather_transport), int(g.eff.fuse_quantize), g.pull.value_or(0), g.shape.m,
+                             g.shape.n, g.shape.k, g.shape.world);
+    };
+    return k(x) < k(y);
+  });
+
+  // Model documents become the model of every group with the same config and shape whose runs carry none.
+  auto model_for = [&](const Group& g) -> ModelDoc* {
+    const std::string base = config_label(g.cfg);
+    for (auto& d : models_)
+      if (d.label == base && d.shape && d.shape->m == g.shape.m && d.shape->n == g.shape.n &&
+          d.shape->k == g.shape.k && d.shape->world == g.shape.world &&
+          (!pull_wire(g.eff) || d.pull_blocks == g.pull.value_or(64)))  // runs without a grid: the default 64
+        return &d;
+    return nullptr;
+  };
+
+  // Counts, median and min-max of time and relL2, rank spread and findings by code over a set of runs.
+  auto aggregate = [&](const std::vector<size_t>& idx) {
+    std::vector<double> times, times_ok, rels, spreads, floors, band_lo, band_hi;
+    size_t pass = 0, fail = 0;
+    std::map<std::string, std::pair<std::string, size_t>> codes;
+    std::map<int, size_t> slowest;
+    for (size_t i : idx) {
+      const Run& r = runs_[i];
+      std::optional<double> t = r.rec.max_rank_time_us;
+      if (!t && !r.rec.per_rank_time_us.empty())
+        t = *std::max_element(r.rec.per_rank_time_us.begin(), r.rec.per_rank_time_us.end());
+      if (t) {
+        times.push_back(*t);
+        // A failed run's time is not the config's time (a silent copy is faster than physics allows).
+        if (r.verdict != std::optional<std::string>("fail")) times_ok.push_back(*t);
+      }
+      if (r.rec.rel_l2) rels.push_back(*r.rec.rel_l2);
+      if (r.verdict == std::optional<std::string>("pass")) ++pass;
+      if (r.verdict == std::optional<std::string>("fail")) ++fail;
+      for (const auto& f : r.findings) {
+        auto& c = codes[f["code"].get<std::string>()];
+        if (c.first.empty()) c.first = f["severity"].get<std::string>();
+        ++c.second;
+      }
+      const auto& pr = r.rec.per_rank_time_us;
+      if (pr.size() >= 2) {
+        const double med = median_of(pr);
+        if (med > 0 && std::isfinite(med)) {
+          spreads.push_back((*std::max_element(pr.begin(), pr.end()) - *std::min_element(pr.begin(), pr.end())) /
+                            med * 100.0);
+          ++slowest[int(std::max_element(pr.begin(), pr.end()) - pr.begin())];
+        }
+      }
+      if (r.floor) floors.push_back(*r.floor);
+      if (r.band_hi) band_hi.push_back(*r.band_hi);
+      if (r.band_lo) band_lo.push_back(*r.band_lo);
+    }
+    json a = {{"runs", idx.size()}, {"pass", pass}, {"fail", fail}, {"no_verdict", idx.size() - pass - fail},
+              {"time_us", stats(times)}, {"time_ok_us", stats(times_ok)}, {"rel_l2", stats(rels)},
+              {"rank_spread_pct", stats(spreads)}};
+    a["floor"] = floors.empty() ? json(nullptr) : json(median_of(floors));
+    a["band"] = band_hi.empty() ? json(nullptr)
+                                : json::array({band_lo.empty() ? json(nullptr) : json(median_of(band_lo)), median_of(band_hi)});
+    std::vector<std::pair<std::string, std::pair<std::string, size_t>>> cv(codes.begin(), codes.end());
+    std::stable_sort(cv.begin(), cv.end(), [](const auto& x, const auto& y) { return x.second.second > y.second.second; });
+    json jc = json::array();
+    for (const auto& [code, sc] : cv) jc.push_back({{"code", code}, {"severity", sc.first}, {"count", sc.second}});
+    a["findings"] = jc;
+    a["slowest_rank"] = nullptr;
+    if (!slowest.empty()) {
+      auto best = std::max_element(slowest.begin(), slowest.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+      a["slowest_rank"] = {{"rank", best->first}, {"runs", best->second}};
+    }
+    return a;
+  };
+  auto config_fields = [](json& j, const Config& eff, const std::string& label) {
+    j["config"] = label;
+    j["mode"] = to_string(eff.mode);
+    j["quant"] = to_string(eff.quant);
+    j["wire"] = has_collective(eff.mode) ? to_string(eff.gather_dtype) : "";
+    j["transport"] = has_collective(eff.mode) ? to_string(eff.gather_transport) : "";
+  };
+
+  json jgroups = json::array();
+  std::vector<size_t> group_index(groups.size());
+  for (size_t gi = 0; gi < order.size(); ++gi) group_index[order[gi]] = gi;
+  std::vector<std::string> config_order;
+  std::map<std::string, std::pair<Config, std::vector<size_t>>> by_config;
+  for (size_t oi : order) {
+    Group& g = groups[oi];
+    std::map<std::string, std::vector<double>> phase_vals;
+    size_t with_phases = 0;
+    const Run* with_model = nullptr;
+    for (size_t i : g.runs) {
+      Run& r = runs_[i];
+      r.group = group_index[oi];
+      if (!r.rec.phases_us.empty()) {
+        ++with_phases;
+        for (const auto& [name, us] : r.rec.phases_us) phase_vals[name].push_back(us);
+      }
+      if (!with_model && r.model && !r.model->phases.empty()) with_model = &r;
+    }
+    json jg = aggregate(g.runs);
+    jg["index"] = group_index[oi];
+    config_fields(jg, g.eff, g.label);
+    jg["pull_blocks"] = g.pull ? json(*g.pull) : json(nullptr);
+    jg["shape"] = shape_json(g.shape);
+    json ph = json::array();
+    if (with_phases) {
+      Phases p;
+      for (auto& [name, v] : phase_vals) p.emplace_back(name, median_of(v));
+      sort_phases(p);
+      ph = phases_json(p);
+    }
+    jg["phases_us"] = ph;
+    jg["phases_runs"] = with_phases;
+    // The model: a run's own (or its verdict's context), else a model document of this config and shape.
+    std::optional<Model> model;
+    for (size_t i : g.runs)
+      if (runs_[i].model) {
+        model = runs_[i].model;
+        break;
+      }
+    if (with_model) model = with_model->model;
+    if (!model || model->phases.empty()) {
+      if (ModelDoc* d = model_for(g)) {
+        Model m = d->model;
+        if (model && model->total_us && !m.total_us) m.total_us = model->total_us;
+        model = m;
+        ++d->used_by;
+      }
+    }
+    jg["model"] = model ? model_json(*model) : json(nullptr);
+    json members = json::array();
+    for (size_t i : g.runs) members.push_back(i);
+    jg["members"] = members;
+    jgroups.push_back(std::move(jg));
+    auto [it, fresh] = by_config.try_emplace(g.label, g.eff, std::vector<size_t>{});
+    if (fresh) config_order.push_back(g.label);
+    it->second.second.insert(it->second.second.end(), g.runs.begin(), g.runs.end());
+  }
+  // The same per config over every shape (relL2 and rank spread hardly depend on M; one entry per config).
+  json jconfigs = json::array();
+  for (size_t ci = 0; ci < config_order.size(); ++ci) {
+    const auto& [eff, idx] = by_config.at(config_order[ci]);
+    json jc = aggregate(idx);
+    jc["index"] = ci;
+    config_fields(jc, eff, config_order[ci]);
+    std::set<int64_t> ms;
+    for (size_t i : idx) ms.insert(runs_[i].rec.shape.m);
+    jc["m_values"] = std::vector<int64_t>(ms.begin(), ms.end());
+    jconfigs.push_back(std::move(jc));
+  }
+  json jruns = json::array();
+  for (size_t i = 0; i < runs_.size(); ++i) {
+    const Run& r = runs_[i];
+    const RunRecord& rec = r.rec;
+    std::optional<double> t = rec.max_rank_time_us;
+    if (!t && !rec.per_rank_time_us.empty()) t = *std::max_element(rec.per_rank_time_us.begin(), rec.per_rank_time_us.end());
+    Phases ph(rec.phases_us.begin(), rec.phases_us.end());
+    sort_phases(ph);
+    jruns.push_back({
+        {"index", i}, {"source", r.source}, {"group", r.group}, {"config", r.label},
+        {"mode", to_string(r.eff.mode)}, {"quant", to_string(r.eff.quant)},
+        {"wire", has_collective(r.eff.mode) ? to_string(r.eff.gather_dtype) : ""},
+        {"transport", has_collective(r.eff.mode) ? to_string(r.eff.gather_transport) : ""},
+        {"fuse_quantize", rec.config.fuse_quantize},
+        {"pull_blocks", rec.pull_blocks ? json(*rec.pull_blocks) : json(nullptr)},
+        {"m", rec.shape.m}, {"n", rec.shape.n}, {"k", rec.shape.k}, {"world", rec.shape.world},
+        {"time_us", t ? json(*t) : json(nullptr)}, {"per_rank_time_us", rec.per_rank_time_us},
+        {"rel_l2", rec.rel_l2 ? json(*rec.rel_l2) : json(nullptr)}, {"per_rank_rel_l2", rec.per_rank_rel_l2},
+        {"validated", rec.validated ? json(*rec.validated) : json(nullptr)},
+        {"phases_us", phases_json(ph)},
+        {"model", r.model ? model_json(*r.model) : json(nullptr)},
+        {"floor", r.floor ? json(*r.floor) : json(nullptr)},
+        {"floor_stderr", r.floor_stderr ? json(*r.floor_stderr) : json(nullptr)},
+        {"floor_from", r.floor_from},
+        {"band", r.band_hi ? json::array({r.band_lo ? json(*r.band_lo) : json(nullptr), *r.band_hi}) : json(nullptr)},
+        {"verdict", r.verdict ? json(*r.verdict) : json(nullptr)}, {"findings", r.findings},
+        {"profile", r.profile}, {"backend", rec.backend.value_or("")}, {"timing", rec.timing}});
+  }
+
+  json jmodels = json::array();
+  std::map<std::string, std::vector<std::string>> unmatched;  // file -> configs
+  for (const auto& d : models_) {
+    jmodels.push_back({{"source", d.source}, {"config", d.label}, {"shape", d.shape ? shape_json(*d.shape) : json(nullptr)},
+                       {"model", model_json(d.model)}, {"used_by_groups", d.used_by}});
+    if (!d.used_by && !runs_.empty())
+      unmatched[d.source.substr(0, d.source.find(": "))].push_back(
+          (d.label.empty() ? std::string("an unnamed config") : d.label) +
+          (d.shape ? " M=" + std::to_string(d.shape->m) : std::string(" (no shape given)")));
+  }
+  for (const auto& [file, configs] : unmatched) {
+    std::string list;
+    for (size_t i = 0; i < configs.size() && i < 3; ++i) list += (i ? ", " : "") + configs[i];
+    if (configs.size() > 3) list += " and " + std::to_string(configs.size() - 3) + " more";
+    notes_.push_back(file + ": " + std::to_string(configs.size()) + " model(s) match no run's config and shape (" +
+                     list + "); drawn as model-only bars");
+  }
+  json jsweeps = json::array();
+  for (const auto& s : sweeps_) jsweeps.push_back(s.j);
+  json notes = json::array();
+  for (const auto& n : notes_) notes.push_back(n);
+  json names = json::array();
+  for (const auto& n : profile_names_) names.push_back(n);
+  size_t pass = 0, fail = 0;
+  for (const auto& r : runs_) {
+    if (r.verdict == std::optional<std::string>("pass")) ++pass;
+    if (r.verdict == std::optional<std::string>("fail")) ++fail;
+  }
+  return {{"format", kDocumentFormat},
+          {"inputs", inputs_},
+          {"summary", {{"runs", runs_.size()}, {"groups", groups.size()}, {"configs", jconfigs.size()}, {"pass", pass}, {"fail", fail},
+                       {"no_verdict", runs_.size() - pass - fail}, {"skipped", skipped_.size()},
+                       {"models", models_.size()}, {"sweeps", sweeps_.size()}}},
+          {"phase_order", all_phase_names()},
+          {"groups", jgroups},
+          {"configs", jconfigs},
+          {"runs", jruns},
+          {"models", jmodels},
+          {"sweeps", jsweeps},
+          {"profiles", names},
+          {"profile_objects", profile_objects_},
+          {"machines", machines_},
+          {"skipped", skipped_},
+          {"notes", notes}};
+}
+
+}  // namespace
+
+json build_report_document(const std::vector<std::string>& files, const ReadOptions& opt) {
+  Builder b(opt);
+  for (size_t i = 0; i < files.size(); ++i)
+    b.read_file(files[i], i < opt.display_names.size() && !opt.display_names[i].empty() ? opt.display_names[i] : files[i]);
+  json doc = b.finish();
+  const auto& s = doc["summary"];
+  if (s["runs"].get<size_t>() == 0 && s["models"].get<size_t>() == 0 && s["sweeps"].get<size_t>() == 0) {
+    std::string list;
+    for (size_t i = 0; i < files.size(); ++i)
+      list += (list.empty() ? "" : ", ") +
+              (i < opt.display_names.size() && !opt.display_names[i].empty() ? opt.display_names[i] : files[i]);
+    std::string first;
+    if (!doc["skipped"].empty())
+      first = "; " + std::to_string(doc["skipped"].size()) + " record(s) skipped, first " +
+              doc["skipped"][0]["source"].get<std::string>() + ": " + doc["skipped"][0]["reason"].get<std::string>();
+    throw UsageError(list + ": no readable run, model or sweep" + first);
+  }
+  return doc;
+}
+
+}  // namespace gemmar::report
