@@ -552,6 +552,13 @@ class Pipeline {
     set(0);
     GPU_CHECK(record(done, ctl_, tm != nullptr));
     if (tm) tm->ctl_events.push_back({name, done, 0});
+    if (capturing_ && tm) {
+      // An external record node (the timed event) orders nothing inside the graph: the streams must wait on an
+      // ordinary event recorded after it. (Waiting on the external one let the copies race the kernels: the
+      // first H200 run of this code, caught by the per-iteration check as NONDETERMINISTIC/STALE_ITERATION.)
+      done = new_event(0, false);
+      GPU_CHECK(gpuEventRecord(done, ctl_));
+    }
     for (auto& rb : ranks_) {
       set(rb.dev);
       GPU_CHECK(gpuStreamWaitEvent(rb.comp, done, 0));
