@@ -118,7 +118,7 @@ struct PredictionBuilder {
       g.hbm_bytes = c_bytes;
       g.ceiling_us = gemm_ceiling;
       pr.phases.push_back(g);
-      lb += gemm_lb;
+      lb += (pr.phases.back().lower_bound_us = gemm_lb);
       if (p.one_device) {
         // The one-device backend hands back each rank's partial as its output: W copy-engine copies of C,
         // inside the timed region (kernels/gemm_ar.cu), so the standalone total carries them.
@@ -126,7 +126,7 @@ struct PredictionBuilder {
         o.hbm_bytes = 2 * c_bytes;
         o.ceiling_us = us_at(c_bytes, x.sdma_rate());
         pr.phases.push_back(o);
-        lb += us_at(c_bytes, x.link_peak_raw());
+        lb += (pr.phases.back().lower_bound_us = us_at(c_bytes, x.link_peak_raw()));
       }
     } else if (is_fused(cfg.mode)) {
       const bool sdma = cfg.mode == Mode::FusedSdma;
@@ -150,14 +150,14 @@ struct PredictionBuilder {
                       tail > 0 ? "link" : "latency");
       d.link_bytes = d.bytes;
       pr.phases.push_back(d);
-      lb += std::max(gemm_lb, us_at(scatter_bytes, x.link_peak_raw()));
+      lb += (pr.phases.back().lower_bound_us = std::max(gemm_lb, us_at(scatter_bytes, x.link_peak_raw())));
     } else {
       Phase g = phase("gemm", gemm_only, c_bytes, "compute");
       g.flops = x.gemm_flops();
       g.hbm_bytes = c_bytes;
       g.ceiling_us = gemm_ceiling;
       pr.phases.push_back(g);
-      lb += gemm_lb;
+      lb += (pr.phases.back().lower_bound_us = gemm_lb);
       if (cfg.mode == Mode::SplitSdma) {
         const double us = p.copy_engine.per_put_us +
                           us_at(scatter_bytes, x.sdma_rate() * p.link.scatter_efficiency) + p.sync.barrier_us;
@@ -165,7 +165,7 @@ struct PredictionBuilder {
         sc.link_bytes = scatter_bytes;
         sc.ceiling_us = us_at(scatter_bytes, x.sdma_rate());
         pr.phases.push_back(sc);
-        lb += us_at(scatter_bytes, x.link_peak_raw());
+        lb += (pr.phases.back().lower_bound_us = us_at(scatter_bytes, x.link_peak_raw()));
       }
     }
 
@@ -191,7 +191,7 @@ struct PredictionBuilder {
     a.ceiling_us = p.one_device ? us_at(W * slice_bf16 + slice_bf16 + 2 * (W - 1) * slice_bf16, x.hbm_rate())
                                 : std::max(us_at(link_b, x.cu_rate()), us_at(hbm_b, x.hbm_rate()));
     pr.phases.push_back(a);
-    lb += std::max(us_at(link_b, x.link_peak_raw()), us_at(hbm_b, x.hbm_peak()));
+    lb += (pr.phases.back().lower_bound_us = std::max(us_at(link_b, x.link_peak_raw()), us_at(hbm_b, x.hbm_peak())));
   }
 
   // The owner's reduce of its slice (+ the fp8 wire's quantize, or both in one kernel).
@@ -208,20 +208,20 @@ struct PredictionBuilder {
       r.hbm_bytes = b;
       r.ceiling_us = us_at(b, x.hbm_rate());
       pr.phases.push_back(r);
-      lb += us_at(b, x.hbm_peak());
+      lb += (pr.phases.back().lower_bound_us = us_at(b, x.hbm_peak()));
     } else {
       Phase r = phase("reduce", L + us_at(reduce_b, x.hbm_rate()), reduce_b, "hbm");
       r.hbm_bytes = reduce_b;
       r.ceiling_us = us_at(reduce_b, x.hbm_rate());
       pr.phases.push_back(r);
-      lb += us_at(reduce_b, x.hbm_peak());
+      lb += (pr.phases.back().lower_bound_us = us_at(reduce_b, x.hbm_peak()));
       if (fp8) {
         const double q_rate = p.one_device ? p.hbm.quantize_gbps / x.share : x.hbm_rate();
         Phase q = phase("quantize", L + us_at(q_b, q_rate), q_b, "hbm");
         q.hbm_bytes = q_b;
         q.ceiling_us = us_at(q_b, x.hbm_rate());
         pr.phases.push_back(q);
-        lb += us_at(q_b, x.hbm_peak());
+        lb += (pr.phases.back().lower_bound_us = us_at(q_b, x.hbm_peak()));
       }
     }
   }
@@ -238,7 +238,7 @@ struct PredictionBuilder {
       g.link_bytes = gb;
       g.ceiling_us = us_at(gb, x.sdma_rate());
       pr.phases.push_back(g);
-      lb += us_at(gb, x.link_peak_raw());
+      lb += (pr.phases.back().lower_bound_us = us_at(gb, x.link_peak_raw()));
       if (fp8) {
         const double db = (W - 1) * S * N + (W - 1) * slice_bf16;
         const double d_rate = p.one_device ? p.hbm.widen_gbps / x.share : x.hbm_rate();
@@ -246,7 +246,7 @@ struct PredictionBuilder {
         d.hbm_bytes = db;
         d.ceiling_us = us_at(db, x.hbm_rate());
         pr.phases.push_back(d);
-        lb += us_at(db, x.hbm_peak());
+        lb += (pr.phases.back().lower_bound_us = us_at(db, x.hbm_peak()));
       }
     } else {
       pr.phases.push_back(phase("gather", L + p.sync.barrier_us, 0, "latency"));
@@ -270,7 +270,7 @@ struct PredictionBuilder {
       pl.ceiling_us = p.one_device ? us_at(in_b + out_b, x.hbm_rate())
                                    : std::max(us_at(in_b, x.cu_rate()), us_at(out_b, x.hbm_rate()));
       pr.phases.push_back(pl);
-      lb += std::max(us_at(in_b, x.link_peak_raw()), us_at(out_b, x.hbm_peak()));
+      lb += (pr.phases.back().lower_bound_us = std::max(us_at(in_b, x.link_peak_raw()), us_at(out_b, x.hbm_peak())));
     }
   }
 };

@@ -19,6 +19,10 @@ struct Profile {
   // (the model's calibrated error plus run-to-run spread); beyond it SLOWER_THAN_MODEL.
   double model_band = 0.10;
   double run_to_run_spread = 0.02;
+  // Whether the parameters are calibrated on measurements of this hardware; only a calibrated profile's
+  // timing findings are errors (an uncalibrated one's are warnings). `calibration` says why, either way.
+  bool calibrated = false;
+  std::string calibration;
   // The physical parameters, validated (model/profile.hpp).
   Params params;
   std::string origin;  // "profiles/NAME.json" or the file path: what error messages name
@@ -46,6 +50,9 @@ struct Phase {
   // copy-engine / link rate. 0 for phases that move nothing (drain, barrier-only gathers, skew).
   // measured efficiency of a phase = ceiling_us / measured us.
   double ceiling_us = 0;
+  // This phase's share of Prediction::lower_bound_us (bytes and FLOPs at peak rates); the shares sum to it,
+  // so a run that stopped early (the benchmark's --stop-after) is bounded by the sum over the phases it ran.
+  double lower_bound_us = 0;
 };
 
 struct Prediction {

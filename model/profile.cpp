@@ -1,6 +1,7 @@
 #include "model/profile.hpp"
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -151,6 +152,9 @@ Profile load_profile(const std::string& name_or_file) {
     text = it->second;
     origin = "profiles/" + name_or_file + ".json";
   } else {
+    std::error_code ec;
+    if (std::filesystem::is_directory(name_or_file, ec))
+      throw UsageError("--profile " + name_or_file + ": is a directory, not a profile file");
     std::ifstream in(name_or_file, std::ios::binary);
     if (!in) {
       std::string names;
@@ -178,6 +182,17 @@ Profile load_profile(const std::string& name_or_file) {
   prof.name = name->get<std::string>();
   prof.model_band = r.number("model_band", Rule::Fraction);
   prof.run_to_run_spread = r.number("run_to_run_spread", Rule::Fraction);
+  // "calibrated": {"value": true|false, "source": why}. A profile that does not say is uncalibrated: its
+  // timing findings are warnings, never errors.
+  if (const auto c = doc.find("calibrated"); c != doc.end()) {
+    const nlohmann::json* v = c->is_object() && c->contains("value") ? &c->at("value") : &*c;
+    if (!v->is_boolean()) r.fail("calibrated", "must be true or false (or {\"value\": bool, \"source\": why})");
+    prof.calibrated = v->get<bool>();
+    if (c->is_object() && c->contains("source") && c->at("source").is_string())
+      prof.calibration = c->at("source").get<std::string>();
+  } else {
+    prof.calibration = "the profile does not say it is calibrated on measurements";
+  }
   prof.origin = origin;
   prof.source = std::move(doc);
   return prof;

@@ -2,7 +2,7 @@
 # Installs, from Debian's packages, whatever gemmar's build, tests, reports and the HIP compile check need and
 # this machine lacks. Idempotent: asks apt only when something is missing.
 set -euo pipefail
-packages=(cmake make g++ pkg-config libeigen3-dev libboost-program-options-dev nlohmann-json3-dev
+packages=(cmake make g++ pkg-config libeigen3-dev libboost-program-options-dev nlohmann-json3-dev libre2-dev
           libgtest-dev googletest python3-matplotlib python3-numpy)
 if [[ "${GEMMAR_DEVICE_COMPILE:-1}" != 0 ]]; then
   # The HIP compile check of the kernels (gfx942 ISA) needs clang-19, lld-19 and the HIP headers.

@@ -306,7 +306,8 @@ TEST_F(ReportTest, ThousandRunsGiveBoundedFiguresAndOneRowPerConfig) {
       const double t = 50 + 0.07 * m + (i % 7);
       f << "[rank" << (i % 8) << "]: RESULT_JSON {\"mode\": \"" << modes[(i / 4) % 3]
         << "\", \"world_size\": 8, \"m\": " << m << ", \"n\": 7168, \"k\": 2048, \"max_rank_time_us\": " << t
-        << ", \"per_rank_time_us\": [" << t << ", " << t - 1 << ", " << t - 2 << ", " << t - 0.5 << "], "
+        << ", \"per_rank_time_us\": [" << t << ", " << t - 1 << ", " << t - 2 << ", " << t - 0.5 << ", " << t - 1.5
+        << ", " << t - 0.25 << ", " << t - 2.5 << ", " << t - 0.75 << "], "
         << "\"rel_l2\": " << 0.00235 + 1e-6 * (i % 11) << ", \"phases_us\": {\"gemm\": " << t / 2
         << ", \"gather\": " << t / 2 << "}, \"n_iter\": " << i << "}\n";
     }

@@ -72,8 +72,9 @@ Config read_config(const po::variables_map& vm) {
 bool parse(const Args& args, const po::options_description& desc, po::variables_map& vm, std::ostream& out,
            const std::string& usage_line, const po::positional_options_description* positional) {
   try {
-    auto parser = po::command_line_parser(args).options(desc);
-    if (positional) parser.positional(*positional);
+    // Without a positional description boost ignores stray words; an empty one makes each an error.
+    const po::positional_options_description none;
+    auto parser = po::command_line_parser(args).options(desc).positional(positional ? *positional : none);
     po::store(parser.run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {

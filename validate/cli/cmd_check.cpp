@@ -1,6 +1,9 @@
 // gemmar check: verdicts on benchmark output (SPEC section 4).
+#include <algorithm>
 #include <iostream>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -10,6 +13,7 @@
 #include "validate/cli/cli.hpp"
 #include "validate/record/log_reader.hpp"
 #include "validate/record/trace_reader.hpp"
+#include "validate/verdict/across_runs.hpp"
 #include "validate/verdict/verdict.hpp"
 
 namespace gemmar::cli {
@@ -17,26 +21,68 @@ namespace gemmar::cli {
 namespace {
 
 constexpr const char* kUsageLine =
-    "gemmar check [FILE|-]... [--profile P] [--pull-blocks B] [--baseline FILE] [--trace [RUN=]FILE]... "
-    "[--phase-map FILE] [--phase-pattern phase=REGEX]... [--json]";
+    "gemmar check [FILE|-]... [--profile P] [--pull-blocks B] [--world W] [--expect N] [--baseline FILE]... "
+    "[--trace [RUN=]FILE]... [--phase-map FILE] [--phase-pattern phase=REGEX]... [--no-timing] "
+    "[--floors-at-run-m] [--max-line-bytes N] [--json]";
 
 std::optional<size_t> parse_index(const std::string& s) {
   if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || s.size() > 9) return std::nullopt;
   return size_t(std::stoul(s));
 }
 
+std::string join(const std::set<std::string>& s) {
+  std::string out;
+  for (const auto& x : s) out += (out.empty() ? "" : ", ") + x;
+  return out.empty() ? "none" : out;
+}
+
+// The phases a config's kernels show in a trace: the model's phases (their names do not depend on the
+// profile) less the launch skew. Empty when the model rejects the shape.
+std::set<std::string> config_phases(const RunRecord& r) {
+  static const model::Profile prof = model::load_profile("mi355x");
+  std::set<std::string> out;
+  try {
+    for (const auto& ph : model::predict(prof, r.shape, r.config).phases)
+      if (ph.name != "skew" && ph.name != "output") out.insert(ph.name);
+  } catch (const Error&) {
+  }
+  return out;
+}
+
+// A trace matches a run's config when every phase it shows is one the config runs, and every phase only a
+// kernel can do (the GEMM, reduce, quantize, dequantize, pull, the 2-stage all-reduce) is there. Copy-engine
+// legs (scatter, gather, drain) may be absent: a kernel trace does not always show copies.
+bool trace_matches(const std::set<std::string>& trace, const std::set<std::string>& config) {
+  if (trace.empty() || config.empty()) return false;
+  for (const auto& p : trace)
+    if (!config.count(p)) return false;
+  for (const char* k : {"gemm", "reduce", "quantize", "dequantize", "pull", "allreduce"})
+    if (config.count(k) && !trace.count(k)) return false;
+  return true;
+}
+
+std::string run_label(size_t index, const RunRecord& r) {
+  return std::to_string(index) + " (" + r.source + ": " + config_label(r.config) + " M=" + std::to_string(r.shape.m) + ")";
+}
+
 // Attaches trace phases to the runs: "RUN=FILE" names the run by its source ("log:12") or 1-based index;
-// plain FILEs are paired with the runs in input order.
+// a plain FILE goes to the one run whose config its kernels match (exit 2 listing the candidates otherwise).
 void attach_traces(std::vector<RunRecord*>& runs, const std::vector<std::string>& specs,
                    const std::vector<PhasePattern>& patterns) {
-  size_t next_plain = 0;
+  std::set<RunRecord*> taken;
   for (const auto& spec : specs) {
     RunRecord* target = nullptr;
     std::string file = spec;
     const size_t eq = spec.find('=');
+    std::string who;
     if (eq != std::string::npos) {
-      const std::string who = spec.substr(0, eq);
+      who = spec.substr(0, eq);
       file = spec.substr(eq + 1);
+    }
+    const TracePhases tp = read_trace(file, patterns);
+    std::set<std::string> phases;
+    for (const auto& [phase, us] : tp.phases_us) phases.insert(phase);
+    if (!who.empty()) {
       if (auto idx = parse_index(who)) {
         GEMMAR_USAGE_CHECK(*idx >= 1 && *idx <= runs.size(), "--trace ", spec, ": run index ", *idx,
                            " is out of range [1, ", runs.size(), "]");
@@ -47,16 +93,50 @@ void attach_traces(std::vector<RunRecord*>& runs, const std::vector<std::string>
         GEMMAR_USAGE_CHECK(target, "--trace ", spec, ": no valid run has source '", who, "'");
       }
     } else {
-      GEMMAR_USAGE_CHECK(next_plain < runs.size(), "--trace ", spec, ": more traces than runs (", runs.size(),
-                         " valid); name the run with RUN=FILE");
-      target = runs[next_plain++];
+      std::vector<size_t> candidates;
+      for (size_t i = 0; i < runs.size(); ++i)
+        if (!taken.count(runs[i]) && trace_matches(phases, config_phases(*runs[i]))) candidates.push_back(i);
+      if (candidates.size() != 1) {
+        std::string list;
+        const bool none = candidates.empty();
+        if (none)
+          for (size_t i = 0; i < runs.size(); ++i) candidates.push_back(i);
+        for (size_t n = 0; n < candidates.size() && n < 20; ++n)
+          list += (n ? "; " : "") + run_label(candidates[n] + 1, *runs[candidates[n]]);
+        if (candidates.size() > 20) list += "; ...";
+        throw UsageError("--trace " + file + ": its kernels (phases " + join(phases) + ") " +
+                         (none ? "match no run's config" : "match " + std::to_string(candidates.size()) + " runs") +
+                         "; name the run with --trace RUN=" + file + " (RUN = index or source). " +
+                         (none ? "Runs: " : "Candidates: ") + (list.empty() ? "none" : list));
+      }
+      target = runs[candidates.front()];
     }
-    const TracePhases tp = read_trace(file, patterns);
+    taken.insert(target);
     for (const auto& [phase, us] : tp.phases_us) target->phases_us[phase] = us;
-    target->raw["trace"] = {{"file", file}, {"format", tp.format}, {"iterations", tp.iterations},
-                            {"devices", tp.devices}, {"kernels_matched", tp.kernels_matched},
-                            {"kernels_unmatched", tp.kernels_unmatched}};
+    const std::set<std::string> expected = config_phases(*target);
+    target->raw["trace"] = {{"file", file},
+                            {"format", tp.format},
+                            {"iterations", tp.iterations},
+                            {"devices", tp.devices},
+                            {"kernels_matched", tp.kernels_matched},
+                            {"kernels_unmatched", tp.kernels_unmatched},
+                            {"unmatched_names", tp.unmatched_names},
+                            {"phases", phases},
+                            {"matches_config", trace_matches(phases, expected)}};
   }
+}
+
+// BENCHMARK_FAILED: one entry per input whose log shows the benchmark run failed, at the first such line.
+Verdict benchmark_failed(const std::vector<LogFailure>& failures) {
+  const LogFailure& first = failures.front();
+  std::string msg = "The benchmark run failed: " + first.what + " ('" + first.line + "')";
+  std::set<std::string> kinds{first.kind};
+  for (const auto& f : failures) {
+    if (!kinds.insert(f.kind).second) continue;
+    msg += "; also " + f.what + " at " + f.source;
+  }
+  msg += ". Its RESULT_JSON lines (if any) do not describe a finished run: fix the failure and rerun.";
+  return failed_entry_verdict(first.source, "BENCHMARK_FAILED", msg);
 }
 
 }  // namespace
@@ -68,6 +148,8 @@ int cmd_check(const Args& args) {
       ("profile", po::value<std::string>(), "model profile (mi355x|mi300x|h200|h200-1gpu|FILE); overrides the "
                                             "runs' own profile field; default mi355x")
       ("pull-blocks", po::value<int>(), "pull grid for runs that carry no pull_blocks (default 64)")
+      ("world", po::value<int>()->default_value(8), "world_size for records that carry none (older benchmarks)")
+      ("expect", po::value<int>(), "fail each input that holds fewer than N runs")
       ("baseline", po::value<std::vector<std::string>>(), "log of baseline runs, matched by shape and config")
       ("trace", po::value<std::vector<std::string>>(), "kernel trace ([RUN=]FILE, repeatable): rocprofv3 CSV or "
                                                        "Chrome-trace JSON; its phases attach to the run")
@@ -83,11 +165,19 @@ int cmd_check(const Args& args) {
   po::variables_map vm;
   if (!parse(args, desc, vm, std::cout, kUsageLine, &pos)) return kExitOk;
 
-  GEMMAR_USAGE_CHECK(vm.count("input"), "gemmar check: no input (give FILE... or '-' for stdin)");
+  GEMMAR_USAGE_CHECK(vm.count("input"), "no input (give FILE... or '-' for stdin)");
   const auto inputs = vm["input"].as<std::vector<std::string>>();
   LogReadOptions ro;
   ro.max_line_bytes = vm["max-line-bytes"].as<size_t>();
   GEMMAR_USAGE_CHECK(ro.max_line_bytes >= 64, "--max-line-bytes: ", ro.max_line_bytes, " is too small (>= 64)");
+  ro.defaults.world = vm["world"].as<int>();
+  GEMMAR_USAGE_CHECK(ro.defaults.world >= 1 && ro.defaults.world <= 512, "--world: ", ro.defaults.world,
+                     " is out of range [1, 512]");
+  std::optional<int> expect;
+  if (vm.count("expect")) {
+    expect = vm["expect"].as<int>();
+    GEMMAR_USAGE_CHECK(*expect >= 1, "--expect: ", *expect, " is not a positive number of runs");
+  }
 
   JudgeOptions jo;
   if (vm.count("profile")) {
@@ -118,26 +208,44 @@ int cmd_check(const Args& args) {
   if (vm.count("phase-pattern"))
     for (const auto& s : vm["phase-pattern"].as<std::vector<std::string>>()) apply_phase_override(patterns, s);
 
-  // Entries in input order; invalid ones become failing verdicts in place.
+  // Entries in input order; invalid ones become failing verdicts in place. Per input: the failures its log
+  // shows and how many runs it held.
   std::vector<LogEntry> entries;
-  for (const auto& path : inputs) read_log_file(path, [&](LogEntry&& e) { entries.push_back(std::move(e)); }, ro);
-  if (entries.empty()) {
+  std::vector<Verdict> log_verdicts;  // BENCHMARK_FAILED / RUNS_MISSING, after the runs
+  for (const auto& path : inputs) {
+    const size_t before = entries.size();
+    const LogReadStats st = read_log_file(path, [&](LogEntry&& e) { entries.push_back(std::move(e)); }, ro);
+    const std::string name = path == "-" ? "stdin" : path;
+    if (!st.failures.empty()) log_verdicts.push_back(benchmark_failed(st.failures));
+    const size_t found = entries.size() - before;
+    if (expect && found < size_t(*expect))
+      log_verdicts.push_back(failed_entry_verdict(
+          name + ":" + std::to_string(st.lines), "RUNS_MISSING",
+          name + " holds " + std::to_string(found) + " run(s) in " + std::to_string(st.lines) +
+              " lines, fewer than the --expect " + std::to_string(*expect) +
+              ": the benchmark stopped early or its output was cut; look at the end of the log."));
+  }
+  if (entries.empty() && log_verdicts.empty()) {
     std::string list;
     for (const auto& p : inputs) list += (list.empty() ? "" : ", ") + (p == "-" ? std::string("stdin") : p);
-    throw UsageError(list + ": no runs found (no RESULT_JSON lines and no JSON objects with benchmark fields)");
+    throw UsageError(list + ": no runs found (no RESULT_JSON lines, no [gemm_ar] lines and no JSON objects with "
+                            "benchmark fields)");
   }
 
   if (vm.count("trace")) {
     std::vector<RunRecord*> runs;
     for (auto& e : entries)
       if (e.record) runs.push_back(&*e.record);
+    GEMMAR_USAGE_CHECK(!runs.empty(), "--trace: the input holds no valid run to attach a trace to");
     attach_traces(runs, vm["trace"].as<std::vector<std::string>>(), patterns);
   }
 
   std::vector<Verdict> verdicts;
-  verdicts.reserve(entries.size());
+  verdicts.reserve(entries.size() + log_verdicts.size());
   for (const auto& e : entries)
     verdicts.push_back(e.record ? judge(*e.record, jo) : invalid_record_verdict(e.source, e.error, e.raw));
+  judge_repeats(verdicts);
+  for (auto& v : log_verdicts) verdicts.push_back(std::move(v));
 
   if (vm["json"].as<bool>())
     std::cout << json_text(to_json(verdicts), 2) << "\n";

@@ -95,7 +95,24 @@ int cmd_model(const Args& args_in) {
   if (!parse(args, desc, vm, std::cout, usage)) return kExitOk;
 
   const Shape s = read_shape(vm);
-  const Config c = read_config(vm);
+  Config c = read_config(vm);
+  if (sweep) {
+    // The pull grid only matters where there is a pull: the fp8 wire over CU loads (lsa). With no wire given,
+    // sweep that wire; a config without a pull is told so rather than shown a flat curve.
+    const bool wire_given = !vm["gather-dtype"].defaulted() || !vm["gather-transport"].defaulted();
+    const bool has_pull = [](const Config& x) {
+      const Config eff = effective_config(x);
+      return has_collective(eff.mode) && uses_fp8_wire(eff) && eff.gather_transport == Transport::Lsa;
+    }(c);
+    if (!wire_given && !has_pull && has_collective(c.mode) && traits(c.mode).fp8_wire) {
+      c.gather_dtype = WireDtype::Fp8;
+      c.gather_transport = Transport::Lsa;
+    } else if (!has_pull) {
+      throw UsageError("--param pull-blocks: the pull grid has no effect on " + config_label(c) +
+                       " (only an fp8 gather over lsa runs the pull kernel); give --gather-dtype fp8 "
+                       "--gather-transport lsa with a fused or split-sdma mode");
+    }
+  }
   validate_shape_config(s, c);
   const model::Profile prof = model::load_profile(vm["profile"].as<std::string>());
   const bool json = vm["json"].as<bool>();

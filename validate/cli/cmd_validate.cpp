@@ -80,12 +80,17 @@ int cmd_validate(const Args& args) {
   results["selftest"] = selftest_json(selftest);
 
   // The model beside the runs: predictions at the reference shape for the profile, and the pull-grid curve.
-  const std::string profile_name = plan.profile.empty() ? (gpu ? std::string("h200-1gpu") : "mi355x") : plan.profile;
+  // The profile the runs were judged against (default_profile of their backend and device).
+  const std::string profile_name = !plan.profile.empty()                        ? plan.profile
+                                   : !outcomes.empty() && outcomes[0].record.profile ? *outcomes[0].record.profile
+                                                                                 : default_profile(plan.backend, "", 1);
+  const nlohmann::json reference_shape = {{"m", Shape{}.m}, {"n", Shape{}.n}, {"k", Shape{}.k}, {"world", Shape{}.world}};
   const model::Profile profile = model::load_profile(profile_name);
   nlohmann::json predictions = nlohmann::json::array();
   for (const Config& c : plan.configs) {
     nlohmann::json p = model::to_json(model::predict(profile, Shape{}, c));
     p["config"] = config_label(c);
+    p["shape"] = reference_shape;
     predictions.push_back(p);
   }
   Config pull;
@@ -95,11 +100,11 @@ int cmd_validate(const Args& args) {
   results["profile"] = profile_name;
   results["model_predictions"] = predictions;
   results["model_sweeps"] = nlohmann::json::array(
-      {model::to_json(model::sweep_pull_blocks(profile, Shape{}, pull, {8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512}))});
+      {model::to_json(model::sweep_pull_blocks(profile, Shape{}, pull, model::default_pull_grid()))});
   results["model_sweeps"][0]["config"] = {{"mode", to_string(pull.mode)}, {"gather_dtype", to_string(pull.gather_dtype)},
                                            {"gather_transport", to_string(pull.gather_transport)},
                                            {"label", config_label(pull)}};
-  results["model_sweeps"][0]["shape"] = {{"m", Shape{}.m}, {"n", Shape{}.n}, {"k", Shape{}.k}, {"world", Shape{}.world}};
+  results["model_sweeps"][0]["shape"] = reference_shape;
   results["model_sweeps"][0]["param"] = "pull-blocks";
   results["shape"] = {{"n", plan.shape.n}, {"k", plan.shape.k}, {"world", plan.shape.world}, {"m", plan.m_values}};
 

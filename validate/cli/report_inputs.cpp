@@ -234,44 +234,6 @@ std::optional<Shape> shape_from_json(const json& s) {
 
 // Drops ANSI escape sequences (CSI "ESC [ ... final", and two-byte "ESC x") from a stream: coloured logs
 // keep their RESULT_JSON lines readable. The state survives across buffer refills.
-class AnsiStrippingBuf : public std::streambuf {
- public:
-  explicit AnsiStrippingBuf(std::streambuf* src) : src_(src), in_(1 << 16), out_(1 << 16) {}
-
- protected:
-  int_type underflow() override {
-    while (true) {
-      const std::streamsize got = src_->sgetn(in_.data(), std::streamsize(in_.size()));
-      if (got <= 0) return traits_type::eof();
-      size_t n = 0;
-      for (std::streamsize i = 0; i < got; ++i) {
-        const char c = in_[size_t(i)];
-        switch (state_) {
-          case 0:
-            if (c == '\x1b') state_ = 1;
-            else out_[n++] = c;
-            break;
-          case 1:
-            state_ = (c == '[') ? 2 : 0;  // CSI, else a two-byte escape (dropped)
-            break;
-          default:
-            if (c >= 0x40 && c <= 0x7e) state_ = 0;  // the final byte of a CSI sequence
-            break;
-        }
-      }
-      if (n > 0) {
-        setg(out_.data(), out_.data(), out_.data() + n);
-        return traits_type::to_int_type(out_[0]);
-      }
-    }
-  }
-
- private:
-  std::streambuf* src_;
-  std::vector<char> in_, out_;
-  int state_ = 0;
-};
-
 // ---------------------------------------------------------------------------------------------------------
 
 class Builder {
@@ -325,26 +287,21 @@ class Builder {
     skipped_.push_back({{"source", source}, {"reason", strip_source(reason, source)}});
   }
 
-  void read_log(std::istream& raw, const std::string& path) {
-    AnsiStrippingBuf buf(raw.rdbuf());
-    std::istream in(&buf);
+  void read_log(std::istream& in, const std::string& path) {
+    // The record layer's reader strips colours and merges the lines every rank printed for one run.
     LogReadOptions lo;
     lo.max_line_bytes = opt_.max_line_bytes;
-    size_t runs = 0, skipped = 0, duplicates = 0;
-    std::set<std::string> seen;  // the same record printed by several ranks counts once
-    gemmar::read_log(in, path, [&](LogEntry&& e) {
+    size_t runs = 0, skipped = 0;
+    const LogReadStats st = gemmar::read_log(in, path, [&](LogEntry&& e) {
       if (!e.record) {
         add_skipped(e.source, e.error.empty() ? "not a run record" : e.error);
         ++skipped;
         return;
       }
-      if (!seen.insert(e.raw.dump()).second) {
-        ++duplicates;
-        return;
-      }
       if (add_run(std::move(*e.record), e.raw, json::object(), e.source)) ++runs;
       else ++skipped;
     }, lo);
+    const size_t duplicates = size_t(st.rank_duplicates);
     if (runs == 0 && skipped == 0 && duplicates == 0)
       throw UsageError(path + ": no RESULT_JSON lines and no JSON run objects (not a results file)");
     if (duplicates)

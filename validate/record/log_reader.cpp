@@ -1,10 +1,15 @@
 #include "validate/record/log_reader.hpp"
 
 #include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
+#include <set>
 
 #include "common/errors.hpp"
 
@@ -13,6 +18,8 @@ namespace gemmar {
 namespace {
 
 constexpr const char* kMarker = "RESULT_JSON";
+constexpr const char* kHumanMarker = "[gemm_ar]";
+constexpr size_t kMaxFailuresKept = 100;
 
 // A bare JSON object is a run only when it has one of the benchmark's own keys: logs carry other JSON too
 // (configs, torch profiler summaries) that is not ours to judge.
@@ -26,6 +33,23 @@ bool looks_like_run(const nlohmann::json& j) {
 size_t first_non_space(const std::string& s, size_t from = 0) {
   while (from < s.size() && (s[from] == ' ' || s[from] == '\t')) ++from;
   return from;
+}
+
+// torchrun's per-rank prefix: "[rank3]:" (torch >= 2.2 with --tee / --log-line-prefix-template) or
+// "[default3]:" (older). Returns the rank and where the payload starts, or nullopt.
+std::optional<int> rank_prefix(const std::string& line, size_t& payload) {
+  const size_t p = first_non_space(line);
+  for (const char* tag : {"[rank", "[default"}) {
+    const size_t n = std::strlen(tag);
+    if (line.compare(p, n, tag) != 0) continue;
+    size_t i = p + n;
+    const size_t d0 = i;
+    while (i < line.size() && i - d0 < 6 && line[i] >= '0' && line[i] <= '9') ++i;
+    if (i == d0 || i + 1 >= line.size() || line[i] != ']' || line[i + 1] != ':') return std::nullopt;
+    payload = i + 2;
+    return std::atoi(line.substr(d0, i - d0).c_str());
+  }
+  return std::nullopt;
 }
 
 // Where the candidate JSON text starts, or npos when the line is noise; `marked` says RESULT_JSON was seen.
@@ -43,15 +67,179 @@ size_t candidate_start(const std::string& line, bool& marked) {
   return std::string::npos;
 }
 
+bool is_human_line(const std::string& line) {
+  const size_t h = line.find(kHumanMarker);
+  return h != std::string::npos && line.find(" mode=", h) != std::string::npos;
+}
+
+// The first key that appears twice in one object of `text` (already parsed, so well-formed), if any.
+// nlohmann keeps the last of duplicate keys silently; a record that says two things is not a record.
+std::optional<std::string> duplicate_key(const std::string& text) {
+  struct Frame {
+    bool object;
+    std::set<std::string> keys;
+  };
+  std::vector<Frame> stack;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '{' || c == '[') {
+      stack.push_back({c == '{', {}});
+    } else if (c == '}' || c == ']') {
+      if (!stack.empty()) stack.pop_back();
+    } else if (c == '"') {
+      std::string s;
+      size_t k = i + 1;
+      for (; k < text.size() && text[k] != '"'; ++k) {
+        if (text[k] == '\\' && k + 1 < text.size()) s += text[k++];
+        s += text[k];
+      }
+      i = k;
+      const size_t after = first_non_space(text, k + 1);
+      if (after < text.size() && text[after] == ':' && !stack.empty() && stack.back().object &&
+          !stack.back().keys.insert(s).second)
+        return s;
+    }
+  }
+  return std::nullopt;
+}
+
+// `[gemm_ar] mode=fused-sdma m=4096 n=7168 k=1024 max_rank_time=348.52us relL2=2.35e-03 validated=True`, the
+// benchmark's human summary, as a record object. UsageError naming the token when a value does not parse.
+nlohmann::json human_line_object(const std::string& line, const std::string& source) {
+  nlohmann::json j = nlohmann::json::object();
+  const size_t h = line.find(kHumanMarker);
+  size_t i = h + std::strlen(kHumanMarker);
+  auto bad = [&](const std::string& key, const std::string& value, const char* want) {
+    throw UsageError(source + ": field '" + key + "' of the [gemm_ar] line is '" + value + "', not " + want);
+  };
+  while (i < line.size()) {
+    i = first_non_space(line, i);
+    size_t e = i;
+    while (e < line.size() && line[e] != ' ' && line[e] != '\t') ++e;
+    const std::string tok = line.substr(i, e - i);
+    i = e;
+    const size_t eq = tok.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    const std::string key = tok.substr(0, eq);
+    std::string value = tok.substr(eq + 1);
+    if (key == "m" || key == "n" || key == "k" || key == "world_size" || key == "world" || key == "pull_blocks") {
+      char* end = nullptr;
+      errno = 0;
+      const long long v = std::strtoll(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || errno) bad(key, value, "an integer");
+      j[key] = v;
+    } else if (key == "max_rank_time" || key == "max_rank_time_us" || key == "relL2" || key == "rel_l2") {
+      if (value.size() > 2 && value.compare(value.size() - 2, 2, "us") == 0) value.resize(value.size() - 2);
+      char* end = nullptr;
+      const double v = std::strtod(value.c_str(), &end);  // accepts nan and inf as Python prints them
+      if (value.empty() || *end != '\0') bad(key, tok.substr(eq + 1), "a number");
+      j[key.rfind("max_rank_time", 0) == 0 ? "max_rank_time_us" : "rel_l2"] = v;
+    } else if (key == "validated") {
+      if (value == "True" || value == "true" || value == "1") j[key] = true;
+      else if (value == "False" || value == "false" || value == "0") j[key] = false;
+      else bad(key, value, "True or False");
+    } else if (key == "mode" || key == "quant" || key == "gather_dtype" || key == "gather_transport" ||
+               key == "timing" || key == "stop_after" || key == "fence" || key == "gemm_impl") {
+      j[key] = value;
+    }
+  }
+  return j;
+}
+
+std::string clip(const std::string& s, size_t n = 200) { return s.size() <= n ? s : s.substr(0, n) + "..."; }
+
 }  // namespace
 
-std::optional<LogEntry> parse_log_line(const std::string& line, const std::string& source) {
+std::string strip_ansi(const std::string& s) {
+  if (s.find('\x1b') == std::string::npos) return s;
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\x1b') {
+      out += s[i];
+      continue;
+    }
+    if (i + 1 < s.size() && s[i + 1] == '[') {
+      // CSI: ESC [ parameter bytes 0x30-0x3F, intermediate 0x20-0x2F, one final byte 0x40-0x7E (m for SGR).
+      size_t k = i + 2;
+      while (k < s.size() && static_cast<unsigned char>(s[k]) >= 0x20 && static_cast<unsigned char>(s[k]) <= 0x3F) ++k;
+      if (k < s.size() && static_cast<unsigned char>(s[k]) >= 0x40 && static_cast<unsigned char>(s[k]) <= 0x7E) ++k;
+      i = k - 1;
+    } else if (i + 1 < s.size()) {
+      ++i;  // a two-byte escape (ESC c, ESC =, ...)
+    }
+  }
+  return out;
+}
+
+std::optional<LogFailure> failure_in_line(const std::string& raw_line, const std::string& source) {
+  const std::string line = strip_ansi(raw_line);
+  LogFailure f;
+  f.source = source;
+  f.line = clip(line);
+  if (line.find("Traceback (most recent call last)") != std::string::npos) {
+    f.kind = "traceback";
+    f.what = "a Python traceback: the benchmark raised an exception";
+    return f;
+  }
+  if (line.find("ChildFailedError") != std::string::npos) {
+    f.kind = "child_failed";
+    f.what = "torchrun's ChildFailedError: at least one rank failed";
+    return f;
+  }
+  if (line.find("hsaKmtCreateQueueExt") != std::string::npos) {
+    f.kind = "stale_queue";
+    f.what = "hsaKmtCreateQueueExt failed: the stale-queue signature (a previous run's ranks still hold "
+             "copy-engine queues); wait about 10 s between back-to-back runs";
+    return f;
+  }
+  for (size_t pos = line.find("exitcode"); pos != std::string::npos; pos = line.find("exitcode", pos + 1)) {
+    size_t i = first_non_space(line, pos + 8);
+    if (i >= line.size() || line[i] != ':') continue;
+    i = first_non_space(line, i + 1);
+    char* end = nullptr;
+    const long code = std::strtol(line.c_str() + i, &end, 10);
+    if (end == line.c_str() + i || code == 0) continue;
+    f.kind = "exit_code";
+    f.what = "a rank exited with code " + std::to_string(code) +
+             (code < 0 ? " (killed by signal " + std::to_string(-code) + ")" : "");
+    return f;
+  }
+  if (line.find("Segmentation fault") != std::string::npos || line.find("core dumped") != std::string::npos) {
+    f.kind = "signal";
+    f.what = "a process crashed (segmentation fault / core dump)";
+    return f;
+  }
+  return std::nullopt;
+}
+
+std::optional<LogEntry> parse_log_line(const std::string& raw_line, const std::string& source,
+                                       const LogReadOptions& opt) {
+  const std::string stripped = strip_ansi(raw_line);
+  size_t payload = 0;
+  const std::optional<int> rank = rank_prefix(stripped, payload);
+  const std::string line = rank ? stripped.substr(payload) : stripped;
   bool marked = false;
   const size_t start = candidate_start(line, marked);
-  if (start == std::string::npos) return std::nullopt;
+  const bool human = start == std::string::npos && is_human_line(line);
+  if (start == std::string::npos && !human) return std::nullopt;
   LogEntry e;
   e.source = source;
-  const std::string text = line.substr(start);
+  e.rank = rank;
+  if (human) {
+    e.kind = "human";
+    try {
+      e.raw = human_line_object(line, source);
+      if (!e.raw.contains("mode")) return std::nullopt;
+      e.record = run_record_from_json(e.raw, source, opt.defaults);
+    } catch (const UsageError& err) {
+      e.error = err.what();
+    }
+    return e;
+  }
+  e.kind = marked ? "result_json" : "bare";
+  std::string text = line.substr(start);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.pop_back();
   try {
     e.raw = parse_python_json(text);
   } catch (const nlohmann::json::exception& err) {  // parse_error, or out_of_range for 1e999
@@ -64,8 +252,12 @@ std::optional<LogEntry> parse_log_line(const std::string& line, const std::strin
     return e;
   }
   if (!marked && !looks_like_run(e.raw)) return std::nullopt;
+  if (const auto dup = duplicate_key(text)) {
+    e.error = source + ": field '" + *dup + "' appears twice in one record (which value is meant?)";
+    return e;
+  }
   try {
-    e.record = run_record_from_json(e.raw, source);
+    e.record = run_record_from_json(e.raw, source, opt.defaults);
   } catch (const UsageError& err) {
     e.error = err.what();
   }
@@ -80,14 +272,67 @@ LogReadStats read_log(std::istream& in, const std::string& name, const std::func
   int64_t lineno = 0;
   std::vector<char> buf(size_t(1) << 16);
 
+  // W ranks printing the same line: the payload (after the rank prefix) seen, and by which ranks. A rank seen
+  // again starts a new run. Bounded: the oldest groups are dropped.
+  struct Group {
+    std::string payload;
+    std::set<int> ranks;
+    int64_t line;
+  };
+  std::deque<Group> groups;
+  // Recent records, so the [gemm_ar] line that repeats a RESULT_JSON line is not a second run.
+  struct Recent {
+    std::string mode;
+    int64_t m, n, k;
+    std::optional<double> time;
+    int64_t line;
+    bool echoed = false;
+  };
+  std::deque<Recent> recent;
+
+  auto rank_duplicate = [&](const LogEntry& e, const std::string& payload) {
+    if (!e.rank) return false;
+    for (auto it = groups.rbegin(); it != groups.rend(); ++it) {
+      if (it->payload != payload) continue;
+      if (lineno - it->line > 4096 || it->ranks.count(*e.rank)) break;
+      it->ranks.insert(*e.rank);
+      return true;
+    }
+    groups.push_back({payload, {*e.rank}, lineno});
+    if (groups.size() > 256) groups.pop_front();
+    return false;
+  };
+  auto human_echo = [&](const LogEntry& e) {
+    if (e.kind != "human" || !e.raw.is_object()) return false;
+    const auto& j = e.raw;
+    auto num = [&](const char* k) {
+      const auto it = j.find(k);
+      return it != j.end() && it->is_number() ? it->get<double>() : -2.0;
+    };
+    for (auto it = recent.rbegin(); it != recent.rend(); ++it) {
+      if (lineno - it->line > 64) break;
+      if (it->echoed || it->mode != j.value("mode", std::string()) || it->m != int64_t(num("m")) ||
+          it->n != int64_t(num("n")) || it->k != int64_t(num("k")))
+        continue;
+      const double t = num("max_rank_time_us");
+      if (it->time && t >= 0 && std::fabs(*it->time - t) > 0.006 + 1e-6 * *it->time) continue;
+      it->echoed = true;
+      return true;
+    }
+    return false;
+  };
+
   auto finish_line = [&]() {
     ++lineno;
     ++st.lines;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     const std::string source = name + ":" + std::to_string(lineno);
+    if (auto f = failure_in_line(line, source)) {
+      if (st.failures.size() < kMaxFailuresKept) st.failures.push_back(std::move(*f));
+    }
     if (overflow) {
       bool marked = false;
-      if (candidate_start(line, marked) != std::string::npos) {
+      if (candidate_start(strip_ansi(line), marked) != std::string::npos) {
         LogEntry e;
         e.source = source;
         e.error = source + ": line longer than the " + std::to_string(opt.max_line_bytes) +
@@ -95,9 +340,37 @@ LogReadStats read_log(std::istream& in, const std::string& name, const std::func
         ++st.invalid;
         sink(std::move(e));
       }
-    } else if (auto e = parse_log_line(line, source)) {
-      (e->record ? st.records : st.invalid)++;
-      sink(std::move(*e));
+    } else if (auto e = parse_log_line(line, source, opt)) {
+      std::string payload;
+      if (e->rank) {
+        payload = strip_ansi(line);
+        size_t p = 0;
+        rank_prefix(payload, p);
+        payload = payload.substr(p);
+      }
+      if (rank_duplicate(*e, payload)) {
+        ++st.rank_duplicates;
+      } else if (human_echo(*e)) {
+        ++st.human_echoes;
+      } else {
+        // Invalid records too: their [gemm_ar] echo is the same broken run, not a clean one.
+        if (e->kind != "human" && e->raw.is_object()) {
+          const auto& j = e->raw;
+          auto num = [&](const char* k) {
+            const auto it = j.find(k);
+            return it != j.end() && it->is_number() ? it->get<double>() : -1.0;
+          };
+          const auto mode = j.find("mode");
+          std::optional<double> t;
+          if (const double x = num("max_rank_time_us"); x >= 0) t = x;
+          if (mode != j.end() && mode->is_string()) {
+            recent.push_back({mode->get<std::string>(), int64_t(num("m")), int64_t(num("n")), int64_t(num("k")), t, lineno});
+            if (recent.size() > 32) recent.pop_front();
+          }
+        }
+        (e->record ? st.records : st.invalid)++;
+        sink(std::move(*e));
+      }
     }
     line.clear();
     overflow = false;

@@ -1,6 +1,10 @@
-// Reads benchmark output (any log) line by line: `RESULT_JSON {...}` lines and bare JSON-object lines become
-// run records, everything else is ignored. Streams with a per-line cap, so memory stays bounded by the cap
-// (plus the records kept) however large the log is.
+// Reads benchmark output (any log) line by line: `RESULT_JSON {...}` lines, bare JSON-object lines and the
+// benchmark's human summary line (`[gemm_ar] mode=... validated=...`) become run records; lines that show the
+// benchmark itself failed (a Python traceback, torchrun's ChildFailedError, a rank's non-zero exit code, the
+// stale-queue hsaKmtCreateQueueExt failure) are collected as failures; everything else is ignored. ANSI colour
+// escapes are stripped and torchrun's `[rankN]:` prefixes are read, so W ranks printing the same line are one
+// run. Streams with a per-line cap, so memory stays bounded by the cap (plus the records kept) however large
+// the log is.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -20,10 +24,21 @@ struct LogEntry {
   std::optional<RunRecord> record;  // set when the line is a valid run record
   std::string error;                // otherwise: why it is not (one sentence naming the field)
   nlohmann::json raw;               // the parsed object when the line was valid JSON
+  std::string kind;                 // "result_json" | "bare" | "human" (the `[gemm_ar] mode=...` line)
+  std::optional<int> rank;          // the torchrun prefix's rank ([rank3]: / [default3]:), when present
+};
+
+// A line showing that the benchmark run itself failed, whatever its RESULT_JSON lines say.
+struct LogFailure {
+  std::string source;  // "file:line"
+  std::string kind;    // "traceback" | "child_failed" | "exit_code" | "stale_queue" | "signal"
+  std::string what;    // one sentence: what it means and what to do
+  std::string line;    // the line itself (colour-stripped, at most 200 bytes)
 };
 
 struct LogReadOptions {
   size_t max_line_bytes = size_t(1) << 20;  // longer lines are not buffered: INVALID_RECORD if a candidate
+  RecordDefaults defaults;                   // world_size for records without one (--world)
 };
 
 struct LogReadStats {
@@ -31,6 +46,9 @@ struct LogReadStats {
   int64_t records = 0;  // valid
   int64_t invalid = 0;
   int64_t bytes = 0;
+  int64_t rank_duplicates = 0;  // lines another rank had already printed (merged into that run)
+  int64_t human_echoes = 0;     // `[gemm_ar]` lines that repeat the RESULT_JSON line before them
+  std::vector<LogFailure> failures;
 };
 
 // Calls `sink` once per candidate line, in order. `name` is what sources are prefixed with.
@@ -41,7 +59,13 @@ LogReadStats read_log_file(const std::string& path, const std::function<void(Log
                            const LogReadOptions& = {});
 std::vector<LogEntry> read_log_entries(const std::string& path, const LogReadOptions& = {});
 
-// One line: nullopt when it is not a candidate (noise); else the entry. Exposed for tests and fuzzing.
-std::optional<LogEntry> parse_log_line(const std::string& line, const std::string& source);
+// One line: nullopt when it is not a candidate (noise); else the entry. Stateless (no cross-rank merging).
+// Exposed for tests and fuzzing.
+std::optional<LogEntry> parse_log_line(const std::string& line, const std::string& source,
+                                       const LogReadOptions& = {});
+// One line: the failure it shows, if any (after colour stripping). Exposed for tests.
+std::optional<LogFailure> failure_in_line(const std::string& line, const std::string& source);
+// Removes ANSI escape sequences (SGR colours and other CSI sequences).
+std::string strip_ansi(const std::string&);
 
 }  // namespace gemmar

@@ -1,23 +1,26 @@
-// The matcher behind phase patterns (--phase-map, --phase-pattern): a Thompson-NFA (Pike VM) regex whose
-// search time is linear in the kernel name for every pattern, so a user pattern such as (a+)+b cannot hang
+// The matcher behind phase patterns (--phase-map, --phase-pattern): RE2 (Debian libre2-dev), whose search time
+// is linear in the kernel name for every pattern by design, so a user pattern such as (a+)+b cannot hang
 // `gemmar check` on a long templated kernel name the way a backtracking std::regex does (the fuzzer found
 // exactly that). Patterns are case-insensitive and searched anywhere in the name.
 //
-// Syntax (the ECMAScript subset kernel-name patterns use): literals; . ; [abc] [^a-z] classes with ranges
-// and \d \w \s inside; \d \w \s \D \W \S; \b \B; ^ $; ( ) and (?: ); |; * + ? and {m} {m,} {m,n} (m, n <=
-// 1000), lazy forms (*? +? ?? {..}?) accepted and equivalent for a yes/no search; \t \n \r \f \v \0 \xHH
-// and \ before any punctuation. Rejected with a message: back-references, lookaround, and patterns that
-// compile to more than kMaxInstructions or nest groups deeper than kMaxNesting.
+// Syntax: RE2's (https://github.com/google/re2/wiki/Syntax), which covers what kernel-name patterns use:
+// literals, ., classes, \d \w \s, \b, ^ $, groups, (?: ), |, * + ? {m,n} (n <= 1000) and their lazy forms.
+// Rejected with a message naming what is wrong: back-references and lookaround (RE2 refuses both, being
+// linear-time), malformed patterns, groups nested deeper than kMaxNesting and programs larger than
+// kMaxInstructions.
 #pragma once
-#include <bitset>
-#include <cstdint>
+#include <cstddef>
+#include <memory>
 #include <stdexcept>
 #include <string>
-#include <vector>
+
+namespace re2 {
+class RE2;
+}
 
 namespace gemmar {
 
-// Thrown by PhaseRegex's constructor; what() says what is wrong and at which pattern offset.
+// Thrown by PhaseRegex's constructor; what() says what is wrong (and where, when the offset is known).
 class PhaseRegexError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -30,20 +33,16 @@ class PhaseRegex {
   static constexpr int kMaxRepeat = 1000;
 
   explicit PhaseRegex(const std::string& pattern);
-  // True when the pattern matches somewhere in `text`; O(text.size() * instructions) time, no recursion.
+  ~PhaseRegex();
+  PhaseRegex(PhaseRegex&&) noexcept;
+  PhaseRegex& operator=(PhaseRegex&&) noexcept;
+  // True when the pattern matches somewhere in `text`; linear time, no recursion.
   bool search(const std::string& text) const;
-  size_t instructions() const { return program_.size(); }
-
-  enum class Op : uint8_t { kClass, kSplit, kJump, kMatch, kLineStart, kLineEnd, kWordBoundary, kNotWordBoundary };
-  struct Instruction {
-    Op op;
-    uint32_t x = 0, y = 0;  // kClass: x = class index; kSplit: x, y targets; kJump: x target
-  };
+  // RE2's program size (its measure of the compiled automaton).
+  size_t instructions() const;
 
  private:
-  std::vector<Instruction> program_;
-  std::vector<std::bitset<256>> classes_;
-  friend class PhaseRegexCompiler;
+  std::unique_ptr<re2::RE2> re_;
 };
 
 }  // namespace gemmar

@@ -18,6 +18,14 @@ namespace {
 
 const char* type_name(const nlohmann::json& v) { return v.type_name(); }
 
+std::string number_text(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
 double get_number(const nlohmann::json& j, const std::string& key, const std::string& source) {
   const auto& v = j.at(key);
   if (!v.is_number()) bad_field(source, key, std::string("must be a number, got ") + type_name(v));
@@ -73,40 +81,144 @@ auto parse_enum_field(const nlohmann::json& j, const std::string& key, const std
   }
 }
 
+
+// A time a run took: finite and positive, else the record cannot describe a real run.
+void check_time(double t, const std::string& source, const std::string& field) {
+  if (std::isnan(t)) bad_field(source, field, "is NaN: a time must be a finite positive number of us");
+  if (!std::isfinite(t)) bad_field(source, field, "is infinite: a time must be a finite positive number of us");
+  if (t <= 0) bad_field(source, field, "is " + number_text(t) + ": a time must be a finite positive number of us");
+}
+
+std::optional<int> optional_int(const nlohmann::json& j, const char* key, const std::string& source, int64_t lo,
+                                int64_t hi) {
+  if (!present(j, key)) return std::nullopt;
+  const int64_t v = get_int(j, key, source);
+  if (v < lo || v > hi)
+    bad_field(source, key, "is " + std::to_string(v) + ", not in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return int(v);
+}
+
+// Knobs gemmar keeps in raw only, type-checked so a record that claims them is well-formed.
+void check_knob(const nlohmann::json& j, const char* key, const std::string& source, bool allow_string,
+                bool allow_bool, bool allow_int, bool allow_int_array) {
+  if (!present(j, key)) return;
+  const auto& v = j.at(key);
+  if (allow_string && v.is_string()) return;
+  if (allow_bool && v.is_boolean()) return;
+  if (allow_int && v.is_number_integer()) return;
+  if (allow_int_array && v.is_array()) {
+    for (const auto& x : v)
+      if (!x.is_number_integer()) bad_field(source, key, std::string("must be an array of integers, got ") + v.dump());
+    return;
+  }
+  std::string want;
+  auto add = [&](bool on, const char* what) {
+    if (on) want += (want.empty() ? "" : " or ") + std::string(what);
+  };
+  add(allow_string, "a string");
+  add(allow_bool, "a boolean");
+  add(allow_int, "an integer");
+  add(allow_int_array, "an array of integers");
+  bad_field(source, key, "must be " + want + ", got " + (v.is_number() ? v.dump() : type_name(v)));
+}
+
 }  // namespace
 
-RunRecord run_record_from_json(const nlohmann::json& j, const std::string& source) {
+bool racy_publish(const RunRecord& r) {
+  if (!r.fence) return false;
+  const std::string& f = *r.fence;
+  if (f == "raw-wt" || f == "raw-wt-agent" || f == "raw-wt-leader") return true;
+  return f == "none" && is_fused(r.config.mode) && r.chunks && *r.chunks > 1;
+}
+
+RunRecord run_record_from_json(const nlohmann::json& j, const std::string& source, const RecordDefaults& defaults) {
   if (!j.is_object()) throw UsageError(source + ": a run record must be a JSON object, got " + j.type_name());
   RunRecord r;
   r.source = source;
   r.raw = j;
-  for (const char* key : {"mode", "m", "n", "k", "world_size"})
-    if (!present(j, key)) bad_field(source, key, "is missing (required: mode, m, n, k, world_size)");
+  for (const char* key : {"mode", "m", "n", "k"})
+    if (!present(j, key)) bad_field(source, key, "is missing (required: mode, m, n, k)");
 
   r.config.mode = parse_enum_field(j, "mode", source, parse_mode);
   r.shape.m = get_int(j, "m", source);
   r.shape.n = get_int(j, "n", source);
   r.shape.k = get_int(j, "k", source);
-  const int64_t world = get_int(j, "world_size", source);
-  if (world < 1 || world > 512) bad_field(source, "world_size", "is " + std::to_string(world) + ", not in [1, 512]");
-  r.shape.world = int(world);
+  // Older benchmark versions print no world_size; `world` is the same field under gemmar's option name.
+  std::optional<int64_t> world;
+  for (const char* key : {"world_size", "world"}) {
+    if (!present(j, key)) continue;
+    const int64_t w = get_int(j, key, source);
+    if (world && *world != w)
+      bad_field(source, key, "is " + std::to_string(w) + " but world_size is " + std::to_string(*world));
+    if (w < 1 || w > 512) bad_field(source, key, "is " + std::to_string(w) + ", not in [1, 512]");
+    world = w;
+  }
+  if (!world) {
+    world = defaults.world;
+    r.world_assumed = true;
+  }
+  r.shape.world = int(*world);
   if (present(j, "quant")) r.config.quant = parse_enum_field(j, "quant", source, parse_quant);
   if (present(j, "gather_dtype")) r.config.gather_dtype = parse_enum_field(j, "gather_dtype", source, parse_wire);
   if (present(j, "gather_transport"))
     r.config.gather_transport = parse_enum_field(j, "gather_transport", source, parse_transport);
   if (present(j, "fuse_quantize")) r.config.fuse_quantize = get_bool(j, "fuse_quantize", source);
 
-  if (present(j, "max_rank_time_us")) r.max_rank_time_us = get_number(j, "max_rank_time_us", source);
-  if (present(j, "per_rank_time_us")) r.per_rank_time_us = get_number_array(j, "per_rank_time_us", source);
+  if (present(j, "max_rank_time_us")) {
+    r.max_rank_time_us = get_number(j, "max_rank_time_us", source);
+    check_time(*r.max_rank_time_us, source, "max_rank_time_us");
+  }
+  if (present(j, "per_rank_time_us")) {
+    r.per_rank_time_us = get_number_array(j, "per_rank_time_us", source);
+    for (size_t i = 0; i < r.per_rank_time_us.size(); ++i)
+      check_time(r.per_rank_time_us[i], source, "per_rank_time_us[" + std::to_string(i) + "]");
+    if (int64_t(r.per_rank_time_us.size()) != r.shape.world)
+      bad_field(source, "per_rank_time_us",
+                "has " + std::to_string(r.per_rank_time_us.size()) + " entries but world_size is " +
+                    std::to_string(r.shape.world) + (r.world_assumed ? " (assumed: the record has none; --world sets it)" : "") +
+                    ": one time per rank");
+    const double mx = *std::max_element(r.per_rank_time_us.begin(), r.per_rank_time_us.end());
+    if (r.max_rank_time_us && std::fabs(mx - *r.max_rank_time_us) > 1e-6 * std::max(mx, *r.max_rank_time_us))
+      bad_field(source, "per_rank_time_us",
+                "has maximum " + number_text(mx) + " but max_rank_time_us is " + number_text(*r.max_rank_time_us));
+  }
+  r.critical_rank = optional_int(j, "critical_rank", source, 0, r.shape.world - 1);
+  if (r.critical_rank && !r.per_rank_time_us.empty()) {
+    const double mx = *std::max_element(r.per_rank_time_us.begin(), r.per_rank_time_us.end());
+    if (r.per_rank_time_us[size_t(*r.critical_rank)] != mx)
+      bad_field(source, "critical_rank",
+                "is " + std::to_string(*r.critical_rank) + " but rank " + std::to_string(*r.critical_rank) + " took " +
+                    number_text(r.per_rank_time_us[size_t(*r.critical_rank)]) + " us, not the slowest " + number_text(mx));
+  }
   if (j.contains("rel_l2")) {
     // Python writes float('nan') as NaN, but a None (no check ran) as null: both mean "not validated".
     r.rel_l2 = j.at("rel_l2").is_null() ? std::numeric_limits<double>::quiet_NaN() : get_number(j, "rel_l2", source);
+    if (*r.rel_l2 < 0) bad_field(source, "rel_l2", "is " + number_text(*r.rel_l2) + ": a relative error cannot be negative");
   }
   if (present(j, "validated")) r.validated = get_bool(j, "validated", source);
   if (present(j, "timing")) {
-    const auto& t = j.at("timing");
-    r.timing = t.is_string() ? t.get<std::string>() : t.dump();
+    r.timing = get_string(j, "timing", source);
+    // gemmar's CPU emulation writes "none (...)": no kernel times at all.
+    if (r.timing != "graph" && r.timing != "eager" && r.timing.rfind("none", 0) != 0)
+      bad_field(source, "timing", "is '" + r.timing + "' (accepted: graph|eager|none)");
   }
+  if (present(j, "stop_after")) {
+    r.stop_after = get_string(j, "stop_after", source);
+    if (*r.stop_after != "all" && *r.stop_after != "scatter")
+      bad_field(source, "stop_after", "is '" + *r.stop_after + "' (accepted: all|scatter)");
+  }
+  r.chunks = optional_int(j, "chunks", source, 1, 1 << 20);
+  if (present(j, "fence")) r.fence = get_string(j, "fence", source);
+  r.block_m = optional_int(j, "block_m", source, 1, 1 << 16);
+  r.block_n = optional_int(j, "block_n", source, 1, 1 << 16);
+  if (present(j, "tile_order")) {
+    r.tile_order = get_string(j, "tile_order", source);
+    if (*r.tile_order != "auto" && *r.tile_order != "rotated" && *r.tile_order != "linear")
+      bad_field(source, "tile_order", "is '" + *r.tile_order + "' (accepted: auto|rotated|linear)");
+  }
+  check_knob(j, "swap_ab", source, false, true, true, false);
+  check_knob(j, "permlane", source, true, true, true, false);
+  check_knob(j, "tile", source, true, false, true, true);
 
   if (present(j, "pull_blocks")) {
     const int64_t b = get_int(j, "pull_blocks", source);
@@ -114,7 +226,13 @@ RunRecord run_record_from_json(const nlohmann::json& j, const std::string& sourc
     r.pull_blocks = int(b);
     r.config.pull_blocks = int(b);
   }
-  if (present(j, "per_rank_rel_l2")) r.per_rank_rel_l2 = get_number_array(j, "per_rank_rel_l2", source);
+  if (present(j, "per_rank_rel_l2")) {
+    r.per_rank_rel_l2 = get_number_array(j, "per_rank_rel_l2", source);
+    for (size_t i = 0; i < r.per_rank_rel_l2.size(); ++i)
+      if (r.per_rank_rel_l2[i] < 0)
+        bad_field(source, "per_rank_rel_l2[" + std::to_string(i) + "]",
+                  "is " + number_text(r.per_rank_rel_l2[i]) + ": a relative error cannot be negative");
+  }
   if (present(j, "per_slice_rel_l2")) r.per_slice_rel_l2 = get_number_array(j, "per_slice_rel_l2", source);
   if (present(j, "phases_us")) {
     const auto& p = j.at("phases_us");
@@ -123,12 +241,14 @@ RunRecord run_record_from_json(const nlohmann::json& j, const std::string& sourc
       if (it->is_null()) continue;  // the benchmark's table has null for phases a wire does not run
       if (!it->is_number())
         bad_field(source, "phases_us." + it.key(), std::string("must be a number, got ") + it->type_name());
-      r.phases_us[it.key()] = it->get<double>();
+      const double t = it->get<double>();
+      if (!std::isfinite(t) || t < 0)
+        bad_field(source, "phases_us." + it.key(), "is " + number_text(t) + ": a phase time must be finite and >= 0");
+      r.phases_us[it.key()] = t;
     }
   }
   if (present(j, "profile")) r.profile = get_string(j, "profile", source);
   if (present(j, "backend")) r.backend = get_string(j, "backend", source);
-  if (present(j, "stop_after")) r.stop_after = get_string(j, "stop_after", source);
   auto count = [&](const char* key) -> std::optional<int64_t> {
     if (!present(j, key)) return std::nullopt;
     const int64_t v = get_int(j, key, source);
@@ -152,7 +272,10 @@ RunRecord run_record_from_json(const nlohmann::json& j, const std::string& sourc
   if (present(j, "device")) r.device = get_string(j, "device", source);
   if (present(j, "gemm_impl")) r.gemm_impl = get_string(j, "gemm_impl", source);
   if (present(j, "unfused_baseline")) r.unfused_baseline = get_string(j, "unfused_baseline", source);
-  if (present(j, "unfused_baseline_us")) r.unfused_baseline_us = get_number(j, "unfused_baseline_us", source);
+  if (present(j, "unfused_baseline_us")) {
+    r.unfused_baseline_us = get_number(j, "unfused_baseline_us", source);
+    check_time(*r.unfused_baseline_us, source, "unfused_baseline_us");
+  }
   if (present(j, "iterations_checked")) r.iterations_checked = int(std::clamp<int64_t>(get_int(j, "iterations_checked", source), 0, 1 << 30));
   if (present(j, "check_every")) r.check_every = int(std::clamp<int64_t>(get_int(j, "check_every", source), 0, 1 << 30));
   if (present(j, "wrong_elements_per_iteration"))
@@ -216,6 +339,7 @@ nlohmann::json run_record_to_json(const RunRecord& r) {
   if (r.profile) j["profile"] = *r.profile;
   if (r.backend) j["backend"] = *r.backend;
   if (r.stop_after) j["stop_after"] = *r.stop_after;
+  if (r.critical_rank) j["critical_rank"] = *r.critical_rank;
   if (r.wrong_elements) j["wrong_elements"] = *r.wrong_elements;
   if (r.checked_rows) j["checked_rows"] = *r.checked_rows;
   if (r.poisoned_elements) j["poisoned_elements"] = *r.poisoned_elements;

@@ -34,8 +34,16 @@ struct RunRecord {
   std::vector<double> per_rank_time_us;
   std::optional<double> rel_l2;     // the benchmark's (minimum over ranks when validated)
   std::optional<bool> validated;
-  std::string timing;               // "graph" | "eager"; informational
+  std::string timing;               // "graph" | "eager" (empty: not printed, graph assumed)
   std::optional<std::string> stop_after;  // "all", or the last phase run ("scatter"): a partial run
+  std::optional<int> critical_rank;  // the slowest rank (argmax of per_rank_time_us)
+  // The benchmark's kernel knobs (bench_gemm_ar.py prints them; null or absent when they do not apply).
+  std::optional<int> chunks;         // pushes per destination in a fused epilogue (> 1: known racy)
+  std::optional<std::string> fence;  // release before the epilogue push (raw-wt*: known racy)
+  std::optional<int> block_m, block_n;
+  std::optional<std::string> tile_order;  // auto | rotated | linear
+  // world_size was absent (older benchmark versions): shape.world is the reader's default (--world, 8).
+  bool world_assumed = false;
   // --- gemmar's optional fields (any producer may add them).
   std::optional<int> pull_blocks;   // defaults to config.pull_blocks (64) when absent
   std::vector<double> per_rank_rel_l2;
@@ -73,9 +81,20 @@ struct RunRecord {
   nlohmann::json raw;                   // the whole input object (fields gemmar does not model are kept)
 };
 
-// Throws UsageError with `source` and the field name on a wrong type or a missing required field
-// (mode, m, n, k, world_size). NaN / Infinity numbers are accepted.
-RunRecord run_record_from_json(const nlohmann::json& j, const std::string& source);
+struct RecordDefaults {
+  int world = 8;  // world_size when a record has neither world_size nor its alias world
+};
+
+// Throws UsageError with `source` and the field name on a wrong type, a missing required field (mode, m, n,
+// k), a duplicate of world_size under its alias `world` with another value, or an impossible value: a time
+// (max_rank_time_us, per_rank_time_us, unfused_baseline_us) that is NaN, infinite, zero or negative; a phase
+// time that is NaN, infinite or negative; a negative rel_l2; a per_rank_time_us whose length is not world_size
+// or whose maximum is not max_rank_time_us; a critical_rank that is not the slowest rank. rel_l2 may be NaN
+// (the check did not run).
+RunRecord run_record_from_json(const nlohmann::json& j, const std::string& source, const RecordDefaults& = {});
+// True when the fence/chunks combination is one the benchmark itself documents as racy (raw-wt,
+// raw-wt-agent, raw-wt-leader; none on a fused run with chunks > 1): a passing run proves nothing.
+bool racy_publish(const RunRecord&);
 // The benchmark's field names plus gemmar's; NaN written as NaN (like Python's json.dumps).
 nlohmann::json run_record_to_json(const RunRecord&);
 

@@ -1,6 +1,9 @@
 #include "validate/record/trace_reader.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <unordered_map>
@@ -203,8 +206,10 @@ const std::vector<PhasePattern>& default_phase_patterns() {
 }
 
 std::vector<PhasePattern> load_phase_map(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw UsageError("--phase-map " + path + ": is a directory, not a file");
   std::ifstream f(path);
-  if (!f) throw UsageError("--phase-map: cannot open " + path);
+  if (!f) throw UsageError("--phase-map " + path + ": cannot open (" + std::strerror(errno) + ")");
   std::stringstream ss;
   ss << f.rdbuf();
   const std::string text = ss.str();
@@ -255,8 +260,10 @@ void apply_phase_override(std::vector<PhasePattern>& patterns, const std::string
 }
 
 TracePhases read_trace(const std::string& path, const std::vector<PhasePattern>& patterns) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw UsageError("--trace " + path + ": is a directory, not a trace file");
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw UsageError("--trace: cannot open " + path);
+  if (!f) throw UsageError("--trace " + path + ": cannot open (" + std::strerror(errno) + ")");
   Accumulator acc{patterns, {}, {}, {}, {}, {}};
   for (const auto& p : patterns) acc.res.push_back(compile(p, "--trace " + path));
   // Sniff the first non-space byte: '{' or '[' is a Chrome trace, anything else a CSV header.

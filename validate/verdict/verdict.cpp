@@ -65,6 +65,46 @@ SlowPhase slow_phase(const std::map<std::string, double>& measured, const model:
                            "-bound in the model)"};
 }
 
+// e4m3fnuz (gfx942) bytes read as e4m3fn are 2x their value (bias 8 vs 7), and fnuz's +-240 codes are fn's
+// NaN: an output off by a power of two (relL2 |2^j - 1|: 1 for 2x, 3 for 4x, 0.5 and 0.75 the other way) or
+// holding NaN is the signature. Empty when rel_l2 shows neither.
+std::string fnuz_hint(std::optional<double> rel_l2) {
+  const std::string fix = "if the operands are e4m3fnuz (gfx942, MI300X) they were read as e4m3fn (or the "
+                          "reverse): check the fp8 dtype the kernels and the reference use";
+  if (!rel_l2 || std::isnan(*rel_l2)) return "NaN in the output is what e4m3fnuz's +-240 codes become when read "
+                                             "as e4m3fn (its NaN code): " + fix;
+  for (const double pattern : {1.0, 3.0, 0.5, 0.75})
+    if (std::fabs(*rel_l2 - pattern) <= 0.05 * pattern)
+      return "relL2 " + sci(*rel_l2) + " is an output off by a power of two (relL2 " + sci(pattern) +
+             "), the fnuz-as-fn signature: " + fix;
+  return "";
+}
+
+// A run the benchmark stopped early (--stop-after scatter): only a fused or split run with a reduce-scatter
+// stops anywhere; gemm-only and split-lsa run whole whatever the flag says.
+bool is_partial(const RunRecord& r) {
+  return r.stop_after && *r.stop_after != "all" && has_collective(r.config.mode) && r.config.mode != Mode::SplitLsa;
+}
+
+// The phases a partial run ran: up to and including the reduce-scatter (scatter, or the fused drain), plus the
+// launch skew every multi-rank timing carries; its total and lower bound are theirs.
+model::Prediction prefix_prediction(const model::Prediction& full) {
+  model::Prediction p = full;
+  p.phases.clear();
+  p.total_us = p.lower_bound_us = p.in_server_us = 0;
+  bool done = false;
+  for (const auto& ph : full.phases) {
+    if (ph.name == "skew" || !done) {
+      p.phases.push_back(ph);
+      p.total_us += ph.us;
+      p.lower_bound_us += ph.lower_bound_us;
+      if (ph.name != "skew") p.in_server_us += ph.us;
+    }
+    if (ph.name == "scatter" || ph.name == "drain") done = true;
+  }
+  return p;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -90,6 +130,8 @@ std::string match_key(const RunRecord& r, const Config& cfg, bool with_quant) {
   if (!with_quant) c.quant = Quant::Blockscale;
   os << r.shape.m << ',' << r.shape.n << ',' << r.shape.k << ',' << r.shape.world << '|' << config_label(c);
   if (is_pull_wire(eff)) os << "|pull=" << cfg.pull_blocks;
+  // Eager and graph times do not compare, nor does a run that stopped after the scatter with a full one.
+  os << '|' << (r.timing.empty() ? "graph" : r.timing) << '|' << r.stop_after.value_or("all");
   return os.str();
 }
 
@@ -114,6 +156,18 @@ struct Judge {
     v.findings.push_back({code, sev, std::move(msg)});
     if (sev == Severity::Error) v.pass = false;
   }
+  void note(const std::string& text) {
+    if (!v.context.contains("notes")) v.context["notes"] = nlohmann::json::array();
+    v.context["notes"].push_back(text);
+  }
+  // A finding the timing model produced: an error only when the profile is calibrated on its hardware.
+  void add_timing(const std::string& code, Severity sev, std::string msg) {
+    if (sev == Severity::Error && e.profile && !e.profile->calibrated) {
+      sev = Severity::Warning;
+      msg += " (a warning only: profile " + e.profile_name + " is uncalibrated)";
+    }
+    add(code, sev, std::move(msg));
+  }
 
   void numerics() {
     collective = has_collective(eff.mode);
@@ -132,6 +186,13 @@ struct Judge {
   // --- NOT_VALIDATED: the benchmark's own check did not run or did not pass.
   void not_validated() {
     rel_ok = r.rel_l2 && std::isfinite(*r.rel_l2);
+    // The benchmark does not validate gemm-only (rel_l2 NaN, validated true by design): its output is one
+    // rank's partial, not an all-reduce. gemmar's own records (backend set) are validated in every mode.
+    if (r.config.mode == Mode::GemmOnly && !r.backend && !rel_ok && r.validated && *r.validated) {
+      note("gemm-only: the benchmark does not validate this mode (rel_l2 " + std::string(r.rel_l2 ? "NaN" : "absent") +
+           " by design); only its time was judged");
+      return;
+    }
     std::vector<std::string> why;
     if (!r.rel_l2) why.push_back("carries no rel_l2");
     else if (!rel_ok) why.push_back("has rel_l2 " + sci(*r.rel_l2) + " (the output holds NaN/inf or the check was skipped)");
@@ -143,6 +204,7 @@ struct Judge {
     msg += (r.validated && !*r.validated && rel_ok)
                ? ": its output is wrong (see the numerics findings), so its time measures nothing; do not quote it."
                : ": rerun with validation on and look at the output for NaN before trusting its time.";
+    if (r.rel_l2 && std::isnan(*r.rel_l2) && r.validated && !*r.validated) msg += " " + fnuz_hint(r.rel_l2) + ".";
     add("NOT_VALIDATED", Severity::Error, msg);
   }
 
@@ -293,10 +355,11 @@ struct Judge {
       const double pattern = std::sqrt(double(j) / double(W));
       if (std::fabs(x - pattern) <= kSilentPatternTol * pattern) {
         silent = true;
+        const std::string fnuz = fnuz_hint(x);
         add("SILENT_TRANSFER", Severity::Error,
             "rel_l2 " + sci(x) + " matches " + std::to_string(j) + " of " + std::to_string(W) +
                 " slices missing (sqrt(" + std::to_string(j) + "/" + std::to_string(W) + ")=" + sci(pattern) +
-                ") against " + floor_txt + ": " + fix + ".");
+                ") against " + floor_txt + ": " + fix + (fnuz.empty() ? "" : "; or " + fnuz) + ".");
       }
     }
   }
@@ -309,6 +372,7 @@ struct Judge {
     if (x > upper) {
       std::string hint = fp8 ? "look for a wrong scale, an fnuz/fn mix-up or an unreleased store on the gather leg"
                              : "look for a stale or unreleased slice, a wrong scale or a skipped rank in the reduce";
+      if (const std::string fnuz = fnuz_hint(x); !fnuz.empty()) hint = fnuz;
       add("NUMERICS_ABOVE_FLOOR", Severity::Error,
           "rel_l2 " + sci(x) + who + " is " + sci(x / (expected ? *expected : accept_max)) + "x " + floor_txt +
               " (limit " + sci(upper) + "): " + hint + ".");
@@ -367,23 +431,75 @@ struct Judge {
     }
   }
 
+  // --- PARTIAL_RUN: the benchmark stopped after the reduce-scatter (--stop-after scatter).
+  void partial_run(const model::Prediction& prefix) {
+    std::string phases;
+    for (const auto& ph : prefix.phases)
+      if (ph.name != "skew") phases += (phases.empty() ? "" : "+") + ph.name;
+    add("PARTIAL_RUN", Severity::Warning,
+        "stop_after=" + *r.stop_after + ": the run stopped after the reduce-scatter, so its output is incomplete "
+        "(numerics not judged) and its time is judged on the phases it ran, " + phases + " (model " +
+            us(prefix.total_us) + ", lower bound " + us(prefix.lower_bound_us) +
+            "); it does not compare with full runs.");
+  }
+
+  // --- RACY_PUBLISH: a fence/chunks combination the benchmark itself documents as racy.
+  void racy_publish_rule() {
+    if (!racy_publish(r)) return;
+    const std::string what = *r.fence == "none"
+                                 ? "fence=none with chunks=" + std::to_string(r.chunks.value_or(1)) +
+                                       ": the copy engine reads C while the GEMM still writes it, with no release"
+                                 : "fence=" + *r.fence + " is a write-through fence the benchmark keeps only to "
+                                                         "reproduce its race";
+    add("RACY_PUBLISH", Severity::Warning,
+        what + ": known racy (it passes the threshold some runs in ten), so a pass today says nothing about the "
+               "next run; use --fence agent (correct, cheapest) or run it many times and compare rel_l2.");
+  }
+
+  // Which rank was slowest and by how much: the time counterpart of the per-rank relL2 spread.
+  void per_rank_time() {
+    const auto& t = r.per_rank_time_us;
+    if (t.size() < 2) return;
+    const auto mx = std::max_element(t.begin(), t.end());
+    const auto mn = std::min_element(t.begin(), t.end());
+    const int critical = r.critical_rank.value_or(int(mx - t.begin()));
+    const double med = median(t);
+    v.context["per_rank_time"] = {{"critical_rank", critical}, {"max_us", *mx}, {"min_us", *mn},
+                                  {"median_us", med},          {"spread_us", *mx - *mn},
+                                  {"over_median", med > 0 ? *mx / med - 1.0 : 0.0}};
+  }
+
   void timing() {
     const std::string& pname = e.profile_name;
     const model::Profile& prof = *e.profile;
     const bool emulated = r.backend && *r.backend == "cpu-emulation";
     const bool have_time = r.max_rank_time_us && std::isfinite(*r.max_rank_time_us) && *r.max_rank_time_us > 0;
     const double spread = prof.run_to_run_spread;
-    const model::Prediction& pred = *e.prediction;
+    const bool partial = is_partial(r);
+    const model::Prediction pred = partial ? prefix_prediction(*e.prediction) : *e.prediction;
+    if (partial) partial_run(pred);
+    // Eager timing: every kernel pays its launch (graph replay hides it), so the model gets one launch-to-
+    // completion cost per kernel on top.
+    const bool eager = r.timing == "eager";
+    int launches = 0;
+    for (const auto& ph : pred.phases)
+      if (ph.name != "skew" && ph.us > 0) ++launches;
+    const double launch_extra = eager ? launches * prof.params.gemm.launch_us : 0.0;
     v.context["model"] = {{"profile", pname},
+                          {"calibrated", prof.calibrated},
                           {"total_us", pred.total_us},
                           {"lower_bound_us", pred.lower_bound_us},
                           {"model_band", prof.model_band},
                           {"run_to_run_spread", spread},
                           {"pull_blocks", cfg.pull_blocks}};
+    if (partial) v.context["model"]["partial"] = true;
+    if (eager) v.context["model"]["eager_launch_us"] = launch_extra;
+    if (!prof.calibrated)
+      note("profile " + pname + " is uncalibrated (" + prof.calibration + "): its timing findings are warnings");
 
-    // --- GRID_OFF_OPTIMUM: a configuration finding, judged on the model alone.
+    // --- GRID_OFF_OPTIMUM: a configuration finding, judged on the model alone (a partial run never pulled).
     const std::optional<model::Sweep>& sw = e.pull_sweep;
-    if (sw) {
+    if (sw && !partial) {
       const double best = e.pull_sweep_best_us;
       v.context["pull_sweep"] = {{"optimum", sw->optimum}, {"band", {sw->band_lo, sw->band_hi}}, {"best_us", best}};
       const int g = cfg.pull_blocks;
@@ -391,7 +507,7 @@ struct Judge {
         const double at_g = sweep_total_at(*sw, g, e.pull_at_grid_us);
         const double cost = at_g - best;
         const double frac = best > 0 ? cost / best : 0;
-        add("GRID_OFF_OPTIMUM", frac > spread ? Severity::Error : Severity::Warning,
+        add_timing("GRID_OFF_OPTIMUM", frac > spread ? Severity::Error : Severity::Warning,
             "Wrong grid, not wrong transport: the pull kernel ran with " + std::to_string(g) +
                 " blocks, outside the model's optimum band [" + std::to_string(sw->band_lo) + ", " +
                 std::to_string(sw->band_hi) + "], which costs " + us(cost) + " (" + pct(frac) + ") over " +
@@ -402,6 +518,12 @@ struct Judge {
 
     if (!e.judge_timing || emulated || !have_time) return;
     const double t = *r.max_rank_time_us;
+    if (eager)
+      add("EAGER_TIMING", Severity::Warning,
+          "timing=eager: each of the " + std::to_string(launches) + " kernels paid its launch (graph replay hides "
+          "it), so the time is judged against the model plus " + std::to_string(launches) + " x " +
+              us(prof.params.gemm.launch_us) + " = " + us(pred.total_us + launch_extra) +
+              "; eager and graph times do not compare (quote graph times).");
 
     // Each measured phase against its ceiling (the model's ceiling_us: FLOPs / bytes at the profile's measured
     // vendor-GEMM and copy rates), as nccl-tests' busbw column puts a collective beside the link.
@@ -416,21 +538,29 @@ struct Judge {
 
     // --- FASTER_THAN_PHYSICS
     if (t < pred.lower_bound_us) {
-      add("FASTER_THAN_PHYSICS", Severity::Error,
+      add_timing("FASTER_THAN_PHYSICS", Severity::Error,
           us(t) + " is below the " + us(pred.lower_bound_us) + " that moving this run's bytes takes at the " +
               pname + " peak rates (model " + us(pred.total_us) +
               "): the data was not moved, suspect silent puts rather than a fast kernel.");
+    } else if (t < pred.total_us * (1.0 - kFasterThanModel)) {
+      // --- FASTER_THAN_MODEL
+      add_timing("FASTER_THAN_MODEL", Severity::Warning,
+          us(t) + " is " + pct(t / pred.total_us - 1.0) + " under the " + pname + " model's " + us(pred.total_us) +
+              " (more than " + pct(kFasterThanModel).substr(1) + " faster, yet above the lower bound " +
+              us(pred.lower_bound_us) + "): check that --profile names the hardware the run was on, or that the "
+              "run moved all its data (a leg that moved part of it reads fast).");
     }
     // --- SLOWER_THAN_MODEL
-    const double slow_limit = pred.total_us * (1.0 + prof.model_band);
+    const double expected_total = pred.total_us + launch_extra;
+    const double slow_limit = expected_total * (1.0 + prof.model_band);
     if (t > slow_limit) {
-      std::string msg = us(t) + " is " + pct(t / pred.total_us - 1.0) + " over the model's " + us(pred.total_us) +
-                        " (band " + pct(prof.model_band).substr(1) + ")";
+      std::string msg = us(t) + " is " + pct(t / expected_total - 1.0) + " over the model's " + us(expected_total) +
+                        (eager ? " (eager: with the launches)" : "") + " (band " + pct(prof.model_band).substr(1) + ")";
       // With phases in the record the slow phase is named; only when it is the pull (or the record has no
       // phases) can the pull grid be the explanation.
       const SlowPhase sp = slow_phase(r.phases_us, pred, prof.model_band);
       std::string why;
-      if (sw && !r.pull_blocks && (sp.name.empty() || sp.name == "pull")) {
+      if (sw && !partial && !eager && !r.pull_blocks && (sp.name.empty() || sp.name == "pull")) {
         // The benchmark does not print its grid: find the grid whose prediction explains the time.
         const model::SweepPoint* near = nullptr;
         for (const auto& pt : sw->points)
@@ -443,13 +573,11 @@ struct Judge {
       }
       if (why.empty()) why = sp.text;
       if (why.empty()) why = "compare its phases with `gemmar model` to find the slow one";
-      add("SLOWER_THAN_MODEL", Severity::Error, msg + (why.rfind("which", 0) == 0 ? ", " : ": ") + why + ".");
+      add_timing("SLOWER_THAN_MODEL", Severity::Error, msg + (why.rfind("which", 0) == 0 ? ", " : ": ") + why + ".");
     }
 
     // --- RANK_DIVERGENCE (time)
-    std::vector<double> times;
-    for (double x : r.per_rank_time_us)
-      if (std::isfinite(x)) times.push_back(x);
+    const std::vector<double>& times = r.per_rank_time_us;
     if (times.size() >= 2) {
       const double med = median(times);
       const auto mx = std::max_element(times.begin(), times.end());
@@ -458,7 +586,8 @@ struct Judge {
         add("RANK_DIVERGENCE", Severity::Error,
             "Rank " + std::to_string(mx - times.begin()) + " took " + us(*mx) + " against the ranks' median " +
                 us(med) + " (" + pct(*mx / med - 1.0) + ", beyond " + pct(lim).substr(1) +
-                " = 3x the run-to-run spread): look for a throttled GPU or a slow link on that rank.");
+                " = 3x the run-to-run spread; fastest rank " + us(*std::min_element(times.begin(), times.end())) +
+                "): look for a throttled GPU or a slow link on that rank.");
       }
     }
 
@@ -518,11 +647,36 @@ Verdict judge(const RunRecord& r, const Expectations& e) {
   j.v.record = r;
   j.v.context = nlohmann::json::object();
   j.v.context["config"] = config_label(j.cfg);
-  j.numerics();
+  j.v.context["pull_blocks"] = j.cfg.pull_blocks;
+  if (r.world_assumed)
+    j.note("world_size absent (an older benchmark version): assumed " + std::to_string(r.shape.world) +
+           "; --world sets it");
+  if (r.raw.is_object() && r.raw.contains("trace") && r.raw["trace"].is_object()) {
+    const auto& tr = r.raw["trace"];
+    std::string n = "judged with trace " + tr.value("file", std::string("?")) + " (" + tr.value("format", std::string("?")) +
+                    ", " + std::to_string(tr.value("kernels_matched", 0)) + " kernels matched to phases, " +
+                    std::to_string(tr.value("kernels_unmatched", 0)) + " unmatched";
+    if (tr.contains("unmatched_names") && tr["unmatched_names"].is_array() && !tr["unmatched_names"].empty()) {
+      n += ":";
+      for (const auto& name : tr["unmatched_names"]) n += " " + (name.is_string() ? name.get<std::string>() : name.dump());
+    }
+    j.note(n + ")");
+  }
+  if (is_partial(r)) {
+    j.collective = has_collective(j.eff.mode);  // numerics of an incomplete output mean nothing
+  } else {
+    j.numerics();
+  }
+  j.racy_publish_rule();
+  j.per_rank_time();
   if (!e.profile) {
     j.add("INVALID_RECORD", Severity::Error,
           "Its profile field names no usable profile (" + e.profile_error + "): fix the field or pass --profile.");
   } else if (!e.prediction) {
+    if (is_partial(r))
+      j.add("PARTIAL_RUN", Severity::Warning,
+            "stop_after=" + *r.stop_after + ": the run stopped after the reduce-scatter; its output is incomplete "
+            "(numerics not judged).");
     j.add("MODEL_UNAVAILABLE", Severity::Warning,
           "The timing model cannot predict this config (" + e.model_error + "), so its time was not judged.");
   } else {
@@ -541,13 +695,18 @@ std::vector<Verdict> judge_all(const std::vector<RunRecord>& runs, const JudgeOp
 }
 
 Verdict invalid_record_verdict(const std::string& source, const std::string& message, const nlohmann::json& raw) {
+  Verdict v = failed_entry_verdict(source, "INVALID_RECORD", message);
+  v.record.raw = raw;
+  return v;
+}
+
+Verdict failed_entry_verdict(const std::string& source, const std::string& code, const std::string& message) {
   Verdict v;
   v.source = source;
   v.pass = false;
   v.record.source = source;
-  v.record.raw = raw;
   v.context = {{"invalid", true}};
-  v.findings.push_back({"INVALID_RECORD", Severity::Error, message});
+  v.findings.push_back({code, Severity::Error, message});
   return v;
 }
 
@@ -591,11 +750,14 @@ std::string verdict_table(const std::vector<Verdict>& vs) {
   rows.push_back({{"source", "config", "M", "time", "rel_l2", "verdict", "findings"}});
   for (const auto& v : vs) {
     Row row;
-    row.c[0] = v.source;
     const bool inv = is_invalid(v);
+    const bool traced = !inv && v.record.raw.is_object() && v.record.raw.contains("trace");
+    row.c[0] = v.source + (traced ? " [trace]" : "");
     row.c[1] = inv ? "-" : config_label(v.record.config);
     if (!inv && is_pull_wire(effective_config(v.record.config)))
-      row.c[1] += "/pull=" + std::to_string(v.record.pull_blocks.value_or(v.record.config.pull_blocks));
+      row.c[1] += "/pull=" + std::to_string(v.context.value("pull_blocks", v.record.pull_blocks.value_or(v.record.config.pull_blocks)));
+    if (!inv && v.record.timing == "eager") row.c[1] += "/eager";
+    if (!inv && is_partial(v.record)) row.c[1] += "/stop_after=" + *v.record.stop_after;
     row.c[2] = inv ? "-" : std::to_string(v.record.shape.m);
     row.c[3] = inv || !v.record.max_rank_time_us ? "-" : us(*v.record.max_rank_time_us);
     row.c[4] = inv || !v.record.rel_l2 ? "-" : sci(*v.record.rel_l2);
@@ -631,6 +793,16 @@ std::string verdict_table(const std::vector<Verdict>& vs) {
       os << "    fused vs unfused (" << vv.record.unfused_baseline.value_or("baseline") << ", "
          << us(*vv.record.unfused_baseline_us) << "): " << buf << "x\n";
     }
+    if (vv.context.contains("per_rank_time")) {
+      const auto& pr = vv.context["per_rank_time"];
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "    ranks: slowest rank %d (%.1f us), %+.1f%% over the median %.1f us, spread %.1f us\n",
+                    pr.value("critical_rank", 0), pr.value("max_us", 0.0), 100.0 * pr.value("over_median", 0.0),
+                    pr.value("median_us", 0.0), pr.value("spread_us", 0.0));
+      os << buf;
+    }
+    if (vv.context.contains("notes"))
+      for (const auto& n : vv.context["notes"]) os << "    note: " << n.get<std::string>() << '\n';
     for (const auto& f : vs[ri - 1].findings)
       os << "    " << to_string(f.severity) << " " << f.code << ": " << f.message << '\n';
   }

@@ -43,6 +43,9 @@ std::string verdict_table(const std::vector<Verdict>&);  // the human table
 Verdict invalid_record_verdict(const std::string& source, const std::string& message,
                                const nlohmann::json& raw = nullptr);
 
+// An entry that is not a run but fails the check (BENCHMARK_FAILED, RUNS_MISSING): one finding of `code`.
+Verdict failed_entry_verdict(const std::string& source, const std::string& code, const std::string& message);
+
 std::string to_string(Severity);  // "error" | "warning"
 
 // The thresholds the rules use (docs/check.md explains each); exposed so tests and reports quote the same.
@@ -59,6 +62,8 @@ inline constexpr double kSliceOffRelL2 = 0.4;      // a slice with this error ne
 inline constexpr double kRankSpreadRel = 0.10;     // per-rank relL2 spread, relative to the floor
 inline constexpr double kRankTimeSpreads = 3.0;    // per-rank time: this many run-to-run spreads
 inline constexpr int64_t kFloorCanonicalM = 16384;  // floors are per-row statistics: derived once at this M
+inline constexpr double kFasterThanModel = 0.25;   // a run this far under the model (above the lower bound)
+inline constexpr double kNondeterministicRel = 1e-6;  // same config, same data: rel_l2 must repeat to this
 // The benchmark's own acceptance of one rank's relL2: bf16 below kBf16AcceptMax; fp8 strictly inside
 // (kFp8AcceptMin, kFp8AcceptMax), the lower bound proving the fp8 wire was used. NaN is never accepted.
 bool benchmark_accepts(double rel_l2, bool fp8_wire);

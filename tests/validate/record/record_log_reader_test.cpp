@@ -47,9 +47,9 @@ TEST(CheckLogReader, MalformedLinesFailOneByOneWithFieldNamed) {
   EXPECT_NE(e[2].error.find("'m' is missing"), std::string::npos) << e[2].error;
   ASSERT_TRUE(e[3].record) << e[3].error;
   EXPECT_TRUE(std::isnan(*e[3].record->rel_l2));
-  ASSERT_TRUE(e[4].record) << e[4].error;
-  EXPECT_TRUE(std::isinf(e[4].record->per_rank_time_us[1]) && e[4].record->per_rank_time_us[1] > 0);
-  EXPECT_TRUE(std::isinf(e[4].record->per_rank_time_us[2]) && e[4].record->per_rank_time_us[2] < 0);
+  // An infinite per-rank time is an impossible value (it parses: Python's Infinity token), named.
+  EXPECT_FALSE(e[4].record);
+  EXPECT_NE(e[4].error.find("per_rank_time_us[1]' is infinite"), std::string::npos) << e[4].error;
   ASSERT_TRUE(e[5].record) << e[5].error;
   EXPECT_EQ(e[5].raw["note"], "NaN inside a string stays a string");
   EXPECT_FALSE(e[6].record);
@@ -158,6 +158,113 @@ TEST(CheckLogReader, MissingFileAndDirectoryAreUsageErrors) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("directory"), std::string::npos);
   }
+}
+
+// --- Records as the benchmark really prints them (issue 13).
+
+TEST(RecordRealLogs, EveryRankPrintingTheSameLineIsOneRunAndColoursAreStripped) {
+  LogReadStats st;
+  std::vector<LogEntry> e;
+  st = read_log_file(kData + "/check/torchrun_all_ranks.log", [&](LogEntry&& x) { e.push_back(std::move(x)); });
+  ASSERT_EQ(e.size(), 3u);  // 8 ranks x (RESULT_JSON + [gemm_ar]) x 3 runs
+  for (const auto& x : e) ASSERT_TRUE(x.record) << x.error;
+  EXPECT_EQ(st.rank_duplicates, 3 * 7 * 2);
+  EXPECT_EQ(st.human_echoes, 3);
+  EXPECT_TRUE(st.failures.empty());
+  EXPECT_EQ(e[1].record->critical_rank, 3);
+  EXPECT_EQ(e[2].record->config.gather_transport, Transport::Lsa);
+  EXPECT_EQ(e[0].record->block_m, 256);
+  EXPECT_EQ(*e[0].record->stop_after, "all");
+  EXPECT_FALSE(e[0].record->chunks);  // null on a split run
+  EXPECT_EQ(*e[1].record->fence, "agent");
+}
+
+TEST(RecordRealLogs, AnsiEscapesAroundTheMarkerOrTheLineAreStripped) {
+  EXPECT_EQ(strip_ansi("\x1b[1;32mRESULT_JSON\x1b[0m {}"), "RESULT_JSON {}");
+  const std::string rec = R"({"k": 2048, "m": 4096, "mode": "gemm-only", "n": 7168, "world_size": 8})";
+  for (const std::string& line : {"\x1b[31mRESULT_JSON " + rec + "\x1b[0m", "[rank2]: \x1b[1mRESULT_JSON\x1b[0m " + rec,
+                                  "\x1b[2K\x1b[33m" + rec + "\x1b[m"}) {
+    const auto e = parse_log_line(line, "t.log:1");
+    ASSERT_TRUE(e) << line;
+    EXPECT_TRUE(e->record) << e->error;
+  }
+}
+
+TEST(RecordRealLogs, OlderBenchmarkWithoutWorldSizeDefaultsToTheOption) {
+  const auto e = read_log_entries(kData + "/check/old_benchmark.log");
+  ASSERT_EQ(e.size(), 3u);
+  for (const auto& x : e) {
+    ASSERT_TRUE(x.record) << x.error;
+    EXPECT_TRUE(x.record->world_assumed);
+    EXPECT_EQ(x.record->shape.world, 8);
+  }
+  EXPECT_EQ(e[2].kind, "human");  // a run known only from its [gemm_ar] line
+  EXPECT_EQ(e[2].record->config.mode, Mode::SplitLsa);
+  EXPECT_DOUBLE_EQ(*e[2].record->max_rank_time_us, 1180.40);
+  EXPECT_TRUE(*e[2].record->validated);
+  LogReadOptions o;
+  o.defaults.world = 4;
+  const auto four = read_log_entries(kData + "/check/old_benchmark.log", o);
+  ASSERT_EQ(four.size(), 3u);  // the [gemm_ar] echo of a broken record is not a run of its own
+  EXPECT_FALSE(four[0].record);  // 8 per-rank times do not fit world 4: named
+  EXPECT_NE(four[0].error.find("per_rank_time_us"), std::string::npos) << four[0].error;
+  EXPECT_NE(four[0].error.find("--world"), std::string::npos) << four[0].error;
+  ASSERT_TRUE(four[2].record) << four[2].error;
+  EXPECT_EQ(four[2].record->shape.world, 4);
+  // `world` is an alias; both with different values is a contradiction.
+  const std::string base = R"("mode": "gemm-only", "m": 4096, "n": 7168, "k": 2048)";
+  auto r = parse_log_line("RESULT_JSON {" + base + R"(, "world": 4})", "t.log:1");
+  ASSERT_TRUE(r && r->record) << r->error;
+  EXPECT_EQ(r->record->shape.world, 4);
+  EXPECT_FALSE(r->record->world_assumed);
+  r = parse_log_line("RESULT_JSON {" + base + R"(, "world": 4, "world_size": 8})", "t.log:1");
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->record);
+  EXPECT_NE(r->error.find("'world'"), std::string::npos) << r->error;
+}
+
+TEST(RecordRealLogs, ImpossibleValuesAreInvalidNamingTheField) {
+  const auto e = read_log_entries(kData + "/check/impossible_values.log");
+  const std::vector<std::string> fields = {
+      "'max_rank_time_us' is NaN", "'max_rank_time_us' is infinite", "'max_rank_time_us' is 0",
+      "'max_rank_time_us' is -5", "'rel_l2' is -0.00235", "'per_rank_time_us' has 7 entries but world_size is 8",
+      "'per_rank_time_us' has maximum 1148.8 but max_rank_time_us is 1200", "'rel_l2' appears twice",
+      "'critical_rank' is 4", "'per_rank_time_us[0]' is NaN", "'timing' is 'cudagraph'", "'stop_after' is 'gather'"};
+  ASSERT_EQ(e.size(), fields.size());
+  for (size_t i = 0; i < e.size(); ++i) {
+    EXPECT_FALSE(e[i].record) << i;
+    EXPECT_NE(e[i].error.find(fields[i]), std::string::npos) << e[i].error;
+    EXPECT_NE(e[i].error.find("impossible_values.log:" + std::to_string(i + 2)), std::string::npos) << e[i].error;
+  }
+}
+
+TEST(RecordRealLogs, CrashesInTheLogAreCollectedWithTheirLine) {
+  LogReadStats st = read_log_file(kData + "/check/crashed_mid_log.log", [](LogEntry&&) {});
+  EXPECT_EQ(st.records, 2);
+  ASSERT_GE(st.failures.size(), 3u);
+  EXPECT_EQ(st.failures[0].kind, "traceback");
+  EXPECT_EQ(st.failures[0].source, kData + "/check/crashed_mid_log.log:9");
+  bool child = false, exit_code = false;
+  for (const auto& f : st.failures) {
+    child |= f.kind == "child_failed";
+    exit_code |= f.kind == "exit_code" && f.what.find("code 1") != std::string::npos;
+  }
+  EXPECT_TRUE(child);
+  EXPECT_TRUE(exit_code);
+  st = read_log_file(kData + "/check/stale_queues.log", [](LogEntry&&) {});
+  ASSERT_FALSE(st.failures.empty());
+  EXPECT_EQ(st.failures[0].kind, "stale_queue");
+  // Clean logs show none; "exitcode: 0" is not a failure.
+  EXPECT_FALSE(failure_in_line("I0602 exitcode: 0 (pid: 1)", "x:1"));
+  EXPECT_TRUE(failure_in_line("  exitcode  : -11 (pid: 4253)", "x:1"));
+  EXPECT_TRUE(read_log_file(kData + "/check/torchrun_all_ranks.log", [](LogEntry&&) {}).failures.empty());
+}
+
+TEST(RecordRealLogs, RepeatedRunsOfOneRankAreSeparateRuns) {
+  // rank0 printing the same line twice is two runs (a rank prints once per run); other ranks' copies merge.
+  const std::string rec = R"(RESULT_JSON {"k": 2048, "m": 4096, "mode": "gemm-only", "n": 7168, "world_size": 2})";
+  const auto e = read_string("[rank0]: " + rec + "\n[rank1]: " + rec + "\n[rank0]: " + rec + "\n[rank1]: " + rec + "\n");
+  EXPECT_EQ(e.size(), 2u);
 }
 
 }  // namespace

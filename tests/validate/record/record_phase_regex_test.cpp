@@ -1,6 +1,6 @@
-// The phase-pattern matcher (validate/phase_regex): same yes/no answers as a case-insensitive ECMAScript
-// std::regex_search on the supported syntax, linear time on patterns that make a backtracker explode, and a
-// clear error on what it does not support.
+// The phase-pattern matcher (validate/record/phase_regex, RE2): same yes/no answers as a case-insensitive
+// ECMAScript std::regex_search on the syntax both share, linear time on patterns that make a backtracker
+// explode, and a clear error on what it refuses (lookaround, back-references, hostile sizes).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -55,7 +55,7 @@ TEST(PhaseRegex, AgreesWithEcmaScriptStdRegexOnTheSupportedSyntax) {
       "[^a-z]", "\\d+", "\\D", "\\w+<", "\\s", "\\S+", "\\bgemm\\b", "\\Bemm", ".", "x.y", "\\.", "\\(int,",
       "<\\d+, \\d+>", "(?:gemm|GEMM)_ar", "(a|b|c|d)(e|f)?", "k(er)+nel", "[\\d_]+", "[-a]", "[a-]", "e{0}",
       "(a*)*b", "(|a)+", "()", "a|", "|", "x*", "\\x41", "[\\x30-\\x39]{3}", "sm90_.*tn", "[.]", "\\bx\\b",
-      "ker+?nel", "a{1,2}?", "[]", "[^]", "(((((g)))))emm", "bf16>>$", "Sum_bf16_RING", "\\$|\\^"};
+      "ker+?nel", "a{1,2}?", "(((((g)))))emm", "bf16>>$", "Sum_bf16_RING", "\\$|\\^"};
   std::mt19937 rng(7);
   std::vector<std::string> texts = kNames;
   const std::string alphabet = "abgemrAB_-01 <>.,";
@@ -92,18 +92,29 @@ TEST(PhaseRegex, CatastrophicBacktrackingPatternsRunInLinearTime) {
   EXPECT_TRUE(PhaseRegex("(a+)+$").search(text));
 }
 
-TEST(PhaseRegex, UnsupportedOrMalformedPatternsThrowWithTheOffset) {
+TEST(PhaseRegex, UnsupportedOrMalformedPatternsThrowSayingWhy) {
   const std::vector<std::pair<std::string, std::string>> bad = {
-      {"(unclosed", "missing ')'"},          {"a)", "unmatched ')'"},
-      {"[abc", "missing ']'"},               {"*a", "nothing to repeat"},
-      {"a**", "nothing to repeat"},          {"^*", "nothing to repeat"},
-      {"{2}", "nothing to repeat"},          {"a{3,2}", "m > n"},
-      {"a{1001}", "above 1000"},             {"(a)\\1", "back-references"},
-      {"gemm(?!_ar)", "lookaround"},         {"(?<=x)y", "lookaround"},
-      {"(?x)", "unknown group"},             {"\\q", "unknown escape"},
-      {"a\\", "trailing backslash"},         {"\\x4", "two hex digits"},
-      {"[z-a]", "out of order"},             {"[\\d-z]", "cannot bound a range"},
-      {"(a{1000}){1000}", "pattern too large"}, {std::string(100, '(') + std::string(100, ')'), "nested deeper"},
+      {"(unclosed", "missing )"},
+      {"a)", "unexpected )"},
+      {"[abc", "missing ]"},
+      {"*a", "no argument for repetition operator"},
+      {"a**", "bad repetition operator"},
+      {"a{3,2}", "invalid repetition size"},
+      {"a{1001}", "invalid repetition size"},
+      {"(a)\\1", "back-references are not supported"},
+      {"gemm(?!_ar)", "lookaround"},
+      {"(?<=x)y", "lookaround"},
+      {"\\q", "invalid escape"},
+      {"a\\", "trailing \\"},
+      {"[z-a]", "invalid character class range"},
+      {"(a{1000}){1000}", "invalid repetition size"},  // RE2 bounds nested repeats too
+      {[] {
+         std::string p;
+         for (int i = 0; i < 21; ++i) p += "\\w{1000}";
+         return p;
+       }(),
+       "instructions (limit 20000)"},
+      {std::string(100, '(') + std::string(100, ')'), "nested deeper than 64 at offset 64"},
   };
   for (const auto& [p, why] : bad) {
     try {
@@ -111,12 +122,8 @@ TEST(PhaseRegex, UnsupportedOrMalformedPatternsThrowWithTheOffset) {
       ADD_FAILURE() << "accepted '" << p << "'";
     } catch (const PhaseRegexError& e) {
       EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << p << " -> " << e.what();
-      EXPECT_NE(std::string(e.what()).find("at offset"), std::string::npos) << e.what();
     }
   }
-  // Literal braces that are not a quantifier stay literal, as in ECMAScript.
-  EXPECT_TRUE(PhaseRegex("a{x}").search("a{x}"));
-  EXPECT_TRUE(PhaseRegex("{").search("{"));
 }
 
 TEST(PhaseRegex, TraceReaderRejectsAHostilePatternAsAUsageError) {
