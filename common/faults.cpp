@@ -18,6 +18,10 @@ const std::vector<FaultClass>& fault_table() {
       {"pull-blocks=N", "the pull kernel launched with the wrong grid", "GRID_OFF_OPTIMUM"},
       {"wire-bypassed", "an fp8-wire run whose gather moved bf16: the fp8 wire never engaged", "WIRE_NOT_USED"},
       {"fnuz-as-fn", "e4m3fnuz operands (gfx942) read as e4m3fn: every value off by 2x, some NaN", "NOT_VALIDATED"},
+      {"stale-replay", "a graph replay whose reduce reads the previous replay's partial: the scatter's ready flag is "
+                       "not reset between replays, so the last put to land is not waited for", "STALE_ITERATION"},
+      {"frozen-flag", "a host value baked into the graph capture (iteration 0's epoch): later replays' gathers pass "
+                      "their wait at once and copy the previous replay's reduced slice", "STALE_ITERATION"},
   };
   return t;
 }
@@ -42,6 +46,8 @@ std::string Faults::label() const {
   if (pull_blocks) parts.push_back("pull-blocks=" + std::to_string(*pull_blocks));
   if (fp8_wire_bypassed) parts.push_back("wire-bypassed");
   if (fnuz_read_as_fn) parts.push_back("fnuz-as-fn");
+  if (stale_replay) parts.push_back("stale-replay");
+  if (frozen_flag) parts.push_back("frozen-flag");
   if (parts.empty()) return "none";
   std::string s;
   for (const auto& p : parts) s += (s.empty() ? "" : ",") + p;
@@ -81,6 +87,10 @@ Faults parse_faults(const std::string& spec) {
       f.fp8_wire_bypassed = true;
     } else if (item == "fnuz-as-fn") {
       f.fnuz_read_as_fn = true;
+    } else if (item == "stale-replay") {
+      f.stale_replay = true;
+    } else if (item == "frozen-flag") {
+      f.frozen_flag = true;
     } else {
       throw UsageError("--inject: unknown fault '" + item + "' (accepted: " + fault_names_help() + ")");
     }

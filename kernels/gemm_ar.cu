@@ -9,6 +9,7 @@
 #include "kernels/gemm_ar.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -39,6 +40,50 @@ T* dalloc(int64_t count) {
   return static_cast<T*>(p);
 }
 
+// Graph capture / replay and timed events inside a capture (issue 15). An event recorded inside a capture is
+// only a dependency unless recorded as "external": then the graph's replay records it and it can be timed.
+#if defined(GEMMAR_GPU_HIP)
+#if defined(hipEventRecordExternal) || HIP_VERSION >= 60200000
+#define GEMMAR_RECORD_EXTERNAL(e, s) hipEventRecordWithFlags(e, s, hipEventRecordExternal)
+#else  // older HIP: no external event nodes; a timed event inside a capture is then only a dependency
+#define GEMMAR_RECORD_EXTERNAL(e, s) hipEventRecord(e, s)
+#endif
+#define GEMMAR_BEGIN_CAPTURE(s) hipStreamBeginCapture(s, hipStreamCaptureModeRelaxed)
+#define GEMMAR_END_CAPTURE(s, g) hipStreamEndCapture(s, g)
+#define GEMMAR_INSTANTIATE(x, g) hipGraphInstantiate(x, g, nullptr, nullptr, 0)
+#define GEMMAR_GRAPH_LAUNCH(x, s) hipGraphLaunch(x, s)
+#define GEMMAR_GRAPH_EXEC_DESTROY(x) hipGraphExecDestroy(x)
+#define GEMMAR_GRAPH_DESTROY(g) hipGraphDestroy(g)
+#else
+#define GEMMAR_RECORD_EXTERNAL(e, s) cudaEventRecordWithFlags(e, s, cudaEventRecordExternal)
+#define GEMMAR_BEGIN_CAPTURE(s) cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed)
+#define GEMMAR_END_CAPTURE(s, g) cudaStreamEndCapture(s, g)
+#define GEMMAR_INSTANTIATE(x, g) cudaGraphInstantiate(x, g, 0)
+#define GEMMAR_GRAPH_LAUNCH(x, s) cudaGraphLaunch(x, s)
+#define GEMMAR_GRAPH_EXEC_DESTROY(x) cudaGraphExecDestroy(x)
+#define GEMMAR_GRAPH_DESTROY(g) cudaGraphDestroy(g)
+#endif
+
+// Straggler injection: spins for delays_us[idx] microseconds, read from device memory when it runs (so a graph
+// replays the delay the host wrote before that replay, not the one seen at capture).
+__global__ void straggle_spin_kernel(const float* delays_us, int idx) {
+  const float us = delays_us[idx];
+  if (!(us > 0.0f)) return;
+#if defined(GEMMAR_GPU_HIP)
+  const unsigned long long ticks = (unsigned long long)(us * 100.0f);  // wall_clock64 runs at 100 MHz on CDNA
+  const unsigned long long t0 = wall_clock64();
+  while (wall_clock64() - t0 < ticks) {
+  }
+#else
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  const unsigned long long ns = (unsigned long long)(us * 1000.0f);
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+#endif
+}
+
 struct RankBufs {
   int dev = 0;
   gpuStream_t comp = nullptr, copy = nullptr;
@@ -54,6 +99,8 @@ struct RankBufs {
   float* land_s = nullptr;    // [W][S]
   unsigned* counters = nullptr;  // [W]: finished GEMM tiles per destination slice
   unsigned long long* poison = nullptr;
+  float* straggle = nullptr;   // [3]: this replay's delays before the GEMM, the reduce, the gather
+  uint16_t* stale = nullptr;   // stale-replay: [S][n], what the reduce reads for the late peer's slot
   std::vector<gpuEvent_t> chunk_ev;  // fused-sdma: one per destination chunk
 };
 
@@ -61,6 +108,7 @@ struct RankBufs {
 // time is known exactly and subtracted from the run's totals.
 const char* const kPrefillPhase = "prefill";
 const char* const kNoReleasePhase = "no-release";
+const char* const kStaleReplayPhase = "stale-replay";
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -118,7 +166,8 @@ class Pipeline {
                       static_cast<void*>(rb.sb), static_cast<void*>(rb.c), static_cast<void*>(rb.recv),
                       static_cast<void*>(rb.out), static_cast<void*>(rb.out_alt), static_cast<void*>(rb.q),
                       static_cast<void*>(rb.qs), static_cast<void*>(rb.land), static_cast<void*>(rb.land_s),
-                      static_cast<void*>(rb.counters), static_cast<void*>(rb.poison)})
+                      static_cast<void*>(rb.counters), static_cast<void*>(rb.poison),
+                      static_cast<void*>(rb.straggle), static_cast<void*>(rb.stale)})
         if (p) (void)gpuFree(p);
       for (auto e : rb.chunk_ev) (void)gpuEventDestroy(e);
       if (rb.comp) (void)gpuStreamDestroy(rb.comp);
@@ -130,6 +179,8 @@ class Pipeline {
     }
     if (ctl_) {
       (void)gpuSetDevice(0);
+      if (graph_exec_) (void)GEMMAR_GRAPH_EXEC_DESTROY(graph_exec_);
+      if (graph_) (void)GEMMAR_GRAPH_DESTROY(graph_);
       (void)gpuStreamDestroy(ctl_);
     }
   }
@@ -138,6 +189,8 @@ class Pipeline {
     RunOutput ro;
     ro.device = device_;
     const DeviceFaults& f = plan_.faults;
+    cur_scale_.assign(size_t(W_), 1.0f);
+    poison_all();
     if (f.stale_output) {
       // The previous run: same pipeline with doubled A scales, its result left in `out`; later runs write
       // into out_alt, so `out` is what a stale reader would see.
@@ -153,15 +206,66 @@ class Pipeline {
         std::swap(rb.out, rb.out_alt);
       }
     }
+    // Launch 0 (a warm-up) runs eagerly on iteration 0's inputs: lazy initialisation (kernel attributes, vendor
+    // workspaces) happens outside the capture. Then the whole run is captured once and replayed: the rest of the
+    // warm-up, then the timed iterations, each on its own inputs (prepare_iteration, outside the graph).
+    prepare_iteration(0);
+    execute_once(nullptr);
+    sync_all();
+    const char* env = std::getenv("GEMMAR_GPU_GRAPH");
+    const bool want_graph = !(env && std::string(env) == "0");
+    Timing graph_tm;
+    if (want_graph) {
+      ro.launch = "graph";
+      set(0);
+      gpuError_t e = GEMMAR_BEGIN_CAPTURE(ctl_);
+      if (e == gpuSuccess) {
+        capturing_ = true;
+        try {
+          execute_once(&graph_tm);
+        } catch (const EnvironmentError& err) {
+          capturing_ = false;
+          gpuGraph_t g = nullptr;
+          (void)GEMMAR_END_CAPTURE(ctl_, &g);
+          if (g) (void)GEMMAR_GRAPH_DESTROY(g);
+          (void)gpuGetLastError();
+          ro.launch = std::string("eager (graph capture failed: ") + err.what() + ")";
+        }
+        if (capturing_) {
+          capturing_ = false;
+          e = GEMMAR_END_CAPTURE(ctl_, &graph_);
+          if (e == gpuSuccess) e = GEMMAR_INSTANTIATE(&graph_exec_, graph_);
+          if (e != gpuSuccess) {
+            ro.launch = std::string("eager (graph capture failed: ") + gpuGetErrorString(e) + ")";
+            (void)gpuGetLastError();
+            graph_exec_ = nullptr;
+          }
+        }
+      } else {
+        ro.launch = std::string("eager (graph capture failed: ") + gpuGetErrorString(e) + ")";
+        (void)gpuGetLastError();
+      }
+    } else {
+      ro.launch = "eager (GEMMAR_GPU_GRAPH=0)";
+    }
     std::vector<std::map<std::string, double>> phase_runs;
     std::vector<double> totals;
     std::vector<std::vector<double>> per_rank(static_cast<size_t>(W_));
     const int iters = std::max(1, plan_.iterations);
-    for (int it = 0; it < plan_.warmup + iters; ++it) {
-      Timing tm;
-      execute_once(&tm);
+    const int step = std::max(1, plan_.check_every);
+    for (int launch = 1; launch < plan_.warmup + iters; ++launch) {
+      const int it = launch - plan_.warmup;  // < 0: warm-up (iteration 0's inputs)
+      prepare_iteration(std::max(0, it));
+      Timing eager_tm;
+      Timing& tm = graph_exec_ ? graph_tm : eager_tm;
+      if (graph_exec_) {
+        set(0);
+        GPU_CHECK(GEMMAR_GRAPH_LAUNCH(graph_exec_, ctl_));
+      } else {
+        execute_once(&eager_tm);
+      }
       sync_all();
-      if (it < plan_.warmup) continue;
+      if (it < 0) continue;
       std::map<std::string, double> ph;
       float ms = 0;
       double untimed = 0;  // the faults' setup phases: not part of the pipeline being measured
@@ -169,7 +273,7 @@ class Pipeline {
         GPU_CHECK(gpuEventElapsedTime(&ms, tm.ctl_events[i].ev, tm.ctl_events[i + 1].ev));
         const std::string& name = tm.ctl_events[i + 1].name;
         ph[name] += double(ms) * 1e3;
-        if (name == kPrefillPhase || name == kNoReleasePhase) untimed += double(ms) * 1e3;
+        if (name == kPrefillPhase || name == kNoReleasePhase || name == kStaleReplayPhase) untimed += double(ms) * 1e3;
       }
       GPU_CHECK(gpuEventElapsedTime(&ms, tm.ctl_events.front().ev, tm.ctl_events.back().ev));
       totals.push_back(std::max(0.0, double(ms) * 1e3 - untimed));
@@ -178,6 +282,10 @@ class Pipeline {
         per_rank[r].push_back(std::max(0.0, double(ms) * 1e3 - untimed));
       }
       phase_runs.push_back(std::move(ph));
+      if (it % step == 0) {
+        ro.iteration_index.push_back(it);
+        ro.iteration_outputs.push_back(read_outputs());
+      }
     }
     for (const auto& [name, _] : phase_runs.front()) {
       std::vector<double> v;
@@ -195,6 +303,24 @@ class Pipeline {
     return ro;
   }
 
+  // The requested rows of every rank's output as a reader sees it now (stale-output: the buffer the runs never
+  // write), after a launch.
+  std::vector<std::vector<uint16_t>> read_outputs() {
+    const auto& rows = plan_.rows;
+    std::vector<std::vector<uint16_t>> outs(static_cast<size_t>(W_));
+    for (int r = 0; r < W_; ++r) {
+      auto& rb = ranks_[r];
+      set(rb.dev);
+      const uint16_t* out = plan_.faults.stale_output ? rb.out_alt : rb.out;
+      outs[r].resize(rows.size() * size_t(N_));
+      for (size_t i = 0; i < rows.size(); ++i)
+        GPU_CHECK(gpuMemcpyAsync(outs[r].data() + i * N_, out + rows[i] * N_, size_t(N_) * 2, gpuMemcpyDeviceToHost,
+                                 rb.comp));
+      GPU_CHECK(gpuStreamSynchronize(rb.comp));
+    }
+    return outs;
+  }
+
  private:
   struct NamedEvent {
     std::string name;
@@ -207,6 +333,111 @@ class Pipeline {
   };
 
   void set(int d) { GPU_CHECK(gpuSetDevice(d)); }
+
+  // A timed event inside a capture must be an external record node to be recorded (and timed) on replay.
+  gpuError_t record(gpuEvent_t e, gpuStream_t s, bool timed) {
+    return capturing_ && timed ? GEMMAR_RECORD_EXTERNAL(e, s) : gpuEventRecord(e, s);
+  }
+
+  // Capture: every rank's streams join the capture by waiting on the origin stream (fork), and rejoin it before
+  // the capture ends (join).
+  void fork() {
+    gpuEvent_t e = new_event(0, false);
+    set(0);
+    GPU_CHECK(gpuEventRecord(e, ctl_));
+    for (auto& rb : ranks_) {
+      set(rb.dev);
+      GPU_CHECK(gpuStreamWaitEvent(rb.comp, e, 0));
+      GPU_CHECK(gpuStreamWaitEvent(rb.copy, e, 0));
+    }
+  }
+  void join() {
+    for (auto& rb : ranks_)
+      for (gpuStream_t st : {rb.comp, rb.copy}) {
+        gpuEvent_t e = new_event(rb.dev, false);
+        GPU_CHECK(gpuEventRecord(e, st));
+        set(0);
+        GPU_CHECK(gpuStreamWaitEvent(ctl_, e, 0));
+      }
+  }
+
+  // Straggler injection: rank r's stream spins for this replay's delay k (0 GEMM, 1 reduce, 2 gather).
+  void straggle(int r, int k, gpuStream_t st) {
+    if (plan_.straggle_us.empty()) return;
+    set(ranks_[r].dev);
+    straggle_spin_kernel<<<1, 1, 0, st>>>(ranks_[r].straggle, k);
+    GPU_CHECK(gpuGetLastError());
+  }
+
+  // Between replays (outside the graph): iteration it's inputs (A scales times iteration_scales[it][r], exact
+  // powers of two, applied as the ratio to the current factor) and its straggle delays.
+  void prepare_iteration(int it) {
+    for (int r = 0; r < W_; ++r) {
+      auto& rb = ranks_[r];
+      set(rb.dev);
+      const float want = size_t(it) < plan_.iteration_scales.size() && size_t(r) < plan_.iteration_scales[it].size()
+                             ? plan_.iteration_scales[it][r]
+                             : 1.0f;
+      if (want != cur_scale_[r]) {
+        GPU_CHECK(dev::launch_scale_f32(rb.sa, (K_ / 128) * M_, want / cur_scale_[r], rb.comp));
+        cur_scale_[r] = want;
+      }
+      if (size_t(it) < plan_.straggle_us.size()) {
+        float d[3] = {0, 0, 0};
+        for (int k = 0; k < 3; ++k)
+          if (size_t(r * 3 + k) < plan_.straggle_us[it].size()) d[k] = plan_.straggle_us[it][r * 3 + k];
+        GPU_CHECK(gpuMemcpyAsync(rb.straggle, d, sizeof(d), gpuMemcpyHostToDevice, rb.comp));
+      }
+      GPU_CHECK(gpuStreamSynchronize(rb.comp));
+    }
+  }
+
+  // Before the first launch only (untimed): poison everything the run writes; fresh (zero) slots / landing
+  // zones for the faults whose signature is what an unwritten buffer holds (reference/emulation.hpp's Faults).
+  void poison_all() {
+    const DeviceFaults& f = plan_.faults;
+    const size_t slice_bytes = size_t(S_ * N_) * 2;
+    for (auto& rb : ranks_) {
+      set(rb.dev);
+      GPU_CHECK(gpuMemsetAsync(rb.c, 0xff, size_t(M_ * N_) * 2, rb.comp));
+      GPU_CHECK(gpuMemsetAsync(rb.recv, f.silent_scatter ? 0x00 : 0xff, size_t(W_) * slice_bytes, rb.comp));
+      GPU_CHECK(gpuMemsetAsync(rb.out, 0xff, size_t(M_ * N_) * 2, rb.comp));
+      if (rb.out_alt) GPU_CHECK(gpuMemsetAsync(rb.out_alt, 0xff, size_t(M_ * N_) * 2, rb.comp));
+      if (rb.stale) GPU_CHECK(gpuMemsetAsync(rb.stale, 0xff, slice_bytes, rb.comp));
+      if (rb.q) {
+        GPU_CHECK(gpuMemsetAsync(rb.q, 0xff, size_t(S_ * N_), rb.comp));
+        GPU_CHECK(gpuMemsetAsync(rb.qs, 0xff, size_t(S_) * 4, rb.comp));
+        GPU_CHECK(gpuMemsetAsync(rb.land, f.silent_gather ? 0x00 : 0xff, size_t(W_ * S_ * N_), rb.comp));
+        GPU_CHECK(gpuMemsetAsync(rb.land_s, f.silent_gather ? 0x00 : 0xff, size_t(W_ * S_) * 4, rb.comp));
+      }
+    }
+    sync_all();
+  }
+
+  // stale-replay: owner o's late peer (its put leaves last: (o+1)%W) and the rows of that put that have landed
+  // when the reduce reads them (half the slice; reference::ReplayTiming without stragglers).
+  int late_peer(int o) const { return (o + 1) % W_; }
+  int64_t landed_rows() const { return S_ / 2; }
+  // Where owner o's reduce finds peer q's partial of slice o (split-lsa: in q's GEMM output).
+  uint16_t* raw_slot(int o, int q) const {
+    if (eff_.mode == Mode::SplitLsa) return ranks_[q].c + int64_t(o) * S_ * N_;
+    return const_cast<uint16_t*>(slot_ptr(o, q));
+  }
+  void stale_copy(bool landed_part) {
+    const int64_t cut = landed_rows();
+    for (int o = 0; o < W_; ++o) {
+      auto& rb = ranks_[o];
+      set(rb.dev);
+      const int64_t r0 = landed_part ? 0 : cut, r1 = landed_part ? cut : S_;
+      if (r1 > r0)
+        GPU_CHECK(gpuMemcpyAsync(rb.stale + r0 * N_, raw_slot(o, late_peer(o)) + r0 * N_, size_t((r1 - r0) * N_) * 2,
+                                 gpuMemcpyDeviceToDevice, rb.comp));
+    }
+  }
+  const uint16_t* reduce_slot(int o, int q) const {
+    if (plan_.faults.stale_replay && q == late_peer(o) && q != o) return ranks_[o].stale;
+    return eff_.mode == Mode::SplitLsa ? ranks_[q].c + int64_t(o) * S_ * N_ : slot_ptr(o, q);
+  }
 
   void enable_peer_access() {
     for (int i = 0; i < ndev_used_; ++i)
@@ -246,6 +477,9 @@ class Pipeline {
       }
       rb.counters = dalloc<unsigned>(W_);
       rb.poison = dalloc<unsigned long long>(1);
+      rb.straggle = dalloc<float>(3);
+      GPU_CHECK(gpuMemset(rb.straggle, 0, 3 * sizeof(float)));
+      if (plan_.faults.stale_replay) rb.stale = dalloc<uint16_t>(S_ * N_);
       rb.chunk_ev.resize(size_t(W_));
       for (auto& e : rb.chunk_ev) GPU_CHECK(gpuEventCreateWithFlags(&e, gpuEventDisableTiming));
     }
@@ -254,7 +488,18 @@ class Pipeline {
   void upload(const OperandFn& gen) {
     for (int r = 0; r < W_; ++r) {
       RankOperands op;
-      gen(r, op);
+      if (plan_.selftest_fill) {
+        // The transport self-test: A and B hold 1.0 (e4m3fn 0x38) in column 0 only, A's scales rank+1, B's 1, so
+        // every element of the partial is exactly rank+1.
+        op.a.assign(size_t(M_ * K_), 0);
+        op.b.assign(size_t(N_ * K_), 0);
+        for (int64_t i = 0; i < M_; ++i) op.a[size_t(i * K_)] = 0x38;
+        for (int64_t i = 0; i < N_; ++i) op.b[size_t(i * K_)] = 0x38;
+        op.a_scale.assign(size_t((K_ / 128) * M_), float(r + 1));
+        op.b_scale.assign(size_t((N_ / 128) * (K_ / 128)), 1.0f);
+      } else {
+        gen(r, op);
+      }
       GEMMAR_CHECK(int64_t(op.a.size()) == M_ * K_ && int64_t(op.b.size()) == N_ * K_ &&
                        int64_t(op.a_scale.size()) == (K_ / 128) * M_ &&
                        int64_t(op.b_scale.size()) == (N_ / 128) * (K_ / 128),
@@ -280,7 +525,9 @@ class Pipeline {
     }
   }
 
-  int pull_blocks() const { return plan_.faults.pull_blocks > 0 ? plan_.faults.pull_blocks : std::max(1, eff_.pull_blocks); }
+  int pull_blocks() const {
+    return plan_.faults.pull_blocks.value_or(0) > 0 ? *plan_.faults.pull_blocks : std::max(1, eff_.pull_blocks);
+  }
 
   gpuEvent_t new_event(int dev, bool timing) {
     set(dev);
@@ -303,8 +550,15 @@ class Pipeline {
     }
     gpuEvent_t done = new_event(0, tm != nullptr);
     set(0);
-    GPU_CHECK(gpuEventRecord(done, ctl_));
+    GPU_CHECK(record(done, ctl_, tm != nullptr));
     if (tm) tm->ctl_events.push_back({name, done, 0});
+    if (capturing_ && tm) {
+      // An external record node (the timed event) orders nothing inside the graph: the streams must wait on an
+      // ordinary event recorded after it. (Waiting on the external one let the copies race the kernels: the
+      // first H200 run of this code, caught by the per-iteration check as NONDETERMINISTIC/STALE_ITERATION.)
+      done = new_event(0, false);
+      GPU_CHECK(gpuEventRecord(done, ctl_));
+    }
     for (auto& rb : ranks_) {
       set(rb.dev);
       GPU_CHECK(gpuStreamWaitEvent(rb.comp, done, 0));
@@ -333,21 +587,16 @@ class Pipeline {
     const bool fp8 = uses_fp8_wire(eff_) && !f.fp8_wire_bypassed;
     const bool lsa_gather = eff_.gather_transport == Transport::Lsa;
     const size_t slice_bytes = size_t(S_ * N_) * 2;
-    // Before the run (untimed): poison everything the run writes; fresh slots/landing zones for the faults
-    // whose signature depends on what an unwritten buffer holds (reference/emulation.hpp's Faults).
+    if (capturing_) fork();
+    // Per launch (untimed): the GEMM's tile counters. Everything else was poisoned once (poison_all): a launch
+    // that reads a buffer before this launch wrote it sees the previous launch's data, as a replay does.
     for (auto& rb : ranks_) {
       set(rb.dev);
-      GPU_CHECK(gpuMemsetAsync(rb.c, 0xff, size_t(M_ * N_) * 2, rb.comp));
-      GPU_CHECK(gpuMemsetAsync(rb.recv, f.silent_scatter ? 0x00 : 0xff, size_t(W_) * slice_bytes, rb.comp));
-      GPU_CHECK(gpuMemsetAsync(rb.out, 0xff, size_t(M_ * N_) * 2, rb.comp));
-      if (rb.q) {
-        GPU_CHECK(gpuMemsetAsync(rb.q, 0xff, size_t(S_ * N_), rb.comp));
-        GPU_CHECK(gpuMemsetAsync(rb.qs, 0xff, size_t(S_) * 4, rb.comp));
-        GPU_CHECK(gpuMemsetAsync(rb.land, f.silent_gather ? 0x00 : 0xff, size_t(W_ * S_ * N_), rb.comp));
-        GPU_CHECK(gpuMemsetAsync(rb.land_s, f.silent_gather ? 0x00 : 0xff, size_t(W_ * S_) * 4, rb.comp));
-      }
       GPU_CHECK(gpuMemsetAsync(rb.counters, 0, size_t(W_) * 4, rb.comp));
     }
+    // stale-replay: the late put's rows that will not have landed when the reduce reads them keep what the
+    // previous launch left in the slot (saved before this launch can write it).
+    if (f.stale_replay && has_collective(mode)) stale_copy(false);
     barrier(nullptr, "");
     if (tm) {
       tm->rank_start.resize(size_t(W_));
@@ -361,13 +610,14 @@ class Pipeline {
     if (tm)
       for (int r = 0; r < W_; ++r) {
         set(ranks_[r].dev);
-        GPU_CHECK(gpuEventRecord(tm->rank_start[r], ranks_[r].comp));
+        GPU_CHECK(record(tm->rank_start[r], ranks_[r].comp, true));
       }
 
     // ---- gemm (+ the fused scatter) ----
     for (int r = 0; r < W_; ++r) {
       auto& rb = ranks_[r];
       set(rb.dev);
+      straggle(r, 0, rb.comp);
       dev::GemmDest d{};
       d.slice_rows = S_;
       d.ldd = N_;
@@ -430,18 +680,27 @@ class Pipeline {
       // 2-stage CU all-reduce: stage 1 reads every peer's partial of the owned rows (peer loads) and reduces;
       // the barrier between stages is the event barrier (the kernels of W ranks on one device are not
       // guaranteed co-resident, so an in-kernel barrier could deadlock); stage 2 loads every peer's reduced
-      // rows into the local output.
-      for (int r = 0; r < W_; ++r) {
-        auto& rb = ranks_[r];
-        set(rb.dev);
-        dev::SlotSet ss{};
-        for (int q = 0; q < W_; ++q) ss.slot[q] = ranks_[q].c + int64_t(r) * S_ * N_;
-        GPU_CHECK(dev::launch_reduce(ss, r, W_, S_, N_, slice_of(rb.out, r), nullptr, nullptr, rb.comp));
+      // rows into the local output. frozen-flag: stage 2 does not wait for this launch's stage 1.
+      if (f.stale_replay) {
+        stale_copy(true);
+        barrier(tm, kStaleReplayPhase);
       }
-      barrier(nullptr, "");
+      auto stage1 = [&] {
+        for (int r = 0; r < W_; ++r) {
+          auto& rb = ranks_[r];
+          set(rb.dev);
+          straggle(r, 1, rb.comp);
+          dev::SlotSet ss{};
+          for (int q = 0; q < W_; ++q) ss.slot[q] = reduce_slot(r, q);
+          GPU_CHECK(dev::launch_reduce(ss, r, W_, S_, N_, slice_of(rb.out, r), nullptr, nullptr, rb.comp));
+        }
+        barrier(nullptr, "");
+      };
+      if (!f.frozen_flag) stage1();
       for (int r = 0; r < W_; ++r) {
         auto& rb = ranks_[r];
         set(rb.dev);
+        straggle(r, 2, rb.comp);
         dev::Bf16Sources bs{};
         int cnt = 0;
         for (int j = 1; j < W_; ++j) {
@@ -451,6 +710,10 @@ class Pipeline {
           ++cnt;
         }
         GPU_CHECK(dev::launch_copy_slices(bs, cnt, S_ * N_, 0, rb.comp));
+      }
+      if (f.frozen_flag) {
+        barrier(nullptr, "");
+        stage1();
       }
       barrier(tm, "allreduce");
       finish(tm);
@@ -467,25 +730,35 @@ class Pipeline {
         }
       barrier(tm, "scatter");
     }
+    if (f.stale_replay) {  // the rows of the late put that did land before the reduce read the slot
+      stale_copy(true);
+      barrier(tm, kStaleReplayPhase);
+    }
 
-    // ---- reduce (+ fused quantize) ----
+    // ---- reduce (+ fused quantize), quantize ----
     const bool fuse_q = fp8 && eff_.fuse_quantize;
-    for (int r = 0; r < W_; ++r) {
-      auto& rb = ranks_[r];
-      set(rb.dev);
-      dev::SlotSet ss{};
-      for (int q = 0; q < W_; ++q) ss.slot[q] = slot_ptr(r, q);
-      GPU_CHECK(dev::launch_reduce(ss, r, W_, S_, N_, slice_of(rb.out, r), fuse_q ? rb.q : nullptr,
-                                   fuse_q ? rb.qs : nullptr, rb.comp));
-    }
-    barrier(tm, "reduce");
-    if (fp8 && !fuse_q) {
-      for (auto& rb : ranks_) {
+    auto reduce_phase = [&] {
+      for (int r = 0; r < W_; ++r) {
+        auto& rb = ranks_[r];
         set(rb.dev);
-        GPU_CHECK(dev::launch_quantize(slice_of(rb.out, int(&rb - ranks_.data())), S_, N_, rb.q, rb.qs, rb.comp));
+        straggle(r, 1, rb.comp);
+        dev::SlotSet ss{};
+        for (int q = 0; q < W_; ++q) ss.slot[q] = reduce_slot(r, q);
+        GPU_CHECK(dev::launch_reduce(ss, r, W_, S_, N_, slice_of(rb.out, r), fuse_q ? rb.q : nullptr,
+                                     fuse_q ? rb.qs : nullptr, rb.comp));
       }
-      barrier(tm, "quantize");
-    }
+      barrier(tm, "reduce");
+      if (fp8 && !fuse_q) {
+        for (auto& rb : ranks_) {
+          set(rb.dev);
+          GPU_CHECK(dev::launch_quantize(slice_of(rb.out, int(&rb - ranks_.data())), S_, N_, rb.q, rb.qs, rb.comp));
+        }
+        barrier(tm, "quantize");
+      }
+    };
+    // frozen-flag: the gather's wait was satisfied by the previous launch's signal, so it copies (pulls) the
+    // owner's slice before this launch's reduce wrote it: what the previous launch left there.
+    if (!f.frozen_flag) reduce_phase();
 
     // ---- gather ----
     if (fp8 && lsa_gather) {
@@ -494,6 +767,7 @@ class Pipeline {
         for (int r = 0; r < W_; ++r) {
           auto& rb = ranks_[r];
           set(rb.dev);
+          straggle(r, 2, rb.comp);
           dev::Fp8Sources src{};
           int cnt = 0;
           for (int j = 1; j < W_; ++j) {
@@ -507,15 +781,18 @@ class Pipeline {
         }
       }
       barrier(tm, "pull");
+      if (f.frozen_flag) reduce_phase();
       finish(tm);
       return;
     }
+    for (int r = 0; r < W_; ++r) straggle(r, 2, ranks_[r].copy);
     gather(fp8, f);
     barrier(tm, "gather");
     if (f.no_release && !lsa_gather && !silent_sdma_gather(f)) {
       apply_no_release(fp8);
       barrier(tm, kNoReleasePhase);
     }
+    if (f.frozen_flag) reduce_phase();
     if (fp8) {
       for (int r = 0; r < W_; ++r) {
         auto& rb = ranks_[r];
@@ -584,11 +861,12 @@ class Pipeline {
   }
 
   void finish(Timing* tm) {
-    if (!tm) return;
-    for (int r = 0; r < W_; ++r) {
-      set(ranks_[r].dev);
-      GPU_CHECK(gpuEventRecord(tm->rank_end[r], ranks_[r].comp));
-    }
+    if (tm)
+      for (int r = 0; r < W_; ++r) {
+        set(ranks_[r].dev);
+        GPU_CHECK(record(tm->rank_end[r], ranks_[r].comp, true));
+      }
+    if (capturing_) join();
   }
 
   void sync_all() {
@@ -642,7 +920,7 @@ class Pipeline {
           const uint32_t u = uint32_t(tmp[size_t(c)]) << 16;
           float v;
           std::memcpy(&v, &u, 4);
-          ro.partials[r][i * N_ + c] = v;
+          ro.partials[r][i * N_ + c] = v / cur_scale_[r];  // iteration 0's inputs (an exact power of two)
         }
       }
       GPU_CHECK(gpuMemsetAsync(rb.poison, 0, sizeof(unsigned long long), rb.comp));
@@ -664,6 +942,10 @@ class Pipeline {
   gpuStream_t ctl_ = nullptr;
   std::vector<NamedEvent> events_;
   std::string device_;
+  bool capturing_ = false;
+  gpuGraph_t graph_ = nullptr;
+  gpuGraphExec_t graph_exec_ = nullptr;
+  std::vector<float> cur_scale_;  // the factor each rank's A scales carry now (prepare_iteration)
 };
 
 }  // namespace

@@ -10,21 +10,14 @@
 #include <vector>
 
 #include "common/config.hpp"
+#include "common/faults.hpp"
 
 namespace gemmar::kernels {
 
-// Faults injected on the device (validate/run_driver.hpp's FaultInjection, minus the host-side ones).
-struct DeviceFaults {
-  bool silent_scatter = false;  // scatter puts / fused-lsa remote stores do nothing
-  bool silent_gather = false;   // gather puts / pull do nothing
-  bool stale_output = false;    // output keeps a previous run's contents (a run with doubled A scales)
-  bool no_release = false;      // the sdma gather reads some lines before the reduce's stores are visible
-                                // (reference/no_release_pattern.hpp, keyed by RunPlan::seed)
-  int perturbed_rank = -1;      // this rank's B scales are scaled by 1.5 before the GEMM
-  int pull_blocks = 0;          // > 0: launch the pull with this grid instead of the config's
-  bool fp8_wire_bypassed = false;  // fp8-wire configs move the bf16 slice instead
-  bool fnuz_read_as_fn = false;    // operands re-encoded as e4m3fnuz, read as e4m3fn
-};
+// Faults injected on the device: the one table of common/faults.hpp (the same struct the CPU emulation and the
+// harness read; pull_blocks unset = the config's grid). Each is applied as reference/emulation.hpp describes;
+// kernels/gemm_ar.cu says how (docs/kernels.md).
+using DeviceFaults = ::gemmar::Faults;
 
 // The operands of one rank, produced on the host (reference/operands.hpp's generator) and uploaded.
 // Row-major A [m, k] and B [n, k] as e4m3fn bits, A scales [k/128, m] (column-major per SPEC: index kb*m + row),
@@ -52,6 +45,19 @@ struct RunPlan {
   std::vector<int64_t> rows;  // output rows to read back (every rank)
   uint64_t seed = 1234;       // the run's seed: drives the no-release pattern, as the emulation's request seed
   GemmImpl gemm_impl = GemmImpl::Gemmar;  // honoured by gemm-only and the split modes
+  // Issue 15. The run is captured once into a graph and replayed (warmup + iterations); GEMMAR_GPU_GRAPH=0 runs
+  // eagerly instead. Buffers are poisoned once, before the first launch, so a replay that reads a buffer before
+  // this replay wrote it reads the previous replay's data (as a real replay would).
+  // iteration_scales[it][rank]: iteration it's factor on that rank's A scales (a power of two; empty = 1);
+  // warm-up replays run on iteration 0's. Applied between replays, outside the graph.
+  std::vector<std::vector<float>> iteration_scales;
+  int check_every = 1;  // the outputs of iterations 0, N, 2N, ... are read back (rows) after their replay
+  // straggle_us[it][rank * 3 + k]: delays (us) spun on rank's compute stream before its GEMM (k = 0), its reduce
+  // (k = 1) and its gather (k = 2) in iteration it; read from device memory by the captured spin kernels and
+  // rewritten before every replay (a value passed as a kernel argument would be frozen into the capture).
+  std::vector<std::vector<float>> straggle_us;
+  // Fill for the transport self-test: every rank's partial is exactly rank+1 (operands from `gen` are ignored).
+  bool selftest_fill = false;
 };
 
 struct RunOutput {
@@ -66,6 +72,11 @@ struct RunOutput {
   std::string device;                          // e.g. "NVIDIA H200 (8 ranks on 1 device)"
   int pull_blocks = 0;                         // the pull grid actually launched (fp8/lsa), else 0
   GemmImpl gemm_impl = GemmImpl::Gemmar;       // the GEMM that actually ran
+  // Issue 15: each checked iteration's outputs (same layout as `outputs`, which is the last iteration's read
+  // back after the run), and how the replays ran ("graph" | "eager: ...why").
+  std::vector<int> iteration_index;
+  std::vector<std::vector<std::vector<uint16_t>>> iteration_outputs;
+  std::string launch = "graph";
 };
 
 // Number of usable GPUs (0 when the runtime finds none or has no driver).

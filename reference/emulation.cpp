@@ -33,6 +33,47 @@ struct ReleasePattern {
 
 }  // namespace
 
+float iteration_input_scale(uint64_t seed, int iteration, int rank) {
+  if (iteration % 2 == 0) return 1.0f;
+  return (counter_hash(seed, rank, Tensor(0x4954), 0, 0) & 1u) ? 2.0f : 0.5f;
+}
+
+double straggle_delay_us(uint64_t seed, int iteration, int rank, double max_us) {
+  if (!(max_us > 0)) return 0.0;
+  const uint64_t h = counter_hash(seed, rank, Tensor(0x5354), iteration, 0);
+  return max_us * double(h >> 11) * (1.0 / 9007199254740992.0);
+}
+
+double ReplayTiming::arrival_us(int peer, int owner) const {
+  const int j = ((owner - peer) % world + world) % world;
+  const double d = size_t(peer) < delay_us.size() ? delay_us[size_t(peer)] : 0.0;
+  return d + double(j) * kPutSlotUs;
+}
+
+std::vector<int> ReplayTiming::arrival_order(int owner) const {
+  std::vector<int> peers;
+  for (int p = 0; p < world; ++p)
+    if (p != owner) peers.push_back(p);
+  std::stable_sort(peers.begin(), peers.end(),
+                   [&](int a, int b) { return arrival_us(a, owner) < arrival_us(b, owner); });
+  return peers;
+}
+
+int ReplayTiming::late_peer(int owner) const {
+  const std::vector<int> order = arrival_order(owner);
+  return order.empty() ? owner : order.back();
+}
+
+int64_t ReplayTiming::landed_rows(int owner, int64_t slice_rows) const {
+  const int late = late_peer(owner);
+  const double d_owner = size_t(owner) < delay_us.size() ? delay_us[size_t(owner)] : 0.0;
+  const double d_late = size_t(late) < delay_us.size() ? delay_us[size_t(late)] : 0.0;
+  // The reduce reads when the owner's own GEMM is done (its delay later); the late put has been landing since
+  // its peer's delay; a put takes kPutSlotUs per slice.
+  const double frac = std::clamp(0.5 + (d_owner - d_late) / kPutSlotUs, 0.0, 0.75);
+  return int64_t(frac * double(slice_rows));
+}
+
 Bf16Outputs emulate_collective(const CollectiveRequest& req, const Partials& partials) {
   const Shape& s = req.shape;
   const int W = s.world;
@@ -63,6 +104,34 @@ Bf16Outputs emulate_collective(const CollectiveRequest& req, const Partials& par
   }
   if (!has_collective(cfg.mode)) return out;
 
+  // Replays: the previous replay's buffers (read below), and this replay's, left for the next one.
+  ReplayTiming no_straggle;
+  no_straggle.world = W;
+  const ReplayTiming& timing = req.timing ? *req.timing : no_straggle;
+  ReplayState* state = req.replay;
+  const bool replayed = state && state->valid;
+  if (replayed) {
+    GEMMAR_CHECK(int(state->local.size()) == W && int64_t(state->reduced.size()) == R * N,
+                 "replay state of another shape");
+  }
+  const bool stale_slots = f.stale_replay && replayed;
+  const bool frozen_gather = f.frozen_flag && replayed;
+  ReplayState next;
+  if (state) {
+    next.local = out;
+    next.reduced.assign(size_t(R * N), 0);
+    next.wire.assign(size_t(R * N), 0);
+    next.wire_scale.assign(size_t(R), 0.0f);
+  }
+  std::vector<std::vector<int>> order(static_cast<size_t>(W));
+  std::vector<int> late(static_cast<size_t>(W));
+  std::vector<int64_t> landed_rows_of(static_cast<size_t>(W));
+  for (int o = 0; o < W; ++o) {
+    order[size_t(o)] = timing.arrival_order(o);
+    late[size_t(o)] = timing.late_peer(o);
+    landed_rows_of[size_t(o)] = timing.landed_rows(o, S);
+  }
+
   const bool fp8 = cfg.gather_dtype == WireDtype::Fp8 && !f.fp8_wire_bypassed;
   const bool sdma_gather = cfg.gather_transport == Transport::Sdma && cfg.mode != Mode::SplitLsa;
   const ReleasePattern rel{req.seed, W, S};
@@ -82,11 +151,21 @@ Bf16Outputs emulate_collective(const CollectiveRequest& req, const Partials& par
 
       // ---- scatter leg: slot p of the owner receives peer p's bf16 partial of this row ----
       std::fill(slots.begin(), slots.end(), uint16_t(0));  // fresh receive windows
-      for (int p = 0; p < W; ++p) {
+      {  // the owner's own partial, read in place
+        uint16_t* slot = slots.data() + owner * N;
+        for (int64_t c = 0; c < N; ++c) slot[c] = local_row(owner)[c];
+      }
+      // The peers in the order their puts land (straggle delays and put order: ReplayTiming).
+      for (int p : order[size_t(owner)]) {
         uint16_t* slot = slots.data() + p * N;
-        if (p == owner || cfg.mode == Mode::SplitLsa) {
-          // The owner's own partial is read in place; split-lsa's first stage loads every peer's input
-          // for the owned rows with CU loads (no puts to go silent).
+        if (stale_slots && p == late[size_t(owner)] && row - int64_t(owner) * S >= landed_rows_of[size_t(owner)] &&
+            !(f.silent_scatter && cfg.mode != Mode::SplitLsa)) {
+          // stale_replay: this put (or, split-lsa, this peer's GEMM store) has not landed when the reduce reads:
+          // the slot holds what the previous replay left there.
+          std::memcpy(slot, state->local[size_t(p)].data() + i * N, size_t(N) * 2);
+        } else if (cfg.mode == Mode::SplitLsa) {
+          // split-lsa's first stage loads every peer's input for the owned rows with CU loads (no puts to go
+          // silent).
           for (int64_t c = 0; c < N; ++c) slot[c] = local_row(p)[c];
         } else if (f.silent_scatter) {
           // the put did nothing: the slot keeps its fresh contents
@@ -102,6 +181,11 @@ Bf16Outputs emulate_collective(const CollectiveRequest& req, const Partials& par
         reduced[size_t(c)] = numerics::reduce_element(owner, W, [&](int p) { return slots[size_t(p * N + c)]; });
       float scale = 1.0f;
       if (fp8) scale = wire_quantize_row(reduced.data(), N, wire.data(), req.wire_format);
+      if (state) {
+        std::memcpy(next.reduced.data() + i * N, reduced.data(), size_t(N) * 2);
+        if (fp8) std::memcpy(next.wire.data() + i * N, wire.data(), size_t(N));
+        next.wire_scale[size_t(i)] = scale;
+      }
 
       // ---- gather leg ----
       for (int r = 0; r < W; ++r) {
@@ -110,7 +194,10 @@ Bf16Outputs emulate_collective(const CollectiveRequest& req, const Partials& par
         const bool stale_band = f.no_release && sdma_gather && rel.band_hit(r, owner, row);
         if (!fp8) {
           if (sdma_gather && f.silent_gather) continue;  // keeps its local partial
-          if (stale_band) {
+          if (frozen_gather) {
+            // frozen_flag: the wait passed on the previous replay's signal; the owner's rows as it left them
+            std::memcpy(dst, state->reduced.data() + i * N, size_t(N) * 2);
+          } else if (stale_band) {
             const int64_t per_line = no_release::kLineBytes / 2;
             for (int64_t c = 0; c < N; ++c) {
               const bool stale = rel.line_stale(r, row, c / per_line, line_p[size_t(r)]);
@@ -126,6 +213,10 @@ Bf16Outputs emulate_collective(const CollectiveRequest& req, const Partials& par
           if (sdma_gather && f.silent_gather) {
             std::fill(landed8.begin(), landed8.end(), uint8_t(0));  // nothing landed
             landed_scale = 0.0f;
+          } else if (frozen_gather) {
+            // frozen_flag: the previous replay's fp8 slice and row scale
+            std::memcpy(landed8.data(), state->wire.data() + i * N, size_t(N));
+            landed_scale = state->wire_scale[size_t(i)];
           } else if (stale_band) {
             for (int64_t c = 0; c < N; ++c) {
               const bool stale = rel.line_stale(r, row, c / no_release::kLineBytes, line_p[size_t(r)]);
@@ -141,6 +232,10 @@ Bf16Outputs emulate_collective(const CollectiveRequest& req, const Partials& par
       // The owner's reduce output lands in its own output row (in place), never quantized.
       std::memcpy(local_row(owner), reduced.data(), size_t(N) * 2);
     }
+  }
+  if (state) {
+    next.valid = true;
+    *state = std::move(next);
   }
   return out;
 }

@@ -38,10 +38,54 @@ namespace gemmar::reference {
 //  perturbed_rank: that rank's fp32 partial is scaled by 1.25 before the collective (a wrong scale).
 //  fp8_wire_bypassed: an fp8-wire config whose gather actually moved bf16.
 //  fnuz_read_as_fn: the kernels decode e4m3fnuz operands as e4m3fn (only when partials are computed here).
+//  stale_replay (a ReplayState is needed; nothing happens on the first replay): the owner's "slots ready" flag
+//    was not reset after the previous replay, so the reduce starts without waiting for the puts. The put that
+//    lands last (ReplayTiming::late_peer: the latest arrival, straggle delays included) is still in flight:
+//    its rows from ReplayTiming::landed_rows on still hold the previous replay's partial of that peer.
+//    split-lsa alike (stage 1 reads the peer's partial in place, after the same kind of flag).
+//  frozen_flag (a ReplayState is needed; nothing happens on the first replay): the gather's wait value was
+//    captured once (iteration 0's epoch), so from the second replay on the wait is satisfied by the previous
+//    replay's signal and every peer copies the owner's slice as the previous replay left it: its reduced bf16
+//    rows, or its fp8 codes and row scale. Every gather transport (a copy-engine put and an lsa pull alike).
 
 // Per rank, row-major [rows.size(), N].
 using Partials = std::vector<std::vector<float>>;
 using Bf16Outputs = std::vector<std::vector<uint16_t>>;
+
+// ---- iterations and replays (issue 15) -------------------------------------------------------------
+// The inputs of iteration i: rank r's A scales multiplied by iteration_input_scale(seed, i, r), a power of two,
+// so its partial is multiplied by exactly that (block_accumulate scales every term exactly; bf16 and the fp8
+// wire's amax scaling commute with it). 1 on even iterations; 2 or 1/2 per rank on odd ones: iteration i repeats
+// iteration i-2's inputs (bit-identical repeats are checkable) and differs from i-1's in every nonzero element
+// of every rank (an output, slot or flag left from the previous iteration is caught).
+float iteration_input_scale(uint64_t seed, int iteration, int rank);
+// Straggler injection: rank r's delay before iteration i's launch, uniform in [0, max_us) (0 when max_us <= 0).
+double straggle_delay_us(uint64_t seed, int iteration, int rank, double max_us);
+
+// When each put of the scatter leg lands, in one replay: put p -> owner o leaves p in position
+// j = (o - p) mod W (the fused GEMM's chunk order, (p+1)%W first; split-sdma issues its puts in the same order),
+// kPutSlotUs apart, after p's straggle delay. The emulation visits the peers in this arrival order.
+struct ReplayTiming {
+  static constexpr double kPutSlotUs = 2.0;  // one put's duration (SPEC: ~2 us per copy-engine packet)
+  std::vector<double> delay_us;              // per rank
+  int world = 1;
+  double arrival_us(int peer, int owner) const;
+  std::vector<int> arrival_order(int owner) const;  // every peer but the owner, earliest first
+  int late_peer(int owner) const;                   // the last to land
+  // Rows of the late put that landed before the owner's reduce read them (stale_replay): half the slice when
+  // nobody straggles; more when the owner is late, less when the late peer is; at most 3/4 of the slice.
+  int64_t landed_rows(int owner, int64_t slice_rows) const;
+};
+
+// What the buffers hold from the previous replay (per requested row). emulate_collective reads it when a
+// replay fault is injected and `valid`, and leaves this replay's contents in it.
+struct ReplayState {
+  bool valid = false;
+  std::vector<std::vector<uint16_t>> local;  // [rank][rows * N]: each rank's bf16 partial (what its puts carry)
+  std::vector<uint16_t> reduced;             // [rows * N]: the owner's reduced bf16 row
+  std::vector<uint8_t> wire;                 // [rows * N]: the owner's fp8 codes (fp8 wire)
+  std::vector<float> wire_scale;             // [rows]
+};
 
 struct CollectiveRequest {
   Shape shape;
@@ -52,6 +96,10 @@ struct CollectiveRequest {
   uint64_t seed = 1234;                     // drives the no-release pattern
   // stale_output: the previous run's outputs (same rows); required when stale_output is set.
   const Bf16Outputs* previous_outputs = nullptr;
+  // Replays: the previous replay's buffers (read by stale_replay / frozen_flag, then updated); the straggle
+  // delays of this replay (peer-loop order, the late put). Both optional.
+  ReplayState* replay = nullptr;
+  const ReplayTiming* timing = nullptr;
 };
 
 // The collective on given fp32 partials -> every rank's bf16 output rows.

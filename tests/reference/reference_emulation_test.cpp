@@ -274,3 +274,143 @@ TEST(RelL2, SampleRowsCoversEverySliceAndSkipsPadding) {
   }
   for (int n : per) EXPECT_EQ(n, 10);
 }
+
+// ---- Issue 15: iterations, replays, stragglers ----------------------------------------------------------------
+
+namespace {
+Partials scaled(const Partials& p, uint64_t seed, int it) {
+  Partials out = p;
+  for (size_t r = 0; r < out.size(); ++r)
+    for (float& x : out[r]) x *= iteration_input_scale(seed, it, int(r));
+  return out;
+}
+}  // namespace
+
+TEST(EmulationIterations, InputScalesArePowersOfTwoAlternatingWithPeriodTwo) {
+  for (int r = 0; r < 8; ++r) {
+    EXPECT_EQ(iteration_input_scale(5, 0, r), 1.0f);
+    EXPECT_EQ(iteration_input_scale(5, 2, r), 1.0f);
+    const float f = iteration_input_scale(5, 1, r);
+    EXPECT_TRUE(f == 2.0f || f == 0.5f) << f;
+    EXPECT_EQ(f, iteration_input_scale(5, 3, r));
+  }
+  // A uniform power of two commutes with every rounding of the pipeline: output x2 exactly, both wires.
+  for (WireDtype w : {WireDtype::Bf16, WireDtype::Fp8}) {
+    const Config c = make_config(Mode::FusedSdma, w, Transport::Sdma);
+    Partials twice = partials().partials;
+    for (auto& p : twice)
+      for (float& x : p) x *= 2.0f;
+    const Bf16Outputs a = run(c), b = run(c, {}, nullptr, &twice);
+    for (int r = 0; r < 8; ++r)
+      for (size_t i = 0; i < a[r].size(); i += 97) EXPECT_EQ(2.0f * from_bf16(a[r][i]), from_bf16(b[r][i]));
+  }
+}
+
+TEST(EmulationIterations, StraggleDelaysAreBoundedAndOrderThePuts) {
+  ReplayTiming t;
+  t.world = 4;
+  t.delay_us = {0, 0, 0, 0};
+  // No stragglers: puts to owner 0 leave 1 (j=3), 2 (j=2), 3 (j=1): 3 lands first, 1 last, half of it landed.
+  EXPECT_EQ(t.arrival_order(0), (std::vector<int>{3, 2, 1}));
+  EXPECT_EQ(t.late_peer(0), 1);
+  EXPECT_EQ(t.landed_rows(0, 128), 64);
+  t.delay_us = {0, 0, 0, 100};  // rank 3 straggles: its put lands last, nothing of it has landed
+  EXPECT_EQ(t.late_peer(0), 3);
+  EXPECT_EQ(t.landed_rows(0, 128), 0);
+  t.delay_us = {100, 0, 0, 0};  // the owner straggles: 3/4 of the late put landed (at most)
+  EXPECT_EQ(t.landed_rows(0, 128), 96);
+  for (int i = 0; i < 100; ++i) {
+    const double d = straggle_delay_us(9, i, i % 8, 50);
+    EXPECT_GE(d, 0);
+    EXPECT_LT(d, 50);
+  }
+  EXPECT_EQ(straggle_delay_us(9, 1, 1, 0), 0);
+}
+
+TEST(EmulationIterations, ReplayStateWithoutFaultsChangesNothingAndStraggleOrderDoesNotMoveBits) {
+  for (Mode m : {Mode::SplitSdma, Mode::FusedSdma, Mode::FusedLsa, Mode::SplitLsa})
+    for (WireDtype w : {WireDtype::Bf16, WireDtype::Fp8}) {
+      const Config c = make_config(m, w, Transport::Sdma);
+      const Partials p1 = scaled(partials().partials, 3, 1);
+      const Bf16Outputs ref0 = run(c), ref1 = run(c, {}, nullptr, &p1);
+      CollectiveRequest r;
+      r.shape = kShape;
+      r.config = c;
+      r.rows = partials().rows;
+      ReplayState state;
+      ReplayTiming timing;
+      timing.world = 8;
+      timing.delay_us = {7, 0, 31, 2, 19, 5, 0, 11};
+      r.replay = &state;
+      r.timing = &timing;
+      EXPECT_EQ(emulate_collective(r, partials().partials), ref0);
+      EXPECT_TRUE(state.valid);
+      EXPECT_EQ(emulate_collective(r, p1), ref1);  // a fault-free replay on other inputs: the other inputs' bits
+    }
+}
+
+TEST(EmulationIterations, StaleReplayLeavesThePreviousPartialInTheLatePutsUnlandedRows) {
+  const Config c = make_config(Mode::SplitSdma, WireDtype::Bf16, Transport::Sdma);
+  const Partials p1 = scaled(partials().partials, 3, 1);
+  CollectiveRequest r;
+  r.shape = kShape;
+  r.config = c;
+  r.rows = partials().rows;
+  r.faults.stale_replay = true;
+  ReplayState state;
+  r.replay = &state;
+  EXPECT_EQ(emulate_collective(r, partials().partials), run(c));  // first replay: fresh flags, right
+  const Bf16Outputs got = emulate_collective(r, p1);
+  // Expected: owner o's reduce read peer (o+1)%8's rows [64, 128) of the slice from iteration 0's partial.
+  Partials mixed = p1;
+  const int64_t S = 128;
+  for (size_t i = 0; i < r.rows.size(); ++i) {
+    const int64_t row = r.rows[i];
+    const int owner = int(row / S), late = (owner + 1) % 8;
+    if (row - owner * S >= 64)
+      for (int64_t col = 0; col < kShape.n; ++col)
+        mixed[size_t(late)][i * size_t(kShape.n) + size_t(col)] = partials().partials[size_t(late)][i * size_t(kShape.n) + size_t(col)];
+  }
+  // The owner's reduce sums the mixed slots; every view of the slice agrees (the stale sum is gathered).
+  const Bf16Outputs want = run(c, {}, nullptr, &mixed);
+  const Bf16Outputs fresh = run(c, {}, nullptr, &p1);
+  int64_t differ = 0;
+  for (int rk = 0; rk < 8; ++rk)
+    for (size_t i = 0; i < r.rows.size(); ++i) {
+      const int owner = int(r.rows[i] / S);
+      if (rk == owner || owner == (rk + 7) % 8) continue;  // rank `late` holds its own fresh partial in place
+      for (int64_t col = 0; col < kShape.n; col += 61) {
+        const size_t e = i * size_t(kShape.n) + size_t(col);
+        EXPECT_EQ(got[rk][e], want[rk][e]) << "rank " << rk << " row " << r.rows[i] << " col " << col << " fresh " << fresh[rk][e];
+        differ += got[rk][e] != fresh[rk][e];
+      }
+    }
+  EXPECT_GT(differ, 0);
+}
+
+TEST(EmulationIterations, FrozenFlagGathersThePreviousReplaysSlice) {
+  for (WireDtype w : {WireDtype::Bf16, WireDtype::Fp8}) {
+    const Config c = make_config(Mode::FusedLsa, w, Transport::Lsa);
+    const Partials p1 = scaled(partials().partials, 3, 1);
+    CollectiveRequest r;
+    r.shape = kShape;
+    r.config = c;
+    r.rows = partials().rows;
+    r.faults.frozen_flag = true;
+    ReplayState state;
+    r.replay = &state;
+    const Bf16Outputs first = emulate_collective(r, partials().partials);
+    EXPECT_EQ(first, run(c));
+    const Bf16Outputs second = emulate_collective(r, p1);
+    const Bf16Outputs fresh = run(c, {}, nullptr, &p1);
+    for (int rk = 0; rk < 8; ++rk)
+      for (size_t i = 0; i < r.rows.size(); ++i) {
+        const int owner = int(r.rows[i] / 128);
+        const auto& src = rk == owner ? fresh : first;  // the owner's rows are this replay's, peers' the last one's
+        for (int64_t col = 0; col < kShape.n; col += 53) {
+          const size_t e = i * size_t(kShape.n) + size_t(col);
+          EXPECT_EQ(second[rk][e], src[rk][e]) << rk << " " << i << " " << col;
+        }
+      }
+  }
+}

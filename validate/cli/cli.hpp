@@ -40,5 +40,6 @@ int cmd_run(const Args&);
 int cmd_report(const Args&);
 int cmd_validate(const Args&);
 int cmd_verify(const Args&);
+int cmd_selftest(const Args&);
 
 }  // namespace gemmar::cli

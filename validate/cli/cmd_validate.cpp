@@ -12,6 +12,7 @@
 #include "model/model.hpp"
 #include "reference/floors.hpp"
 #include "validate/cli/run_options.hpp"
+#include "validate/cli/selftest.hpp"
 #include "validate/harness/run_plan.hpp"
 
 namespace gemmar::cli {
@@ -24,7 +25,10 @@ int cmd_validate(const Args& args) {
       ("out", po::value<std::string>()->default_value("out/validate"),
        "directory for results.json, log and report (new, empty, or a previous gemmar output with --force)")
       ("force", po::bool_switch()->default_value(false), "replace --out when it holds a previous gemmar output")
-      ("no-report", po::bool_switch()->default_value(false), "skip the HTML/PNG report");
+      ("no-report", po::bool_switch()->default_value(false), "skip the HTML/PNG report")
+      ("skip-selftest", po::bool_switch()->default_value(false),
+       "run the configs even when the transport self-test (the first step: rank+1 windows, every element "
+       "W(W+1)/2) fails");
   add_common_options(desc);
   po::variables_map vm;
   if (!parse(args, desc, vm, std::cout, "gemmar validate [--backend cpu|gpu] [--out DIR] [--inject FAULT] [--json]"))
@@ -43,9 +47,37 @@ int cmd_validate(const Args& args) {
   const bool json = vm["json"].as<bool>();
 
   AtomicDirectory out(out_dir, "gemmar validate");
+  // First step: the transport self-test (milliseconds; a silent transport fails here, before any timing).
+  std::vector<SelftestResult> selftest;
+  {
+    std::unique_ptr<Backend> backend = gpu ? make_gpu_backend() : make_cpu_backend();
+    selftest = selftest_all(*backend, selftest_shape(plan.shape.world, plan.configs.front().quant),
+                            plan.configs.front(), plan.inject);
+  }
+  bool selftest_pass = true;
+  for (const auto& r : selftest) selftest_pass = selftest_pass && r.pass;
+  if (!selftest_pass && !vm["skip-selftest"].as<bool>()) {
+    nlohmann::json results = {{"backend", plan.backend}, {"inject", plan.inject.label()},
+                              {"selftest", selftest_json(selftest)}, {"runs", nlohmann::json::array()}};
+    write_file_atomic(out.path() / "results.json", json_text(results, 2) + "\n");
+    write_file_atomic(out.path() / "runs.log", selftest_report(selftest));
+    out.commit();
+    if (json) {
+      results["out"] = vm["out"].as<std::string>();
+      results["pass"] = false;
+      std::cout << json_text(results, 2) << "\n";
+    } else {
+      std::cout << selftest_report(selftest)
+                << "FAILED: the transport self-test (first step) failed; the configs were not run (--skip-selftest "
+                   "runs them anyway); results in "
+                << vm["out"].as<std::string>() << "/\n";
+    }
+    return kExitCheckFailed;
+  }
   std::ostringstream log;
   std::vector<RunOutcome> outcomes = execute_plan(plan, &log);
   nlohmann::json results = plan_outcomes_to_json(plan, outcomes);
+  results["selftest"] = selftest_json(selftest);
 
   // The model beside the runs: predictions at the reference shape for the profile, and the pull-grid curve.
   // The profile the runs were judged against (default_profile of their backend and device).
@@ -100,7 +132,7 @@ int cmd_validate(const Args& args) {
     results["seconds"] = seconds;
     std::cout << json_text(results, 2) << "\n";
   } else {
-    std::cout << verdict_table(verdicts);
+    std::cout << selftest_report(selftest) << verdict_table(verdicts);
     std::ostringstream summary;
     summary << (pass ? "All results match" : "FAILED") << ": " << verdicts.size() << " runs on the "
             << (gpu ? "GPU" : "CPU emulation") << ", inject=" << plan.inject.label() << ", " << seconds

@@ -18,7 +18,9 @@ constexpr const char* kUsage =
     "  run                            run the op (GPU kernels, or the CPU emulation) and check it\n"
     "  report RESULTS... --out DIR    phase-breakdown report (HTML + PNG)\n"
     "  validate                       the main job: every mode and wire, checked, with a report\n"
-    "  verify DIR|FILES...            check another implementation's dumped tensors (safetensors per rank)\n";
+    "  verify DIR|FILES...            check another implementation's dumped tensors (safetensors per rank)\n"
+
+    "  selftest                       transport self-test: rank+1 windows, every element W(W+1)/2 exactly\n";
 
 }  // namespace
 
@@ -28,6 +30,7 @@ int main(int argc, char** argv) {
       {"reference", cli::cmd_reference}, {"model", cli::cmd_model},   {"check", cli::cmd_check},
       {"run", cli::cmd_run},             {"report", cli::cmd_report}, {"validate", cli::cmd_validate},
       {"verify", cli::cmd_verify},
+      {"selftest", cli::cmd_selftest},
   };
   if (argc < 2) {
     std::cerr << kUsage;

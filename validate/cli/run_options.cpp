@@ -57,7 +57,15 @@ void add_run_options(po::options_description& d, RunCommand cmd) {
       ("check-rows", po::value<int64_t>(),
        "output rows checked against the reference, stratified over every rank's slice; 0 = every row "
        "(default: 256 for run, every row for validate on cpu, 512 for validate on gpu)")
-      ("iterations", po::value<int>()->default_value(11), "GPU: timed runs per config (median)")
+      ("iterations", po::value<int>(),
+       "iterations per config, each on changed inputs (odd iterations scale every rank's A scales by 2 or 1/2, so "
+       "iteration i repeats i-2's inputs); GPU: graph replays, timed (median) (default: 4 on cpu, 11 on gpu; iterations 1 and 3 are the first bit-identical repeat)")
+      ("check-every", po::value<int>(),
+       "read back and check every N-th iteration's output (0, N, 2N, ...) bit for bit, and repeats of the same "
+       "inputs for identical bits (default: 1 = every iteration, on cpu and gpu)")
+      ("straggle", po::value<double>()->default_value(0.0),
+       "MAX_US: random per-rank delays in [0, MAX_US) before each launch and between phases, redrawn every "
+       "iteration (GPU: spin kernels; CPU emulation: the order the peer loops visit ranks and which put lands last)")
       ("gemm-impl", po::value<std::string>()->default_value("gemmar"),
        "GPU: the GEMM of gemm-only and the split modes: gemmar|cublaslt (NVIDIA; fused modes keep gemmar's, whose "
        "epilogue pushes tiles); fused runs are also compared with the vendor GEMM + the split all-reduce")
@@ -102,8 +110,12 @@ RunPlan read_run_plan(const po::variables_map& vm, RunCommand cmd) {
   p.seed = vm["seed"].as<uint64_t>();
   if (vm.count("check-rows")) p.check_rows = vm["check-rows"].as<int64_t>();
   GEMMAR_USAGE_CHECK(p.check_rows >= 0, "--check-rows: must be >= 0");
-  p.iterations = vm["iterations"].as<int>();
+  p.iterations = vm.count("iterations") ? vm["iterations"].as<int>() : (gpu ? 11 : 4);
   GEMMAR_USAGE_CHECK(p.iterations >= 1 && p.iterations <= 1000, "--iterations: must be in [1, 1000]");
+  p.check_every = vm.count("check-every") ? vm["check-every"].as<int>() : 1;
+  GEMMAR_USAGE_CHECK(p.check_every >= 1 && p.check_every <= 1000, "--check-every: must be in [1, 1000]");
+  p.straggle_us = vm["straggle"].as<double>();
+  GEMMAR_USAGE_CHECK(p.straggle_us >= 0 && p.straggle_us <= 1e6, "--straggle: must be in [0, 1e6] us");
   p.profile = vm["profile"].as<std::string>();
   p.gemm_impl = vm["gemm-impl"].as<std::string>();
   GEMMAR_USAGE_CHECK(p.gemm_impl == "gemmar" || p.gemm_impl == "cublaslt", "--gemm-impl: unknown value '",

@@ -1,14 +1,17 @@
 #include "validate/harness/run_driver.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
 
 #include "common/errors.hpp"
 #include "reference/emulation.hpp"
+#include "reference/formats.hpp"
 #include "reference/gemm.hpp"
 #include "validate/harness/verify.hpp"
 
@@ -45,7 +48,29 @@ const reference::PartialsResult& cached_partials(const Shape& shape, Quant quant
   return *cache.back().result;
 }
 
-// The CPU backend: the pipeline emulation of reference/, with its fault hooks. It has no timings.
+// Partials of iteration `it`: every rank's scaled by reference::iteration_input_scale (a power of two: exact).
+reference::Partials scaled_partials(const reference::Partials& p, uint64_t seed, int it) {
+  reference::Partials out = p;
+  for (size_t r = 0; r < out.size(); ++r) {
+    const float f = reference::iteration_input_scale(seed, it, int(r));
+    if (f != 1.0f)
+      for (float& x : out[r]) x *= f;
+  }
+  return out;
+}
+
+// The checked iterations: 0, N, 2N, ... below `iterations`.
+std::vector<int> checked_iterations(int iterations, int check_every) {
+  std::vector<int> v;
+  const int step = std::max(1, check_every);
+  for (int i = 0; i < std::max(1, iterations); i += step) v.push_back(i);
+  return v;
+}
+
+// The CPU backend: the pipeline emulation of reference/, with its fault hooks. It has no timings. It runs the
+// iterations as a graph would be replayed: one warm-up replay on iteration 0's inputs, then `iterations`
+// replays, each on its own inputs (iteration_input_scale), carrying the buffers from one replay to the next
+// (reference::ReplayState), with the straggle delays of each replay ordering the peer loops.
 class CpuBackend final : public Backend {
  public:
   std::string name() const override { return "cpu-emulation"; }
@@ -53,33 +78,69 @@ class CpuBackend final : public Backend {
     BackendResult out;
     out.backend = name();
     out.device = "CPU emulation (" + std::to_string(req.shape.world) + " ranks as separate buffers)";
+    out.rows = rows;
+    const int W = req.shape.world;
     // Faults that change the partials themselves (operands read in the wrong format) or need a previous run
     // go through the whole emulation; the others act on the collective over the shared partials.
-    if (!req.inject.fnuz_read_as_fn && !req.inject.stale_output) {
-      const reference::PartialsResult& p = cached_partials(req.shape, req.config.quant, req.seed, rows);
-      reference::CollectiveRequest cr;
-      cr.shape = req.shape;
-      cr.config = req.config;
-      cr.rows = rows;
-      cr.seed = req.seed;
-      cr.faults = req.inject;
-      out.rows = rows;
-      out.outputs = reference::emulate_collective(cr, p.partials);
-      out.partials = p.partials;
-      return out;
+    reference::Partials partials;
+    reference::Bf16Outputs stale;  // stale_output: what every iteration's output keeps
+    if (req.selftest_fill) {
+      for (int r = 0; r < W; ++r) partials.emplace_back(rows.size() * size_t(req.shape.n), float(r + 1));
+      if (req.inject.stale_output) {  // a previous run's data: the same fill, doubled
+        reference::CollectiveRequest prev;
+        prev.shape = req.shape;
+        prev.config = req.config;
+        prev.rows = rows;
+        stale = reference::emulate_collective(prev, scaled_partials(partials, 0, -1));
+      }
+    } else if (!req.inject.fnuz_read_as_fn && !req.inject.stale_output) {
+      partials = cached_partials(req.shape, req.config.quant, req.seed, rows).partials;
+    } else {
+      reference::EmulationRequest e;
+      e.shape = req.shape;
+      e.config = req.config;
+      e.seed = req.seed;
+      e.rows = rows;
+      e.faults = req.inject;
+      // fnuz operands: the emulation encodes them as e4m3fnuz and the fault reads them as fn.
+      if (req.inject.fnuz_read_as_fn) e.fp8_format = Fp8Format::E4M3FNUZ;
+      reference::EmulationResult r = reference::emulate(e);
+      partials = std::move(r.partials);
+      if (req.inject.stale_output) stale = std::move(r.outputs);
     }
-    reference::EmulationRequest e;
-    e.shape = req.shape;
-    e.config = req.config;
-    e.seed = req.seed;
-    e.rows = rows;
-    e.faults = req.inject;
-    // fnuz operands: the emulation encodes them as e4m3fnuz and the fault reads them as fn.
-    if (req.inject.fnuz_read_as_fn) e.fp8_format = Fp8Format::E4M3FNUZ;
-    reference::EmulationResult r = reference::emulate(e);
-    out.rows = r.rows;
-    out.outputs = std::move(r.outputs);
-    out.partials = std::move(r.partials);
+    reference::CollectiveRequest cr;
+    cr.shape = req.shape;
+    cr.config = req.config;
+    cr.rows = rows;
+    cr.seed = req.seed;
+    cr.faults = req.inject;
+    cr.faults.stale_output = false;
+    reference::ReplayState state;
+    reference::ReplayTiming timing;
+    timing.world = W;
+    timing.delay_us.assign(size_t(W), 0.0);
+    cr.replay = &state;
+    cr.timing = &timing;
+    const int iterations = std::max(1, req.iterations);
+    const std::vector<int> checked = checked_iterations(iterations, req.check_every);
+    size_t next_check = 0;
+    // Warm-up replay (the capture's first launch: its flags are fresh, so no replay fault shows).
+    if (has_collective(effective_config(req.config).mode)) (void)reference::emulate_collective(cr, partials);
+    for (int it = 0; it < iterations; ++it) {
+      for (int r = 0; r < W; ++r)
+        timing.delay_us[size_t(r)] = reference::straggle_delay_us(req.seed, it, r, req.straggle_us);
+      reference::Bf16Outputs o;
+      if (req.inject.stale_output) o = stale;
+      else if (it % 2 == 0) o = reference::emulate_collective(cr, partials);  // scale 1 on even iterations
+      else o = reference::emulate_collective(cr, scaled_partials(partials, req.seed, it));
+      if (next_check < checked.size() && checked[next_check] == it) {
+        ++next_check;
+        if (it == 0) out.outputs = o;
+        out.iteration_index.push_back(it);
+        out.iteration_outputs.push_back(std::move(o));
+      }
+    }
+    out.partials = std::move(partials);
     return out;
   }
 };
@@ -132,18 +193,68 @@ RunOutcome run_and_check(Backend& backend, const RunRequest& req) {
     all_views = *std::max_element(per_rank.begin(), per_rank.end());
   }
 
-  // Bit-exactness: the collective re-emulated over the backend's own partials must reproduce its output.
+  // Bit-exactness: the collective re-emulated over the backend's own partials must reproduce its output, in
+  // every checked iteration (each on its own inputs: iteration_input_scale). Iterations on the same inputs
+  // (i and i-2, ...) must give the same bits (a difference is a race); wrong elements of iteration i that hold
+  // what iteration i-1's inputs give are data left from the previous iteration.
   int64_t wrong = -1;
+  std::vector<int64_t> wrong_per_iteration;
+  int64_t stale_elements = 0;
+  std::vector<NondeterministicIteration> nondeterministic;
+  std::vector<int> iteration_index = res.iteration_index;
+  std::vector<std::vector<std::vector<uint16_t>>> iteration_outputs = std::move(res.iteration_outputs);
+  if (iteration_index.empty()) {
+    iteration_index.push_back(0);
+    iteration_outputs.push_back(res.outputs);
+  }
+  GEMMAR_CHECK(iteration_index.size() == iteration_outputs.size(), "backend returned mismatched iterations");
+  for (const auto& it : iteration_outputs) {
+    GEMMAR_CHECK(int(it.size()) == W, "backend returned ", it.size(), " rank outputs in an iteration");
+    for (const auto& o : it) GEMMAR_CHECK(int64_t(o.size()) == int64_t(rows.size()) * n);
+  }
   if (!res.partials.empty()) {
     reference::CollectiveRequest cr;
     cr.shape = shape;
     cr.config = cfg;
     cr.rows = rows;
     cr.seed = req.seed;
-    const reference::Bf16Outputs expected = reference::emulate_collective(cr, res.partials);
+    // What iterations of each parity must give (the inputs alternate: iteration_input_scale).
+    reference::Bf16Outputs expected[2];
+    expected[0] = reference::emulate_collective(cr, res.partials);
+    const bool two = iteration_index.size() > 1 || (iteration_index.size() == 1 && iteration_index[0] % 2);
+    if (two) expected[1] = reference::emulate_collective(cr, scaled_partials(res.partials, req.seed, 1));
     wrong = 0;
-    for (int r = 0; r < W; ++r)
-      for (size_t i = 0; i < expected[r].size(); ++i) wrong += expected[r][i] != res.outputs[r][i];
+    for (size_t k = 0; k < iteration_index.size(); ++k) {
+      const int it = iteration_index[k];
+      const auto& got = iteration_outputs[k];
+      const auto& exp = expected[it % 2];
+      const auto* prev = it > 0 && two ? &expected[(it + 1) % 2] : nullptr;
+      int64_t w = 0;
+      for (int r = 0; r < W; ++r)
+        for (size_t i = 0; i < exp[r].size(); ++i)
+          if (exp[r][i] != got[r][i]) {
+            ++w;
+            if (prev && (*prev)[r][i] == got[r][i]) ++stale_elements;
+          }
+      wrong_per_iteration.push_back(w);
+      wrong += w;
+    }
+  }
+  // Bit-identical repeats: each checked iteration against the last checked one on the same inputs whose
+  // predecessor ran on the same inputs too. Iteration 0 follows the warm-up, which ran on iteration 0's own
+  // inputs, so it is compared with nothing: iterations 1 and 3, 2 and 4, ... are repeats.
+  for (size_t k = 0; k < iteration_index.size(); ++k) {
+    if (iteration_index[k] == 0) continue;
+    for (size_t j = k; j-- > 0;) {
+      if (iteration_index[j] == 0 || iteration_index[j] % 2 != iteration_index[k] % 2) continue;
+      NondeterministicIteration nd;
+      nd.iteration = iteration_index[k];
+      nd.repeat_of = iteration_index[j];
+      for (int r = 0; r < W; ++r)
+        if (iteration_outputs[k][r] != iteration_outputs[j][r]) nd.ranks.push_back(r);
+      if (!nd.ranks.empty()) nondeterministic.push_back(nd);
+      break;
+    }
   }
 
   RunRecord rec;
@@ -169,9 +280,18 @@ RunOutcome run_and_check(Backend& backend, const RunRequest& req) {
   if (res.total_us) rec.max_rank_time_us = res.total_us;
   if (!res.per_rank_time_us.empty())
     rec.max_rank_time_us = *std::max_element(res.per_rank_time_us.begin(), res.per_rank_time_us.end());
-  rec.timing = res.total_us ? "graph" : "none (CPU emulation: no kernel times)";
+  rec.timing = !res.total_us ? "none (CPU emulation: no kernel times)"
+               : res.device.find("eager (") != std::string::npos ? "eager" : "graph";
   rec.profile = req.profile.empty() ? default_profile(res.backend, res.device, res.ranks_per_device) : req.profile;
   if (wrong >= 0) rec.wrong_elements = wrong;
+  rec.iterations_checked = int(iteration_index.size());
+  rec.check_every = std::max(1, req.check_every);
+  if (wrong >= 0) {
+    rec.wrong_elements_per_iteration = wrong_per_iteration;
+    rec.stale_elements = stale_elements;
+  }
+  rec.nondeterministic_iterations = nondeterministic;
+  if (req.straggle_us > 0) rec.straggle_us = req.straggle_us;
   rec.checked_rows = int64_t(rows.size());
   rec.poisoned_elements = res.poisoned_elements;
   rec.rel_l2_all_views = all_views;
@@ -194,6 +314,101 @@ RunOutcome run_and_check(Backend& backend, const RunRequest& req) {
   out.verdict = judge(rec, out.expectations);
   out.record = std::move(rec);
   return out;
+}
+
+}  // namespace gemmar
+
+namespace gemmar {
+
+SelftestResult run_selftest(Backend& backend, const Shape& shape, const Config& config, const Faults& faults) {
+  const auto t0 = std::chrono::steady_clock::now();
+  SelftestResult st;
+  st.config = config;
+  const Config cfg = effective_config(config);
+  validate_shape_config(shape, cfg);
+  const int W = shape.world;
+  const int64_t n = shape.n;
+  const int64_t S = slice_rows(shape, cfg.quant);
+  RunRequest req;
+  req.shape = shape;
+  req.config = config;
+  req.inject = faults;
+  req.iterations = 1;
+  req.check_every = 1;
+  req.selftest_fill = true;
+  // Every real row (the shape is small).
+  const std::vector<int64_t> rows = reference::sample_rows(shape, cfg.quant, std::numeric_limits<int64_t>::max() / 4, 1);
+  BackendResult res = backend.execute(req, rows);
+  GEMMAR_CHECK(res.rows == rows && int(res.outputs.size()) == W, "selftest: backend returned other rows or ranks");
+  // The sum every element must hold: W(W+1)/2, as bf16 (exact for W <= 32: an integer with <= 8 significant bits).
+  const uint16_t expect = reference::to_bf16(float(int64_t(W) * (W + 1) / 2));
+  struct Leg {
+    int64_t wrong = 0;
+    double first_value = 0;
+  };
+  std::map<int, Leg> scatter;                // owner -> its own reduced rows wrong
+  std::map<std::pair<int, int>, Leg> gather;  // (owner, receiver) -> the receiver's copy wrong, owner's right
+  if (has_collective(cfg.mode)) {
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const int owner = int(rows[i] / S);
+      const uint16_t* own = res.outputs[size_t(owner)].data() + i * size_t(n);
+      bool owner_right = true;
+      for (int64_t c = 0; c < n; ++c)
+        if (own[c] != expect) {
+          Leg& l = scatter[owner];
+          if (l.wrong++ == 0) l.first_value = reference::from_bf16(own[c]);
+          owner_right = false;
+          ++st.wrong_elements;
+        }
+      for (int r = 0; r < W; ++r) {
+        if (r == owner) continue;
+        const uint16_t* v = res.outputs[size_t(r)].data() + i * size_t(n);
+        for (int64_t c = 0; c < n; ++c)
+          if (v[c] != expect) {
+            ++st.wrong_elements;
+            if (!owner_right) continue;  // a wrong sum travels on: its leg is the scatter's
+            Leg& l = gather[{owner, r}];
+            if (l.wrong++ == 0) l.first_value = reference::from_bf16(v[c]);
+          }
+      }
+    }
+  }
+  st.checked_elements = int64_t(rows.size()) * n * W;
+  if (st.wrong_elements > 0) {
+    st.pass = false;
+    const double total = double(int64_t(W) * (W + 1) / 2);
+    std::ostringstream m;
+    m << config_label(config) << ": " << st.wrong_elements << " of " << st.checked_elements
+      << " elements are not W(W+1)/2 = " << total << " (every rank's window holds rank+1)";
+    if (!scatter.empty()) {
+      m << "; scatter leg (reduce-scatter into the owner): owner rank";
+      m << (scatter.size() == 1 ? " " : "s ");
+      int k = 0;
+      for (const auto& [o, l] : scatter) {
+        if (k++ == 6) {
+          m << ", ...";
+          break;
+        }
+        m << (k > 1 ? ", " : "") << o << " holds " << l.first_value << " (" << total - l.first_value
+          << " never arrived)";
+      }
+    }
+    if (!gather.empty()) {
+      m << "; gather leg (" << to_string(cfg.gather_dtype) << "/"
+        << (cfg.mode == Mode::SplitLsa ? "lsa" : to_string(cfg.gather_transport)) << ", owner -> receiver): ";
+      int k = 0;
+      for (const auto& [key, l] : gather) {
+        if (k++ == 6) {
+          m << ", ... (" << gather.size() << " legs)";
+          break;
+        }
+        m << (k > 1 ? ", " : "") << key.first << " -> " << key.second << " holds " << l.first_value;
+      }
+    }
+    st.message = m.str();
+  }
+  st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return st;
 }
 
 }  // namespace gemmar

@@ -23,6 +23,11 @@ struct BackendResult {
   // Output rows that were checked, as bf16 bits, per rank: outputs[rank][i * N + col] is row rows[i].
   std::vector<int64_t> rows;
   std::vector<std::vector<uint16_t>> outputs;
+  // Every checked iteration's outputs (same rows), iteration_outputs[k] being iteration iteration_index[k]'s,
+  // on the inputs of reference::iteration_input_scale(seed, iteration, rank). `outputs` is iteration 0's.
+  // Empty: the backend ran one iteration only (outputs).
+  std::vector<int> iteration_index;
+  std::vector<std::vector<std::vector<uint16_t>>> iteration_outputs;
   // The backend's own fp32 partials for the same rows, per rank (GPU: read back from the GEMM output), so the
   // collective can be re-emulated from them and compared bit for bit on the bf16 wire. Empty if unavailable.
   std::vector<std::vector<float>> partials;
@@ -49,11 +54,15 @@ struct RunRequest {
   uint64_t seed = 1234;
   int ranks_per_device = 0;  // GPU: 0 = one rank per device when W devices exist, else all on one
   int64_t check_rows = 256;  // sampled output rows checked against the reference (stratified per slice)
-  int iterations = 11;       // graph replays timed (median)
+  int iterations = 11;       // iterations (GPU: graph replays timed, median); each on changed inputs
+  int check_every = 1;       // every N-th iteration's output is read back and checked (0, N, 2N, ...)
+  double straggle_us = 0;    // > 0: random per-rank delays in [0, straggle_us) before each launch / each phase
   std::string profile;       // the model profile to judge against ("" = backend's default)
   std::string gemm_impl = "gemmar";  // GPU: gemmar | cublaslt (gemm-only and split modes; fused keep ours)
   // `gemmar run --dump DIR`: write the run's tensors for `gemmar verify` (validate/harness/verify.hpp). "" = none.
   std::string dump_dir;
+  // The self-test's inputs instead of the seed's operands: every rank's partial is exactly rank+1.
+  bool selftest_fill = false;
 };
 
 class Backend {
@@ -78,5 +87,20 @@ struct RunOutcome {
 };
 
 RunOutcome run_and_check(Backend&, const RunRequest&);
+
+// The transport self-test (`gemmar selftest`, the first step of `gemmar validate`): every rank's window holds
+// rank+1 (GPU: operands whose GEMM gives exactly rank+1), one scatter/reduce/gather of the config; every element
+// of every rank's output must equal W(W+1)/2 exactly. A wrong element names its leg: the owner's own rows wrong
+// = the scatter leg (the missing sum says how much never arrived), a peer's view wrong while the owner's is
+// right = the gather leg owner -> peer.
+struct SelftestResult {
+  Config config;
+  bool pass = true;
+  int64_t wrong_elements = 0;
+  int64_t checked_elements = 0;
+  std::string message;  // "" when it passed; else names the leg, ranks and what was found
+  double seconds = 0;
+};
+SelftestResult run_selftest(Backend&, const Shape&, const Config&, const Faults&);
 
 }  // namespace gemmar

@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "kernels/gemm_ar.hpp"
+#include "reference/emulation.hpp"
 #include "reference/operands.hpp"
 #endif
 
@@ -33,15 +34,21 @@ class GpuBackend final : public Backend {
     plan.shape.m = padded_m(req.shape, req.config.quant);
     plan.config = req.config;
     // MORI_GEMM_AR_PULL_BLOCKS is read once, by the CLI (validate/cli.cpp), into config.pull_blocks.
-    const Faults& in = req.inject;
-    plan.faults.silent_scatter = in.silent_scatter;
-    plan.faults.silent_gather = in.silent_gather;
-    plan.faults.stale_output = in.stale_output;
-    plan.faults.no_release = in.no_release;
-    plan.faults.perturbed_rank = in.perturbed_rank;
-    plan.faults.pull_blocks = in.pull_blocks.value_or(0);
-    plan.faults.fp8_wire_bypassed = in.fp8_wire_bypassed;
-    plan.faults.fnuz_read_as_fn = in.fnuz_read_as_fn;
+    plan.faults = req.inject;  // the one fault table (common/faults.hpp), applied on the device
+    // Issue 15: every iteration on its own inputs, every check_every-th read back, stragglers per replay.
+    const int iterations = std::max(1, req.iterations);
+    for (int it = 0; it < iterations; ++it) {
+      std::vector<float> sc, st;
+      for (int r = 0; r < req.shape.world; ++r) {
+        sc.push_back(reference::iteration_input_scale(req.seed, it, r));
+        for (int k = 0; k < 3; ++k)
+          st.push_back(float(reference::straggle_delay_us(req.seed, it * 3 + k, r, req.straggle_us)));
+      }
+      plan.iteration_scales.push_back(sc);
+      if (req.straggle_us > 0) plan.straggle_us.push_back(st);
+    }
+    plan.check_every = std::max(1, req.check_every);
+    plan.selftest_fill = req.selftest_fill;
     plan.ranks_per_device = req.ranks_per_device;
     plan.iterations = std::max(1, req.iterations);
     plan.rows = rows_to_return;
@@ -73,24 +80,29 @@ class GpuBackend final : public Backend {
     BackendResult res;
     res.backend = "gpu";
     res.rows = rows_to_return;
-    res.outputs = o.outputs;
+    // `outputs` is iteration 0's (what relL2 is judged on: its inputs are the seed's unscaled operands).
+    res.iteration_index = o.iteration_index;
+    res.iteration_outputs = o.iteration_outputs;
+    res.outputs = !o.iteration_index.empty() && o.iteration_index.front() == 0 ? o.iteration_outputs.front() : o.outputs;
     res.partials = o.partials;
     res.phases_us = o.phases_us;
     res.per_rank_time_us = o.per_rank_time_us;
     res.total_us = o.total_us;
-    res.device = o.device;
+    res.device = o.device + (o.launch == "graph" ? "" : ", " + o.launch);
     // As kernels/gemm_ar.cu places them: one rank per device when W devices exist, else all on one.
     res.ranks_per_device = req.ranks_per_device > 0 ? req.ranks_per_device
                            : kernels::device_count() >= req.shape.world ? 1 : req.shape.world;
     res.poisoned_elements = o.unwritten_outputs;
     res.gemm_impl = kernels::to_string(o.gemm_impl);
-    if (is_fused(effective_config(req.config).mode) && req.inject.label() == "none") {
+    if (is_fused(effective_config(req.config).mode) && req.inject.label() == "none" && !req.selftest_fill) {
       // The unfused baseline of this fused run, same process, same operands: the vendor GEMM (ours where the
       // build has none), then the split all-reduce of the same wire. Timed only, once per (shape, wire).
       kernels::RunPlan base = plan;
       base.config.mode = Mode::SplitSdma;
       base.faults = kernels::DeviceFaults{};
       base.rows.clear();
+      base.straggle_us.clear();
+      base.check_every = 1 << 30;  // timed only: no read-back
       base.gemm_impl = kernels::vendor_gemm_available() ? kernels::GemmImpl::Cublaslt : kernels::GemmImpl::Gemmar;
       const std::string what = std::string(kernels::vendor_gemm_available() ? "cuBLASLt GEMM" : "gemmar GEMM") +
                                " + split-sdma " + to_string(base.config.gather_dtype) + "/" +

@@ -49,6 +49,8 @@ std::vector<RunOutcome> execute_plan(const RunPlan& plan, std::ostream* log) {
       r.ranks_per_device = plan.ranks_per_device;
       r.check_rows = plan.check_rows;
       r.iterations = plan.iterations;
+      r.check_every = plan.check_every;
+      r.straggle_us = plan.straggle_us;
       r.profile = plan.profile;
       r.gemm_impl = plan.gemm_impl;
       if (!plan.dump_dir.empty()) {

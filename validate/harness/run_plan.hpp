@@ -19,6 +19,8 @@ struct RunPlan {
   uint64_t seed = 1234;
   int64_t check_rows = 256;
   int iterations = 11;
+  int check_every = 1;
+  double straggle_us = 0;
   int ranks_per_device = 0;
   std::string profile;
   std::string gemm_impl = "gemmar";

@@ -276,6 +276,30 @@ RunRecord run_record_from_json(const nlohmann::json& j, const std::string& sourc
     r.unfused_baseline_us = get_number(j, "unfused_baseline_us", source);
     check_time(*r.unfused_baseline_us, source, "unfused_baseline_us");
   }
+  if (present(j, "iterations_checked")) r.iterations_checked = int(std::clamp<int64_t>(get_int(j, "iterations_checked", source), 0, 1 << 30));
+  if (present(j, "check_every")) r.check_every = int(std::clamp<int64_t>(get_int(j, "check_every", source), 0, 1 << 30));
+  if (present(j, "wrong_elements_per_iteration"))
+    for (double v : get_number_array(j, "wrong_elements_per_iteration", source)) {
+      if (!(v >= 0 && v < 9e15 && v == std::floor(v)))
+        bad_field(source, "wrong_elements_per_iteration", "must hold non-negative integers");
+      r.wrong_elements_per_iteration.push_back(int64_t(v));
+    }
+  r.stale_elements = count("stale_elements");
+  if (present(j, "nondeterministic_iterations")) {
+    const auto& v = j.at("nondeterministic_iterations");
+    if (!v.is_array()) bad_field(source, "nondeterministic_iterations", std::string("must be an array, got ") + type_name(v));
+    for (size_t i = 0; i < v.size(); ++i) {
+      const std::string where = "nondeterministic_iterations[" + std::to_string(i) + "]";
+      if (!v[i].is_object()) bad_field(source, where, std::string("must be an object, got ") + type_name(v[i]));
+      NondeterministicIteration nd;
+      if (present(v[i], "iteration")) nd.iteration = int(std::clamp<int64_t>(get_int(v[i], "iteration", source), 0, 1 << 30));
+      if (present(v[i], "repeat_of")) nd.repeat_of = int(std::clamp<int64_t>(get_int(v[i], "repeat_of", source), 0, 1 << 30));
+      if (present(v[i], "ranks"))
+        for (double x : get_number_array(v[i], "ranks", source)) nd.ranks.push_back(int(std::clamp(x, -1.0, 1e6)));
+      r.nondeterministic_iterations.push_back(nd);
+    }
+  }
+  if (present(j, "straggle_us")) r.straggle_us = get_number(j, "straggle_us", source);
 
   // The sizes and combinations the op itself rejects mean the record cannot describe a real run.
   try {
@@ -326,6 +350,17 @@ nlohmann::json run_record_to_json(const RunRecord& r) {
   if (r.device) j["device"] = *r.device;
   if (r.gemm_impl) j["gemm_impl"] = *r.gemm_impl;
   if (r.unfused_baseline) j["unfused_baseline"] = *r.unfused_baseline;
+  if (r.iterations_checked) j["iterations_checked"] = *r.iterations_checked;
+  if (r.check_every) j["check_every"] = *r.check_every;
+  if (!r.wrong_elements_per_iteration.empty()) j["wrong_elements_per_iteration"] = r.wrong_elements_per_iteration;
+  if (r.stale_elements) j["stale_elements"] = *r.stale_elements;
+  if (!r.nondeterministic_iterations.empty()) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& nd : r.nondeterministic_iterations)
+      a.push_back({{"iteration", nd.iteration}, {"repeat_of", nd.repeat_of}, {"ranks", nd.ranks}});
+    j["nondeterministic_iterations"] = a;
+  }
+  if (r.straggle_us) j["straggle_us"] = *r.straggle_us;
   if (r.unfused_baseline_us) {
     j["unfused_baseline_us"] = *r.unfused_baseline_us;
     if (r.max_rank_time_us && *r.max_rank_time_us > 0)

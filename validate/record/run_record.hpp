@@ -17,6 +17,14 @@
 
 namespace gemmar {
 
+// Two iterations on the same inputs whose output bits differ (issue 15): `iteration` repeated `repeat_of`'s
+// inputs; `ranks` are the ranks whose outputs differ.
+struct NondeterministicIteration {
+  int iteration = 0;
+  int repeat_of = 0;
+  std::vector<int> ranks;
+};
+
 struct RunRecord {
   std::string source;  // "file:line" (or "run:N") for messages
   // --- The benchmark's fields. Absent optional fields stay nullopt; NaN is kept as NaN.
@@ -60,6 +68,16 @@ struct RunRecord {
   std::optional<std::string> gemm_impl;
   std::optional<std::string> unfused_baseline;
   std::optional<double> unfused_baseline_us;
+  // --- Per-iteration checks (issue 15; run, validate): each checked iteration (0, check_every, 2*check_every,
+  // ...) ran on its own inputs; wrong_elements is their sum. stale_elements: wrong elements of an iteration
+  // that hold what the previous iteration's inputs give there. nondeterministic_iterations: repeats of the
+  // same inputs whose bits differ. straggle_us: the random per-rank delays' bound, when injected.
+  std::optional<int> iterations_checked;
+  std::optional<int> check_every;
+  std::vector<int64_t> wrong_elements_per_iteration;
+  std::optional<int64_t> stale_elements;
+  std::vector<NondeterministicIteration> nondeterministic_iterations;
+  std::optional<double> straggle_us;
   nlohmann::json raw;                   // the whole input object (fields gemmar does not model are kept)
 };
 

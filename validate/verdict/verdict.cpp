@@ -175,6 +175,7 @@ struct Judge {
     wire = fp8 ? "fp8" : "bf16";
     not_validated();
     output_checks();
+    iteration_checks();
     worst_rank_error();
     floors();
     silent_transfer();
@@ -225,6 +226,46 @@ struct Judge {
               " output elements still hold the poison written before the run: no kernel or copy wrote them "
               "(a skipped tile, a put that never landed, a grid that does not cover the output).");
     }
+  }
+
+  // --- NONDETERMINISTIC / STALE_ITERATION (issue 15): what checking every iteration found, within one record.
+  // Repeats of the same inputs must give the same bits; a first iteration right and a later one wrong (or wrong
+  // elements holding the previous iteration's values) is state carried from one iteration to the next.
+  void iteration_checks() {
+    for (const auto& nd : r.nondeterministic_iterations) {
+      std::ostringstream m;
+      m << "Iteration " << nd.iteration << " ran on the same inputs as iteration " << nd.repeat_of
+        << " but its output bits differ on rank" << (nd.ranks.size() == 1 ? " " : "s ");
+      for (size_t i = 0; i < nd.ranks.size(); ++i) m << (i ? ", " : "") << nd.ranks[i];
+      m << ": the result depends on timing (a race: a missing wait, a flag read before it is set, a sum in arrival "
+           "order)";
+      if (r.straggle_us) m << "; stragglers of up to " << us(*r.straggle_us) << " were injected";
+      add("NONDETERMINISTIC", Severity::Error, m.str() + ".");
+      break;  // one finding; the record lists every iteration
+    }
+    const auto& w = r.wrong_elements_per_iteration;
+    std::vector<size_t> bad;
+    for (size_t i = 1; i < w.size(); ++i)
+      if (w[i] > 0) bad.push_back(i);
+    const bool first_right_later_wrong = w.size() > 1 && w[0] == 0 && !bad.empty();
+    const int64_t stale = r.stale_elements.value_or(0);
+    if (!first_right_later_wrong && stale == 0) return;
+    const int step = std::max(1, r.check_every.value_or(1));
+    std::ostringstream m;
+    if (first_right_later_wrong) {
+      m << "The first iteration's output is right but checked iteration" << (bad.size() == 1 ? " " : "s ");
+      for (size_t i = 0; i < bad.size() && i < 8; ++i) m << (i ? ", " : "") << int(bad[i]) * step;
+      if (bad.size() > 8) m << ", ...";
+      m << " hold wrong elements (";
+      for (size_t i = 0; i < bad.size() && i < 8; ++i) m << (i ? ", " : "") << w[bad[i]];
+      m << ")";
+    } else {
+      m << "Wrong elements of later iterations";
+    }
+    if (stale > 0) m << "; " << stale << " of them hold what the previous iteration's inputs give";
+    m << ": state carried from one iteration (graph replay) to the next: a flag not reset between replays, a wait "
+         "satisfied by the previous replay's signal, a host value baked into the capture";
+    add("STALE_ITERATION", Severity::Error, m.str() + ".");
   }
 
   // The benchmark's rel_l2 is the minimum over ranks; the worst rank decides correctness.
