@@ -176,5 +176,217 @@ __global__ void __launch_bounds__(kWThreads, 1)
 #endif
 }
 
+
+// ---------------------------------------------------------------------------------------------------------
+// gemm_wgmma2_kernel: CTA tile 256 x 128 (kCluster = 2: a cluster of two CTAs side by side along N shares the
+// A tile through TMA multicast, so one cluster computes 256 x 256 and reads A once). 384 threads: WG0 is the
+// producer (setmaxnreg 40; one thread issues the TMA loads: its half of A multicast to both CTAs, its B tile,
+// and the 256 A scales of the K block), WG1/WG2 the consumers (setmaxnreg 232), each owning 128 rows as two
+// 64-row waves of m64n128k32 wgmma. Per K block and wave: 4 wgmma into `acc` (scale-d 0 first), wait, then
+// total = block_accumulate(total, acc, sa, sb); the other consumer warpgroup's wgmma runs on the tensor cores
+// meanwhile. A stage is released (one arrive per consumer warp on the empty barrier of every CTA of the
+// cluster, since the peer's multicast writes into it) after the second wave's wait. Epilogue as above.
+constexpr int kW2BlockM = 256;
+constexpr int kW2Stages = 4;
+constexpr int kW2StageA = kW2BlockM * kBlockK;  // 32 KiB
+constexpr int kW2StageB = kBlockN * kBlockK;    // 16 KiB
+constexpr int kW2StageS = kW2BlockM * 4;        // the A scales of the K block, 1 KiB
+constexpr int kW2Smem = kW2Stages * (kW2StageA + kW2StageB + kW2StageS) + 1024 + 256;
+
+__device__ __forceinline__ uint32_t cluster_ctarank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void cluster_sync_all() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// Arrive on the barrier at the same shared-memory offset in CTA `cta` of the cluster.
+__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta) {
+  asm volatile(
+      "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}" ::"r"(smem_u32(bar)),
+      "r"(cta)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_2d_mc(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1,
+                                               uint16_t mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(smem_u32(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "h"(mask)
+      : "memory");
+}
+__device__ __forceinline__ void tma_prefetch_desc(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+
+// kFma (measurement only, GEMMAR_GEMM_KERNEL=wgmma2fma): the promotion as one fma(acc, sa*sb, total) instead
+// of block_accumulate's separately rounded multiply and add.
+template <int kCluster, bool kFma = false>
+__global__ void __launch_bounds__(kWThreads, 1)
+    gemm_wgmma2_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
+                       const __grid_constant__ CUtensorMap tm_sa, const float* __restrict__ SB, int64_t N, int64_t K,
+                       int64_t m_begin, int64_t m_end, GemmDest dest) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  uint8_t* sA = smem;
+  uint8_t* sB = sA + kW2Stages * kW2StageA;
+  float* sS = reinterpret_cast<float*>(sB + kW2Stages * kW2StageB);
+  uint64_t* full = reinterpret_cast<uint64_t*>(reinterpret_cast<uint8_t*>(sS) + kW2Stages * kW2StageS);
+  uint64_t* empty = full + kW2Stages;
+  const int tid = threadIdx.x;
+  const int wg = __shfl_sync(0xffffffffu, tid / 128, 0);
+  const uint32_t rank = kCluster > 1 ? cluster_ctarank() : 0;
+  if (tid == 0) {
+    for (int s = 0; s < kW2Stages; ++s) {
+      mbar_init(full + s, 1);
+      mbar_init(empty + s, 8 * kCluster);  // one arrive per consumer warp of every CTA of the cluster
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  if (kCluster > 1) cluster_sync_all();
+  else __syncthreads();
+  const int KB = int(K / kBlockK);
+  const int tiles_n = int(N / kBlockN);
+  const int pairs_n = tiles_n / kCluster;
+  const int units = int((m_end - m_begin) / kW2BlockM) * pairs_n;
+  const int cid = int(blockIdx.x) / kCluster, nclusters = int(gridDim.x) / kCluster;
+
+  if (wg == 0) {  // producer
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+    if (tid == 0) {
+      tma_prefetch_desc(&tm_a);
+      tma_prefetch_desc(&tm_b);
+      tma_prefetch_desc(&tm_sa);
+      int stage = 0;
+      uint32_t phase = 0;
+      for (int u = cid; u < units; u += nclusters) {
+        const int m0 = int(m_begin) + (u / pairs_n) * kW2BlockM;
+        const int n0 = ((u % pairs_n) * kCluster + int(rank)) * kBlockN;
+        for (int kb = 0; kb < KB; ++kb) {
+          mbar_wait(empty + stage, phase ^ 1);
+          mbar_expect_tx(full + stage, kW2StageA + kW2StageB + kW2StageS);
+          if (kCluster > 1) {
+            tma_load_2d_mc(sA + stage * kW2StageA + int(rank) * (kW2StageA / 2), &tm_a, full + stage, kb * kBlockK,
+                           m0 + int(rank) * (kW2BlockM / 2), uint16_t((1u << kCluster) - 1));
+          } else {
+            tma_load_2d(sA + stage * kW2StageA, &tm_a, full + stage, kb * kBlockK, m0);
+            tma_load_2d(sA + stage * kW2StageA + kW2StageA / 2, &tm_a, full + stage, kb * kBlockK, m0 + kW2BlockM / 2);
+          }
+          tma_load_2d(sB + stage * kW2StageB, &tm_b, full + stage, kb * kBlockK, n0);
+          tma_load_2d(sS + stage * (kW2StageS / 4), &tm_sa, full + stage, m0, kb);
+          if (++stage == kW2Stages) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
+      }
+    }
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+    // consumers: warpgroup c owns rows [128c, 128c + 128) of the tile, as waves h = 0, 1 of 64 rows
+    const int c = wg - 1;
+    const int lt = tid - 128 * wg;
+    const int w = lt / 32, lane = lt % 32;
+    const int g = lane >> 2, tq = lane & 3;
+    const int lrow = 128 * c + 16 * w + g;  // this thread's rows in the tile: lrow + 64h and lrow + 64h + 8
+    int stage = 0;
+    uint32_t phase = 0;
+    for (int u = cid; u < units; u += nclusters) {
+      const int64_t m0 = m_begin + int64_t(u / pairs_n) * kW2BlockM;
+      const int nb = (u % pairs_n) * kCluster + int(rank);
+      const int64_t n0 = int64_t(nb) * kBlockN;
+      const float* sb_row = SB + int64_t(nb) * KB;
+      float total[2][64], acc[64];
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int i = 0; i < 64; ++i) total[h][i] = 0.0f;
+      float sbv = __ldg(sb_row);
+      for (int kb = 0; kb < KB; ++kb) {
+        const float sb_cur = sbv;
+        if (kb + 1 < KB) sbv = __ldg(sb_row + kb + 1);
+        mbar_wait(full + stage, phase);
+        const float* ss = sS + stage * (kW2StageS / 4);
+        float sa[2][2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          sa[h][0] = ss[lrow + 64 * h];
+          sa[h][1] = ss[lrow + 64 * h + 8];
+        }
+        const uint8_t* b_tile = sB + stage * kW2StageB;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const uint8_t* a_tile = sA + stage * kW2StageA + (128 * c + 64 * h) * kBlockK;
+          wgmma_fence();
+#pragma unroll
+          for (int ks = 0; ks < kBlockK / 32; ++ks)
+            wgmma_m64n128k32_e4m3(acc, smem_desc(a_tile + ks * 32), smem_desc(b_tile + ks * 32), ks > 0 ? 1 : 0);
+          wgmma_commit();
+          wgmma_wait0();
+#pragma unroll
+          for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(acc[i])::"memory");
+          if (h == 1) {
+            if (kCluster > 1) {
+              if (lane < kCluster) mbar_arrive_cluster(empty + stage, uint32_t(lane));
+            } else if (lane == 0) {
+              mbar_arrive(empty + stage);
+            }
+          }
+          if constexpr (kFma) {
+            const float s0 = sa[h][0] * sb_cur, s1 = sa[h][1] * sb_cur;
+#pragma unroll
+            for (int j = 0; j < 16; ++j) {
+              total[h][4 * j + 0] = fmaf(acc[4 * j + 0], s0, total[h][4 * j + 0]);
+              total[h][4 * j + 1] = fmaf(acc[4 * j + 1], s0, total[h][4 * j + 1]);
+              total[h][4 * j + 2] = fmaf(acc[4 * j + 2], s1, total[h][4 * j + 2]);
+              total[h][4 * j + 3] = fmaf(acc[4 * j + 3], s1, total[h][4 * j + 3]);
+            }
+          } else {
+#pragma unroll
+            for (int j = 0; j < 16; ++j) {
+              total[h][4 * j + 0] = nm::block_accumulate(total[h][4 * j + 0], acc[4 * j + 0], sa[h][0], sb_cur);
+              total[h][4 * j + 1] = nm::block_accumulate(total[h][4 * j + 1], acc[4 * j + 1], sa[h][0], sb_cur);
+              total[h][4 * j + 2] = nm::block_accumulate(total[h][4 * j + 2], acc[4 * j + 2], sa[h][1], sb_cur);
+              total[h][4 * j + 3] = nm::block_accumulate(total[h][4 * j + 3], acc[4 * j + 3], sa[h][1], sb_cur);
+            }
+          }
+        }
+        if (++stage == kW2Stages) {
+          stage = 0;
+          phase ^= 1;
+        }
+      }
+      int slice = 0;
+      uint16_t* C = tile_dest(dest, m0, slice);
+      if (C) {
+        const int64_t ldd = dest.ldd;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          uint16_t* c0 = C + (m0 + lrow + 64 * h) * ldd + n0 + 2 * tq;
+#pragma unroll
+          for (int j = 0; j < 16; ++j) {
+            *reinterpret_cast<uint32_t*>(c0 + 8 * j) = pack_bf16x2(total[h][4 * j + 0], total[h][4 * j + 1]);
+            *reinterpret_cast<uint32_t*>(c0 + 8 * ldd + 8 * j) = pack_bf16x2(total[h][4 * j + 2], total[h][4 * j + 3]);
+          }
+        }
+      }
+      consumer_bar();  // both consumer warpgroups stored the tile
+      if (tid == 128 && dest.counters) {
+        __threadfence();
+        atomicAdd(dest.counters + slice, 1u);
+      }
+    }
+  }
+  // No CTA leaves while its peer may still multicast into it or arrive on its barriers.
+  if (kCluster > 1) cluster_sync_all();
+#else
+  (void)SB; (void)N; (void)K; (void)m_begin; (void)m_end; (void)dest; (void)tm_a; (void)tm_b; (void)tm_sa;
+  __trap();
+#endif
+}
+
 }  // namespace
 }  // namespace gemmar::kernels::dev

@@ -15,6 +15,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <vector>
 #endif
 
 namespace gemmar::kernels::dev {
@@ -651,18 +653,30 @@ int grid_for(int64_t work_items, int per_block) {
 
 #if defined(GEMMAR_GPU_CUDA)
 namespace {
-// The wgmma kernel runs on compute capability 9.x (this build targets sm_90a) unless GEMMAR_GEMM_KERNEL=mma
-// asks for the mma.sync kernel (kept as the fallback and for comparison).
-bool use_wgmma() {
+// The wgmma kernels run on compute capability 9.x (this build targets sm_90a). GEMMAR_GEMM_KERNEL selects:
+//   (unset) / "wgmma2"  256x128 tiles, clusters of 2 along N sharing A by TMA multicast (gemm_wgmma2_kernel<2>)
+//   "wgmma2c1"          the same kernel without clusters (gemm_wgmma2_kernel<1>)
+//   "wgmma2fma"         measurement only: wgmma2 with the promotion as one fma (not block_accumulate's roundings)
+//   "wgmma"             the first wgmma kernel, 128x128 tiles (gemm_wgmma_kernel)
+//   "mma"               the mma.sync kernel (kept as the fallback and for comparison)
+// wgmma2 needs 256-row alignment of the launch's row range and of the destination slices, and (with clusters)
+// an even number of 128-column tiles; otherwise the 128x128 wgmma kernel runs.
+enum class WgmmaKind { None, V1, V2C1, V2C2, V2C2Fma };
+WgmmaKind wgmma_kind() {
   static int v = -1;
   if (v < 0) {
     int dev = 0;
     gpuDeviceProp prop{};
     const char* env = std::getenv("GEMMAR_GEMM_KERNEL");
-    v = gpuGetDevice(&dev) == gpuSuccess && gpuGetDeviceProperties(&prop, dev) == gpuSuccess && prop.major == 9 &&
-        !(env && std::strcmp(env, "mma") == 0);
+    const bool hopper = gpuGetDevice(&dev) == gpuSuccess && gpuGetDeviceProperties(&prop, dev) == gpuSuccess &&
+                        prop.major == 9;
+    if (!hopper || (env && std::strcmp(env, "mma") == 0)) v = int(WgmmaKind::None);
+    else if (env && std::strcmp(env, "wgmma") == 0) v = int(WgmmaKind::V1);
+    else if (env && std::strcmp(env, "wgmma2c1") == 0) v = int(WgmmaKind::V2C1);
+    else if (env && std::strcmp(env, "wgmma2fma") == 0) v = int(WgmmaKind::V2C2Fma);
+    else v = int(WgmmaKind::V2C2);
   }
-  return v == 1;
+  return WgmmaKind(v);
 }
 
 PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
@@ -678,7 +692,7 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 }
 
 // rows x k e4m3 row-major, boxes of 128 rows x 128 bytes, 128-byte swizzle (what smem_desc() describes).
-bool make_tile_map(CUtensorMap* map, const uint8_t* base, int64_t rows, int64_t k) {
+bool encode_tile_map(CUtensorMap* map, const uint8_t* base, int64_t rows, int64_t k) {
   const auto enc = tensor_map_encoder();
   if (!enc) return false;
   const cuuint64_t dims[2] = {cuuint64_t(k), cuuint64_t(rows)};
@@ -688,6 +702,50 @@ bool make_tile_map(CUtensorMap* map, const uint8_t* base, int64_t rows, int64_t 
   return enc(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<uint8_t*>(base), dims, strides, box, estr,
              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+// The A scales [k/128, m] fp32 (m contiguous): boxes of 256 scales of one K block.
+bool encode_scale_map(CUtensorMap* map, const float* base, int64_t m, int64_t kb) {
+  const auto enc = tensor_map_encoder();
+  if (!enc) return false;
+  const cuuint64_t dims[2] = {cuuint64_t(m), cuuint64_t(kb)};
+  const cuuint64_t strides[1] = {cuuint64_t(m) * 4};
+  const cuuint32_t box[2] = {256, 1};
+  const cuuint32_t estr[2] = {1, 1};
+  return enc(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(base), dims, strides, box, estr,
+             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+// Encoding is host work between the launch's events; the maps of recently used operands are kept (the map
+// depends only on the address, the extents and the kind, never on the contents).
+bool cached_map(CUtensorMap* map, const void* base, int64_t rows, int64_t cols, int kind) {
+  struct Entry {
+    const void* base;
+    int64_t rows, cols;
+    int kind;
+    CUtensorMap map;
+  };
+  static std::mutex mu;
+  static std::vector<Entry> cache;
+  static size_t next = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  for (const Entry& e : cache)
+    if (e.base == base && e.rows == rows && e.cols == cols && e.kind == kind) {
+      *map = e.map;
+      return true;
+    }
+  const bool ok = kind == 0 ? encode_tile_map(map, static_cast<const uint8_t*>(base), rows, cols)
+                            : encode_scale_map(map, static_cast<const float*>(base), rows, cols);
+  if (!ok) return false;
+  const Entry e{base, rows, cols, kind, *map};
+  if (cache.size() < 256) cache.push_back(e);
+  else cache[next++ % cache.size()] = e;
+  return true;
+}
+bool make_tile_map(CUtensorMap* map, const uint8_t* base, int64_t rows, int64_t k) {
+  return cached_map(map, base, rows, k, 0);
+}
+bool make_scale_map(CUtensorMap* map, const float* base, int64_t m, int64_t kb) {
+  return cached_map(map, base, m, kb, 1);
 }
 }  // namespace
 #endif
@@ -699,7 +757,44 @@ gpuError_t launch_gemm_blockscale(const uint8_t* a, const uint8_t* b, const floa
   int devno = 0;
   if (gpuGetDevice(&devno) != gpuSuccess || devno < 0 || devno >= kMaxWorld) devno = 0;
 #if defined(GEMMAR_GPU_CUDA)
-  if (use_wgmma()) {
+  const WgmmaKind kind = wgmma_kind();
+  const bool v2_fits = m_begin % kW2BlockM == 0 && (m_end - m_begin) % kW2BlockM == 0 &&
+                       dest.slice_rows % kW2BlockM == 0;
+  if ((kind == WgmmaKind::V2C1 || kind == WgmmaKind::V2C2 || kind == WgmmaKind::V2C2Fma) && v2_fits) {
+    const int cl = kind != WgmmaKind::V2C1 && (n / kBlockN) % 2 == 0 ? 2 : 1;
+    const bool fma = kind == WgmmaKind::V2C2Fma;
+    const int vi = (fma ? 2 : 0) + cl - 1;
+    auto kern = fma ? (cl == 2 ? gemm_wgmma2_kernel<2, true> : gemm_wgmma2_kernel<1, true>)
+                    : (cl == 2 ? gemm_wgmma2_kernel<2> : gemm_wgmma2_kernel<1>);
+    static bool w2attr_set[4][kMaxWorld] = {};
+    if (!w2attr_set[vi][devno]) {
+      const gpuError_t e = gpuFuncSetAttribute(kern, gpuFuncAttributeMaxDynamicSharedMemorySize, kW2Smem);
+      if (e != gpuSuccess) return e;
+      w2attr_set[vi][devno] = true;
+    }
+    if (m_end <= m_begin) return gpuSuccess;
+    CUtensorMap ta, tb, tsa;
+    if (!make_tile_map(&ta, a, m, k) || !make_tile_map(&tb, b, n, k) || !make_scale_map(&tsa, a_scale, m, k / kBlockK))
+      return gpuErrorInvalidValue;
+    const int64_t units = ((m_end - m_begin) / kW2BlockM) * ((n / kBlockN) / cl);
+    const int64_t clusters = std::min<int64_t>(units, sm_count_cached() / cl);
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(unsigned(clusters * cl));
+    cfg.blockDim = dim3(kWThreads);
+    cfg.dynamicSmemBytes = kW2Smem;
+    cfg.stream = s;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = unsigned(cl);
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    const gpuError_t e = cudaLaunchKernelEx(&cfg, kern, ta, tb, tsa, b_scale, n, k, m_begin, m_end, dest);
+    if (e != gpuSuccess) return e;
+    return gpuGetLastError();
+  }
+  if (kind != WgmmaKind::None) {
     static bool wattr_set[kMaxWorld] = {};
     if (!wattr_set[devno]) {
       const gpuError_t e = gpuFuncSetAttribute(gemm_wgmma_kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, kWgmmaSmem);
@@ -803,9 +898,20 @@ const char* gemm_kernel_name() {
 #if defined(GEMMAR_GPU_HIP)
   return "mfma 32x32x16 fp8 (gfx94x/gfx950), 128x128x128 tiles";
 #else
-  if (use_wgmma())
-    return "wgmma m64n128k32 e4m3 + TMA/mbarrier, warp-specialised (1 producer + 2 consumer warpgroups), persistent, "
-           "128x128x128 tiles, 6 stages";
+  switch (wgmma_kind()) {
+    case WgmmaKind::V2C2:
+      return "wgmma m64n128k32 e4m3 + TMA/mbarrier, 256x128 tiles, clusters of 2 sharing A by TMA multicast, "
+             "1 producer (40 regs) + 2 consumer warpgroups (232 regs), persistent, 4 stages "
+             "(128x128 wgmma kernel where rows are not 256-aligned)";
+    case WgmmaKind::V2C1:
+      return "wgmma m64n128k32 e4m3 + TMA/mbarrier, 256x128 tiles, no cluster, 1 producer + 2 consumer warpgroups, "
+             "setmaxnreg, persistent, 4 stages";
+    case WgmmaKind::V1:
+      return "wgmma m64n128k32 e4m3 + TMA/mbarrier, warp-specialised (1 producer + 2 consumer warpgroups), "
+             "persistent, 128x128x128 tiles, 6 stages";
+    default:
+      break;
+  }
   return "mma.sync m16n8k32 e4m3 + cp.async, 128x128x128 tiles";
 #endif
 }
