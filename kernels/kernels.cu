@@ -654,14 +654,17 @@ int grid_for(int64_t work_items, int per_block) {
 #if defined(GEMMAR_GPU_CUDA)
 namespace {
 // The wgmma kernels run on compute capability 9.x (this build targets sm_90a). GEMMAR_GEMM_KERNEL selects:
-//   (unset) / "wgmma2"  256x128 tiles, clusters of 2 along N sharing A by TMA multicast (gemm_wgmma2_kernel<2>)
+//   (unset) / "wgmma3"  128x128 tiles, two accumulator sets (K block g+1 issued before g is promoted),
+//                       clusters of 2 along N sharing A by TMA multicast (gemm_wgmma3_kernel<2>)
+//   "wgmma3c1"          the same without clusters
+//   "wgmma2"            256x128 tiles, clusters of 2 along N sharing A by TMA multicast (gemm_wgmma2_kernel<2>)
 //   "wgmma2c1"          the same kernel without clusters (gemm_wgmma2_kernel<1>)
 //   "wgmma2fma"         measurement only: wgmma2 with the promotion as one fma (not block_accumulate's roundings)
 //   "wgmma"             the first wgmma kernel, 128x128 tiles (gemm_wgmma_kernel)
 //   "mma"               the mma.sync kernel (kept as the fallback and for comparison)
 // wgmma2 needs 256-row alignment of the launch's row range and of the destination slices, and (with clusters)
 // an even number of 128-column tiles; otherwise the 128x128 wgmma kernel runs.
-enum class WgmmaKind { None, V1, V2C1, V2C2, V2C2Fma };
+enum class WgmmaKind { None, V1, V2C1, V2C2, V2C2Fma, V2C1Ord, V2C2Ord, V3C1, V3C2 };
 WgmmaKind wgmma_kind() {
   static int v = -1;
   if (v < 0) {
@@ -672,9 +675,13 @@ WgmmaKind wgmma_kind() {
                         prop.major == 9;
     if (!hopper || (env && std::strcmp(env, "mma") == 0)) v = int(WgmmaKind::None);
     else if (env && std::strcmp(env, "wgmma") == 0) v = int(WgmmaKind::V1);
+    else if (env && std::strcmp(env, "wgmma2") == 0) v = int(WgmmaKind::V2C2);
     else if (env && std::strcmp(env, "wgmma2c1") == 0) v = int(WgmmaKind::V2C1);
+    else if (env && std::strcmp(env, "wgmma3c1") == 0) v = int(WgmmaKind::V3C1);
+    else if (env && std::strcmp(env, "wgmma2o") == 0) v = int(WgmmaKind::V2C2Ord);
+    else if (env && std::strcmp(env, "wgmma2oc1") == 0) v = int(WgmmaKind::V2C1Ord);
     else if (env && std::strcmp(env, "wgmma2fma") == 0) v = int(WgmmaKind::V2C2Fma);
-    else v = int(WgmmaKind::V2C2);
+    else v = int(WgmmaKind::V3C2);
   }
   return WgmmaKind(v);
 }
@@ -703,13 +710,13 @@ bool encode_tile_map(CUtensorMap* map, const uint8_t* base, int64_t rows, int64_
              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
-// The A scales [k/128, m] fp32 (m contiguous): boxes of 256 scales of one K block.
-bool encode_scale_map(CUtensorMap* map, const float* base, int64_t m, int64_t kb) {
+// The A scales [k/128, m] fp32 (m contiguous): boxes of `box` scales (the tile's rows) of one K block.
+bool encode_scale_map(CUtensorMap* map, const float* base, int64_t m, int64_t kb, uint32_t box_rows) {
   const auto enc = tensor_map_encoder();
   if (!enc) return false;
   const cuuint64_t dims[2] = {cuuint64_t(m), cuuint64_t(kb)};
   const cuuint64_t strides[1] = {cuuint64_t(m) * 4};
-  const cuuint32_t box[2] = {256, 1};
+  const cuuint32_t box[2] = {box_rows, 1};
   const cuuint32_t estr[2] = {1, 1};
   return enc(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(base), dims, strides, box, estr,
              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
@@ -734,7 +741,7 @@ bool cached_map(CUtensorMap* map, const void* base, int64_t rows, int64_t cols, 
       return true;
     }
   const bool ok = kind == 0 ? encode_tile_map(map, static_cast<const uint8_t*>(base), rows, cols)
-                            : encode_scale_map(map, static_cast<const float*>(base), rows, cols);
+                            : encode_scale_map(map, static_cast<const float*>(base), rows, cols, uint32_t(kind));
   if (!ok) return false;
   const Entry e{base, rows, cols, kind, *map};
   if (cache.size() < 256) cache.push_back(e);
@@ -744,8 +751,49 @@ bool cached_map(CUtensorMap* map, const void* base, int64_t rows, int64_t cols, 
 bool make_tile_map(CUtensorMap* map, const uint8_t* base, int64_t rows, int64_t k) {
   return cached_map(map, base, rows, k, 0);
 }
-bool make_scale_map(CUtensorMap* map, const float* base, int64_t m, int64_t kb) {
-  return cached_map(map, base, m, kb, 1);
+bool make_scale_map(CUtensorMap* map, const float* base, int64_t m, int64_t kb, int box_rows) {
+  return cached_map(map, base, m, kb, box_rows);
+}
+
+template <typename Kern>
+gpuError_t launch_tma_gemm(Kern kern, int smem, int block_m, int cluster, const uint8_t* a, const uint8_t* b,
+                           const float* a_scale, const float* b_scale, int64_t m, int64_t n, int64_t k,
+                           int64_t m_begin, int64_t m_end, const GemmDest& dest, gpuStream_t s) {
+  static std::mutex mu;
+  static std::vector<std::pair<const void*, int>> attr_done;  // (kernel, device)
+  int devno = 0;
+  if (gpuGetDevice(&devno) != gpuSuccess) devno = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    const std::pair<const void*, int> key{reinterpret_cast<const void*>(kern), devno};
+    if (std::find(attr_done.begin(), attr_done.end(), key) == attr_done.end()) {
+      const gpuError_t e = gpuFuncSetAttribute(kern, gpuFuncAttributeMaxDynamicSharedMemorySize, smem);
+      if (e != gpuSuccess) return e;
+      attr_done.push_back(key);
+    }
+  }
+  if (m_end <= m_begin) return gpuSuccess;
+  CUtensorMap ta, tb, tsa;
+  if (!make_tile_map(&ta, a, m, k) || !make_tile_map(&tb, b, n, k) ||
+      !make_scale_map(&tsa, a_scale, m, k / kBlockK, block_m))
+    return gpuErrorInvalidValue;
+  const int64_t units = ((m_end - m_begin) / block_m) * ((n / kBlockN) / cluster);
+  const int64_t clusters = std::min<int64_t>(units, sm_count_cached() / cluster);
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(unsigned(clusters * cluster));
+  cfg.blockDim = dim3(kWThreads);
+  cfg.dynamicSmemBytes = size_t(smem);
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = unsigned(cluster);
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  const gpuError_t e = cudaLaunchKernelEx(&cfg, kern, ta, tb, tsa, b_scale, n, k, m_begin, m_end, dest);
+  if (e != gpuSuccess) return e;
+  return gpuGetLastError();
 }
 }  // namespace
 #endif
@@ -758,41 +806,25 @@ gpuError_t launch_gemm_blockscale(const uint8_t* a, const uint8_t* b, const floa
   if (gpuGetDevice(&devno) != gpuSuccess || devno < 0 || devno >= kMaxWorld) devno = 0;
 #if defined(GEMMAR_GPU_CUDA)
   const WgmmaKind kind = wgmma_kind();
+  const bool even_n = (n / kBlockN) % 2 == 0;
+  if ((kind == WgmmaKind::V3C2 || kind == WgmmaKind::V3C1) && (k / kBlockK) % 2 == 0) {
+    const int cl = kind == WgmmaKind::V3C2 && even_n ? 2 : 1;
+    return launch_tma_gemm(cl == 2 ? gemm_wgmma3_kernel<2> : gemm_wgmma3_kernel<1>, kW3Smem, kBlockM, cl, a, b,
+                           a_scale, b_scale, m, n, k, m_begin, m_end, dest, s);
+  }
   const bool v2_fits = m_begin % kW2BlockM == 0 && (m_end - m_begin) % kW2BlockM == 0 &&
                        dest.slice_rows % kW2BlockM == 0;
+  if ((kind == WgmmaKind::V2C1Ord || kind == WgmmaKind::V2C2Ord) && v2_fits) {
+    const int cl = kind == WgmmaKind::V2C2Ord && even_n ? 2 : 1;
+    return launch_tma_gemm(cl == 2 ? gemm_wgmma2_kernel<2, false, true> : gemm_wgmma2_kernel<1, false, true>, kW2Smem,
+                           kW2BlockM, cl, a, b, a_scale, b_scale, m, n, k, m_begin, m_end, dest, s);
+  }
   if ((kind == WgmmaKind::V2C1 || kind == WgmmaKind::V2C2 || kind == WgmmaKind::V2C2Fma) && v2_fits) {
-    const int cl = kind != WgmmaKind::V2C1 && (n / kBlockN) % 2 == 0 ? 2 : 1;
+    const int cl = kind != WgmmaKind::V2C1 && even_n ? 2 : 1;
     const bool fma = kind == WgmmaKind::V2C2Fma;
-    const int vi = (fma ? 2 : 0) + cl - 1;
     auto kern = fma ? (cl == 2 ? gemm_wgmma2_kernel<2, true> : gemm_wgmma2_kernel<1, true>)
                     : (cl == 2 ? gemm_wgmma2_kernel<2> : gemm_wgmma2_kernel<1>);
-    static bool w2attr_set[4][kMaxWorld] = {};
-    if (!w2attr_set[vi][devno]) {
-      const gpuError_t e = gpuFuncSetAttribute(kern, gpuFuncAttributeMaxDynamicSharedMemorySize, kW2Smem);
-      if (e != gpuSuccess) return e;
-      w2attr_set[vi][devno] = true;
-    }
-    if (m_end <= m_begin) return gpuSuccess;
-    CUtensorMap ta, tb, tsa;
-    if (!make_tile_map(&ta, a, m, k) || !make_tile_map(&tb, b, n, k) || !make_scale_map(&tsa, a_scale, m, k / kBlockK))
-      return gpuErrorInvalidValue;
-    const int64_t units = ((m_end - m_begin) / kW2BlockM) * ((n / kBlockN) / cl);
-    const int64_t clusters = std::min<int64_t>(units, sm_count_cached() / cl);
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(unsigned(clusters * cl));
-    cfg.blockDim = dim3(kWThreads);
-    cfg.dynamicSmemBytes = kW2Smem;
-    cfg.stream = s;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = unsigned(cl);
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    const gpuError_t e = cudaLaunchKernelEx(&cfg, kern, ta, tb, tsa, b_scale, n, k, m_begin, m_end, dest);
-    if (e != gpuSuccess) return e;
-    return gpuGetLastError();
+    return launch_tma_gemm(kern, kW2Smem, kW2BlockM, cl, a, b, a_scale, b_scale, m, n, k, m_begin, m_end, dest, s);
   }
   if (kind != WgmmaKind::None) {
     static bool wattr_set[kMaxWorld] = {};
@@ -899,6 +931,20 @@ const char* gemm_kernel_name() {
   return "mfma 32x32x16 fp8 (gfx94x/gfx950), 128x128x128 tiles";
 #else
   switch (wgmma_kind()) {
+    case WgmmaKind::V3C2:
+      return "wgmma m64n128k32 e4m3 + TMA/mbarrier, 128x128 tiles, two accumulator sets (next K block issued before "
+             "the promotion), clusters of 2 sharing A by TMA multicast, 1 producer (40 regs) + 2 consumer warpgroups "
+             "(232 regs), persistent, 6 stages";
+    case WgmmaKind::V3C1:
+      return "wgmma m64n128k32 e4m3 + TMA/mbarrier, 128x128 tiles, two accumulator sets, no cluster, setmaxnreg, "
+             "persistent, 6 stages";
+    case WgmmaKind::V2C2Fma:
+      return "wgmma2 with fma promotion (measurement only)";
+    case WgmmaKind::V2C2Ord:
+    case WgmmaKind::V2C1Ord:
+      return "wgmma m64n128k32 e4m3 + TMA/mbarrier, 256x128 tiles, consumer warpgroups take turns on the tensor "
+             "cores (one promotes while the other's wgmma run), clusters of 2 sharing A by TMA multicast (c1: none), "
+             "setmaxnreg 40/232, persistent, 4 stages";
     case WgmmaKind::V2C2:
       return "wgmma m64n128k32 e4m3 + TMA/mbarrier, 256x128 tiles, clusters of 2 sharing A by TMA multicast, "
              "1 producer (40 regs) + 2 consumer warpgroups (232 regs), persistent, 4 stages "

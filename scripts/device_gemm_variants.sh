@@ -21,7 +21,7 @@ step() { echo "\$ $*"; timeout -s KILL "${T:-150}" "$@"; rc=$?; echo "rc=$rc"; r
     done
   done
   for run in ${GEMMAR_RUNS:-"gemm-only bf16 sdma 4096" "fused-lsa bf16 sdma 4096" "fused-sdma fp8 lsa 4096" "split-sdma fp8 sdma 16384"}; do
-    step "$BENCH" run $run 7168 2048 8 5 64 gemmar
+    echo "run kernel=${RUNK:-default}"; GEMMAR_GEMM_KERNEL=${RUNK:-} step "$BENCH" run $run 7168 2048 8 5 64 gemmar
   done
 } 2>&1 | tee "$LOG"
 {
