@@ -438,7 +438,7 @@ constexpr int kW3Smem = kW3Stages * (kW3StageA + kW3StageB + kW3StageS) + 1024 +
 
 __device__ __forceinline__ void wgmma_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); }
 
-template <int kCluster>
+template <int kCluster, int kKB>
 __global__ void __launch_bounds__(kWThreads, 1)
     gemm_wgmma3_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
                        const __grid_constant__ CUtensorMap tm_sa, const float* __restrict__ SB, int64_t N, int64_t K,
@@ -463,7 +463,8 @@ __global__ void __launch_bounds__(kWThreads, 1)
   }
   if (kCluster > 1) cluster_sync_all();
   else __syncthreads();
-  const int KB = int(K / kBlockK);
+  constexpr int KB = kKB;  // K / 128, checked by the launcher
+  (void)K;
   const int tiles_n = int(N / kBlockN);
   const int pairs_n = tiles_n / kCluster;
   const int units = int((m_end - m_begin) / kBlockM) * pairs_n;
@@ -505,25 +506,18 @@ __global__ void __launch_bounds__(kWThreads, 1)
     const int g8 = lane >> 2, tq = lane & 3;
     const int lrow = 64 * c + 16 * w + g8;  // this thread's rows in the tile: lrow, lrow + 8
     const int my_units = cid < units ? (units - cid + nclusters - 1) / nclusters : 0;
-    const int G = my_units * KB;  // this CTA's K blocks, all its tiles in a row
     float total[64], acc0[64], acc1[64];
 #pragma unroll
     for (int i = 0; i < 64; ++i) total[i] = 0.0f;
     // scales of the K block in flight (issued) and of the one being promoted
     float nsa0 = 0.f, nsa1 = 0.f, nsb = 0.f;
-    auto tile_of = [&](int gi, int64_t& m0, int& nb) {
-      const int u = cid + (gi / KB) * nclusters;
-      m0 = m_begin + int64_t(u / pairs_n) * kBlockM;
-      nb = (u % pairs_n) * kCluster + int(rank);
-    };
+    const float* sb_row = SB;  // the current tile's B scales
+    int64_t m0 = 0, n0 = 0;     // the current tile's origin
     // Waits for K block gi's stage, reads its scales, issues its four wgmma into `a`.
-    auto issue = [&](int gi, float(&a)[64]) {
+    auto issue = [&](int gi, int kb, float(&a)[64]) {
       const int st = gi % kW3Stages;
       const uint32_t ph = uint32_t(gi / kW3Stages) & 1u;
-      int64_t m0;
-      int nb;
-      tile_of(gi, m0, nb);
-      nsb = __ldg(SB + int64_t(nb) * KB + gi % KB);
+      nsb = __ldg(sb_row + kb);
       mbar_wait(full + st, ph);
       const float* ss = sS + st * (kW3StageS / 4);
       nsa0 = ss[lrow];
@@ -540,7 +534,7 @@ __global__ void __launch_bounds__(kWThreads, 1)
       for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(a[i])::"memory");
     };
     // K block gi (in `a`, issued earlier) is finished: release its stage, promote, and store at a tile's end.
-    auto retire = [&](int gi, float(&a)[64], float sa0, float sa1, float sbv) {
+    auto retire = [&](int gi, bool last, float(&a)[64], float sa0, float sa1, float sbv) {
 #pragma unroll
       for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(a[i])::"memory");
       const int st = gi % kW3Stages;
@@ -556,7 +550,7 @@ __global__ void __launch_bounds__(kWThreads, 1)
         total[4 * j + 2] = nm::block_accumulate(total[4 * j + 2], a[4 * j + 2], sa1, sbv);
         total[4 * j + 3] = nm::block_accumulate(total[4 * j + 3], a[4 * j + 3], sa1, sbv);
       }
-      if (gi % KB == KB - 1) {
+      if (last) {
         uint32_t packed[32];  // the tile's bf16 first: frees `total` before any address arithmetic
 #pragma unroll
         for (int j = 0; j < 16; ++j) {
@@ -565,10 +559,6 @@ __global__ void __launch_bounds__(kWThreads, 1)
         }
 #pragma unroll
         for (int i = 0; i < 64; ++i) total[i] = 0.0f;
-        int64_t m0;
-        int nb;
-        tile_of(gi, m0, nb);
-        const int64_t n0 = int64_t(nb) * kBlockN;
         int slice = 0;
         uint16_t* C = tile_dest(dest, m0, slice);
         if (C) {
@@ -587,27 +577,38 @@ __global__ void __launch_bounds__(kWThreads, 1)
         }
       }
     };
-    // Every CTA has at least one tile (grid <= tiles) and KB is even (the launcher checks): G >= 2, even, and
-    // the code between an issue and its wait is straight-line (ptxas serializes wgmma otherwise).
-    issue(0, acc0);
-    int gi = 0;
-    for (; gi < G - 2; gi += 2) {
-      float sa0 = nsa0, sa1 = nsa1, sbv = nsb;
-      issue(gi + 1, acc1);
-      wgmma_wait1();
-      retire(gi, acc0, sa0, sa1, sbv);
-      sa0 = nsa0, sa1 = nsa1, sbv = nsb;
-      issue(gi + 2, acc0);
-      wgmma_wait1();
-      retire(gi + 1, acc1, sa0, sa1, sbv);
+    // One tile per iteration, its kKB K blocks unrolled: every wgmma group is waited for inside the iteration
+    // (ptxas serializes all wgmma (C7514) when a group stays in flight across a loop's back edge).
+    for (int gt = 0; gt < my_units; ++gt) {
+      const int u = cid + gt * nclusters;
+      const int nb = (u % pairs_n) * kCluster + int(rank);
+      m0 = m_begin + int64_t(u / pairs_n) * kBlockM;
+      n0 = int64_t(nb) * kBlockN;
+      sb_row = SB + int64_t(nb) * KB;
+      const int g0 = gt * kKB;
+      issue(g0, 0, acc0);
+#pragma unroll
+      for (int kb = 0; kb < kKB; kb += 2) {
+        float sa0 = nsa0, sa1 = nsa1, sbv = nsb;
+        if (kb + 1 < kKB) {
+          issue(g0 + kb + 1, kb + 1, acc1);
+          wgmma_wait1();
+        } else {
+          wgmma_wait0();
+        }
+        retire(g0 + kb, kb + 1 == kKB, acc0, sa0, sa1, sbv);
+        if (kb + 1 < kKB) {
+          sa0 = nsa0, sa1 = nsa1, sbv = nsb;
+          if (kb + 2 < kKB) {
+            issue(g0 + kb + 2, kb + 2, acc0);
+            wgmma_wait1();
+          } else {
+            wgmma_wait0();
+          }
+          retire(g0 + kb + 1, kb + 2 == kKB, acc1, sa0, sa1, sbv);
+        }
+      }
     }
-    float sa0 = nsa0, sa1 = nsa1, sbv = nsb;
-    issue(gi + 1, acc1);
-    wgmma_wait1();
-    retire(gi, acc0, sa0, sa1, sbv);
-    sa0 = nsa0, sa1 = nsa1, sbv = nsb;
-    wgmma_wait0();
-    retire(gi + 1, acc1, sa0, sa1, sbv);
   }
   if (kCluster > 1) cluster_sync_all();
 #else

@@ -807,10 +807,10 @@ gpuError_t launch_gemm_blockscale(const uint8_t* a, const uint8_t* b, const floa
 #if defined(GEMMAR_GPU_CUDA)
   const WgmmaKind kind = wgmma_kind();
   const bool even_n = (n / kBlockN) % 2 == 0;
-  if ((kind == WgmmaKind::V3C2 || kind == WgmmaKind::V3C1) && (k / kBlockK) % 2 == 0) {
+  if ((kind == WgmmaKind::V3C2 || kind == WgmmaKind::V3C1) && k == 16 * kBlockK) {  // K = 2048: 16 K blocks
     const int cl = kind == WgmmaKind::V3C2 && even_n ? 2 : 1;
-    return launch_tma_gemm(cl == 2 ? gemm_wgmma3_kernel<2> : gemm_wgmma3_kernel<1>, kW3Smem, kBlockM, cl, a, b,
-                           a_scale, b_scale, m, n, k, m_begin, m_end, dest, s);
+    return launch_tma_gemm(cl == 2 ? gemm_wgmma3_kernel<2, 16> : gemm_wgmma3_kernel<1, 16>, kW3Smem, kBlockM, cl, a,
+                           b, a_scale, b_scale, m, n, k, m_begin, m_end, dest, s);
   }
   const bool v2_fits = m_begin % kW2BlockM == 0 && (m_end - m_begin) % kW2BlockM == 0 &&
                        dest.slice_rows % kW2BlockM == 0;
