@@ -517,7 +517,8 @@ __global__ void __launch_bounds__(kWThreads, 1)
     auto issue = [&](int gi, int kb, float(&a)[64]) {
       const int st = gi % kW3Stages;
       const uint32_t ph = uint32_t(gi / kW3Stages) & 1u;
-      nsb = __ldg(sb_row + kb);
+      // asm volatile keeps the load here: hoisting all 16 of the unrolled tile's loads costs registers (spills)
+      asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(nsb) : "l"(sb_row + kb));
       mbar_wait(full + st, ph);
       const float* ss = sS + st * (kW3StageS / 4);
       nsa0 = ss[lrow];

@@ -36,8 +36,9 @@ FLOG="$OUT/final.log"
 {
   echo "# final: GEMMAR_GEMM_KERNEL=$BEST"
   for m in $MS; do GEMMAR_GEMM_KERNEL=$BEST step "$BENCH" gemm "$m" 7168 2048; done
-  for run in "gemm-only bf16 sdma 4096" "fused-lsa bf16 sdma 4096" "fused-sdma fp8 lsa 4096" "split-sdma fp8 sdma 16384"; do
-    GEMMAR_GEMM_KERNEL=$BEST step "$BENCH" run $run 7168 2048 8 5 64 gemmar
+  RUNS=${RUNS:-"gemm-only:bf16:sdma:4096 fused-lsa:bf16:sdma:4096 fused-sdma:fp8:lsa:4096 split-sdma:fp8:sdma:16384"}
+  for run in $RUNS; do
+    GEMMAR_GEMM_KERNEL=$BEST step "$BENCH" run ${run//:/ } 7168 2048 8 5 64 gemmar
   done
 } 2>&1 | tee "$FLOG"
 {
