@@ -654,16 +654,18 @@ int grid_for(int64_t work_items, int per_block) {
 #if defined(GEMMAR_GPU_CUDA)
 namespace {
 // The wgmma kernels run on compute capability 9.x (this build targets sm_90a). GEMMAR_GEMM_KERNEL selects:
-//   (unset) / "wgmma3"  128x128 tiles, two accumulator sets (K block g+1 issued before g is promoted),
-//                       clusters of 2 along N sharing A by TMA multicast (gemm_wgmma3_kernel<2>)
-//   "wgmma3c1"          the same without clusters
-//   "wgmma2"            256x128 tiles, clusters of 2 along N sharing A by TMA multicast (gemm_wgmma2_kernel<2>)
-//   "wgmma2c1"          the same kernel without clusters (gemm_wgmma2_kernel<1>)
-//   "wgmma2fma"         measurement only: wgmma2 with the promotion as one fma (not block_accumulate's roundings)
-//   "wgmma"             the first wgmma kernel, 128x128 tiles (gemm_wgmma_kernel)
-//   "mma"               the mma.sync kernel (kept as the fallback and for comparison)
-// wgmma2 needs 256-row alignment of the launch's row range and of the destination slices, and (with clusters)
-// an even number of 128-column tiles; otherwise the 128x128 wgmma kernel runs.
+//   (unset) / "wgmma2c1"  256x128 tiles, 1 producer (setmaxnreg 40) + 2 consumer warpgroups (232) of 128 rows,
+//                         A scales by TMA, no cluster (gemm_wgmma2_kernel<1>): the fastest measured (H200,
+//                         2026-12-03, docs/results/h200-1gpu-2026-12-03-gemm)
+//   "wgmma2"              the same with clusters of 2 along N sharing A by TMA multicast (slower, measured)
+//   "wgmma2fma"           measurement only: wgmma2 with the promotion as one fma (not block_accumulate's roundings)
+//   "wgmma2oc1"/"wgmma2o" wgmma2(c1) with the consumer warpgroups taking turns on the tensor cores
+//   "wgmma3c1"/"wgmma3"   128x128 tiles, two accumulator sets (K block g+1 issued before g is promoted),
+//                         16 K blocks unrolled per tile (K = 2048 only), without/with clusters of 2
+//   "wgmma"               the first wgmma kernel, 128x128 tiles (gemm_wgmma_kernel)
+//   "mma"                 the mma.sync kernel (kept as the fallback and for comparison)
+// wgmma2 needs 256-row alignment of the launch's row range and of the destination slices; otherwise (and for
+// wgmma3 when K != 2048) the 128x128 wgmma kernel runs. Clusters need an even number of 128-column tiles.
 enum class WgmmaKind { None, V1, V2C1, V2C2, V2C2Fma, V2C1Ord, V2C2Ord, V3C1, V3C2 };
 WgmmaKind wgmma_kind() {
   static int v = -1;
@@ -676,12 +678,12 @@ WgmmaKind wgmma_kind() {
     if (!hopper || (env && std::strcmp(env, "mma") == 0)) v = int(WgmmaKind::None);
     else if (env && std::strcmp(env, "wgmma") == 0) v = int(WgmmaKind::V1);
     else if (env && std::strcmp(env, "wgmma2") == 0) v = int(WgmmaKind::V2C2);
-    else if (env && std::strcmp(env, "wgmma2c1") == 0) v = int(WgmmaKind::V2C1);
+    else if (env && std::strcmp(env, "wgmma3") == 0) v = int(WgmmaKind::V3C2);
     else if (env && std::strcmp(env, "wgmma3c1") == 0) v = int(WgmmaKind::V3C1);
     else if (env && std::strcmp(env, "wgmma2o") == 0) v = int(WgmmaKind::V2C2Ord);
     else if (env && std::strcmp(env, "wgmma2oc1") == 0) v = int(WgmmaKind::V2C1Ord);
     else if (env && std::strcmp(env, "wgmma2fma") == 0) v = int(WgmmaKind::V2C2Fma);
-    else v = int(WgmmaKind::V3C2);
+    else v = int(WgmmaKind::V2C1);  // unset or "wgmma2c1"
   }
   return WgmmaKind(v);
 }
