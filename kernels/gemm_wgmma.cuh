@@ -509,20 +509,14 @@ __global__ void __launch_bounds__(kWThreads, 1)
     float total[64], acc0[64], acc1[64];
 #pragma unroll
     for (int i = 0; i < 64; ++i) total[i] = 0.0f;
-    // scales of the K block in flight (issued) and of the one being promoted
-    float nsa0 = 0.f, nsa1 = 0.f, nsb = 0.f;
     const float* sb_row = SB;  // the current tile's B scales
     int64_t m0 = 0, n0 = 0;     // the current tile's origin
     // Waits for K block gi's stage, reads its scales, issues its four wgmma into `a`.
     auto issue = [&](int gi, int kb, float(&a)[64]) {
       const int st = gi % kW3Stages;
       const uint32_t ph = uint32_t(gi / kW3Stages) & 1u;
-      // asm volatile keeps the load here: hoisting all 16 of the unrolled tile's loads costs registers (spills)
-      asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(nsb) : "l"(sb_row + kb));
+      (void)kb;
       mbar_wait(full + st, ph);
-      const float* ss = sS + st * (kW3StageS / 4);
-      nsa0 = ss[lrow];
-      nsa1 = ss[lrow + 8];
       const uint8_t* a_tile = sA + st * kW3StageA + 64 * c * kBlockK;
       const uint8_t* b_tile = sB + st * kW3StageB;
       wgmma_fence();
@@ -535,10 +529,14 @@ __global__ void __launch_bounds__(kWThreads, 1)
       for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(a[i])::"memory");
     };
     // K block gi (in `a`, issued earlier) is finished: release its stage, promote, and store at a tile's end.
-    auto retire = [&](int gi, bool last, float(&a)[64], float sa0, float sa1, float sbv) {
+    // The scales are read here (the stage is still held), not carried from the issue: fewer live registers.
+    auto retire = [&](int gi, int kb, bool last, float(&a)[64]) {
 #pragma unroll
       for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(a[i])::"memory");
       const int st = gi % kW3Stages;
+      float sbv;
+      asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(sbv) : "l"(sb_row + kb));
+      const float sa0 = sS[st * (kW3StageS / 4) + lrow], sa1 = sS[st * (kW3StageS / 4) + lrow + 8];
       if (kCluster > 1) {
         if (lane < kCluster) mbar_arrive_cluster(empty + st, uint32_t(lane));
       } else if (lane == 0) {
@@ -590,23 +588,21 @@ __global__ void __launch_bounds__(kWThreads, 1)
       issue(g0, 0, acc0);
 #pragma unroll
       for (int kb = 0; kb < kKB; kb += 2) {
-        float sa0 = nsa0, sa1 = nsa1, sbv = nsb;
         if (kb + 1 < kKB) {
           issue(g0 + kb + 1, kb + 1, acc1);
           wgmma_wait1();
         } else {
           wgmma_wait0();
         }
-        retire(g0 + kb, kb + 1 == kKB, acc0, sa0, sa1, sbv);
+        retire(g0 + kb, kb, kb + 1 == kKB, acc0);
         if (kb + 1 < kKB) {
-          sa0 = nsa0, sa1 = nsa1, sbv = nsb;
           if (kb + 2 < kKB) {
             issue(g0 + kb + 2, kb + 2, acc0);
             wgmma_wait1();
           } else {
             wgmma_wait0();
           }
-          retire(g0 + kb + 1, kb + 2 == kKB, acc1, sa0, sa1, sbv);
+          retire(g0 + kb + 1, kb + 1, kb + 2 == kKB, acc1);
         }
       }
     }
