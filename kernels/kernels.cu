@@ -654,18 +654,19 @@ int grid_for(int64_t work_items, int per_block) {
 #if defined(GEMMAR_GPU_CUDA)
 namespace {
 // The wgmma kernels run on compute capability 9.x (this build targets sm_90a). GEMMAR_GEMM_KERNEL selects:
-//   (unset) / "wgmma2c1"  256x128 tiles, 1 producer (setmaxnreg 40) + 2 consumer warpgroups (232) of 128 rows,
-//                         A scales by TMA, no cluster (gemm_wgmma2_kernel<1>): the fastest measured (H200,
-//                         2026-12-03, docs/results/h200-1gpu-2026-12-03-gemm)
-//   "wgmma2"              the same with clusters of 2 along N sharing A by TMA multicast (slower, measured)
+//   (unset) / "wgmma3c1"  128x128 tiles, 1 producer (setmaxnreg 40) + 2 consumer warpgroups (232), two
+//                         accumulator sets: K block g+1 is issued before g is waited for and promoted; 16 K
+//                         blocks unrolled per tile (K = 2048; other K runs wgmma2c1): the fastest measured
+//                         (H200, 2026-12-03, docs/results/h200-1gpu-2026-12-03-gemm)
+//   "wgmma3"              the same with clusters of 2 along N sharing A by TMA multicast
+//   "wgmma2c1"            256x128 tiles, 2 waves of 64 rows per consumer warpgroup, A scales by TMA
+//   "wgmma2"              wgmma2c1 with clusters of 2 along N sharing A by TMA multicast
 //   "wgmma2fma"           measurement only: wgmma2 with the promotion as one fma (not block_accumulate's roundings)
 //   "wgmma2oc1"/"wgmma2o" wgmma2(c1) with the consumer warpgroups taking turns on the tensor cores
-//   "wgmma3c1"/"wgmma3"   128x128 tiles, two accumulator sets (K block g+1 issued before g is promoted),
-//                         16 K blocks unrolled per tile (K = 2048 only), without/with clusters of 2
 //   "wgmma"               the first wgmma kernel, 128x128 tiles (gemm_wgmma_kernel)
 //   "mma"                 the mma.sync kernel (kept as the fallback and for comparison)
-// wgmma2 needs 256-row alignment of the launch's row range and of the destination slices; otherwise (and for
-// wgmma3 when K != 2048) the 128x128 wgmma kernel runs. Clusters need an even number of 128-column tiles.
+// wgmma2 needs 256-row alignment of the launch's row range and of the destination slices, otherwise the
+// 128x128 wgmma kernel runs. Clusters need an even number of 128-column tiles.
 enum class WgmmaKind { None, V1, V2C1, V2C2, V2C2Fma, V2C1Ord, V2C2Ord, V3C1, V3C2 };
 WgmmaKind wgmma_kind() {
   static int v = -1;
@@ -679,11 +680,11 @@ WgmmaKind wgmma_kind() {
     else if (env && std::strcmp(env, "wgmma") == 0) v = int(WgmmaKind::V1);
     else if (env && std::strcmp(env, "wgmma2") == 0) v = int(WgmmaKind::V2C2);
     else if (env && std::strcmp(env, "wgmma3") == 0) v = int(WgmmaKind::V3C2);
-    else if (env && std::strcmp(env, "wgmma3c1") == 0) v = int(WgmmaKind::V3C1);
+    else if (env && std::strcmp(env, "wgmma2c1") == 0) v = int(WgmmaKind::V2C1);
     else if (env && std::strcmp(env, "wgmma2o") == 0) v = int(WgmmaKind::V2C2Ord);
     else if (env && std::strcmp(env, "wgmma2oc1") == 0) v = int(WgmmaKind::V2C1Ord);
     else if (env && std::strcmp(env, "wgmma2fma") == 0) v = int(WgmmaKind::V2C2Fma);
-    else v = int(WgmmaKind::V2C1);  // unset or "wgmma2c1"
+    else v = int(WgmmaKind::V3C1);  // unset or "wgmma3c1"
   }
   return WgmmaKind(v);
 }
@@ -701,12 +702,12 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 }
 
 // rows x k e4m3 row-major, boxes of 128 rows x 128 bytes, 128-byte swizzle (what smem_desc() describes).
-bool encode_tile_map(CUtensorMap* map, const uint8_t* base, int64_t rows, int64_t k) {
+bool encode_tile_map(CUtensorMap* map, const uint8_t* base, int64_t rows, int64_t k, uint32_t box_rows) {
   const auto enc = tensor_map_encoder();
   if (!enc) return false;
   const cuuint64_t dims[2] = {cuuint64_t(k), cuuint64_t(rows)};
   const cuuint64_t strides[1] = {cuuint64_t(k)};
-  const cuuint32_t box[2] = {128, 128};
+  const cuuint32_t box[2] = {128, box_rows};
   const cuuint32_t estr[2] = {1, 1};
   return enc(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<uint8_t*>(base), dims, strides, box, estr,
              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
@@ -725,7 +726,8 @@ bool encode_scale_map(CUtensorMap* map, const float* base, int64_t m, int64_t kb
              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 // Encoding is host work between the launch's events; the maps of recently used operands are kept (the map
-// depends only on the address, the extents and the kind, never on the contents).
+// depends only on the address, the extents and the kind, never on the contents). kind > 0: an e4m3 tile map
+// with boxes of `kind` rows; kind < 0: an A-scale map with boxes of -kind scales.
 bool cached_map(CUtensorMap* map, const void* base, int64_t rows, int64_t cols, int kind) {
   struct Entry {
     const void* base;
@@ -742,19 +744,19 @@ bool cached_map(CUtensorMap* map, const void* base, int64_t rows, int64_t cols, 
       *map = e.map;
       return true;
     }
-  const bool ok = kind == 0 ? encode_tile_map(map, static_cast<const uint8_t*>(base), rows, cols)
-                            : encode_scale_map(map, static_cast<const float*>(base), rows, cols, uint32_t(kind));
+  const bool ok = kind > 0 ? encode_tile_map(map, static_cast<const uint8_t*>(base), rows, cols, uint32_t(kind))
+                           : encode_scale_map(map, static_cast<const float*>(base), rows, cols, uint32_t(-kind));
   if (!ok) return false;
   const Entry e{base, rows, cols, kind, *map};
   if (cache.size() < 256) cache.push_back(e);
   else cache[next++ % cache.size()] = e;
   return true;
 }
-bool make_tile_map(CUtensorMap* map, const uint8_t* base, int64_t rows, int64_t k) {
-  return cached_map(map, base, rows, k, 0);
+bool make_tile_map(CUtensorMap* map, const uint8_t* base, int64_t rows, int64_t k, int box_rows = 128) {
+  return cached_map(map, base, rows, k, box_rows);
 }
 bool make_scale_map(CUtensorMap* map, const float* base, int64_t m, int64_t kb, int box_rows) {
-  return cached_map(map, base, m, kb, box_rows);
+  return cached_map(map, base, m, kb, -box_rows);
 }
 
 template <typename Kern>
@@ -776,7 +778,10 @@ gpuError_t launch_tma_gemm(Kern kern, int smem, int block_m, int cluster, const 
   }
   if (m_end <= m_begin) return gpuSuccess;
   CUtensorMap ta, tb, tsa;
-  if (!make_tile_map(&ta, a, m, k) || !make_tile_map(&tb, b, n, k) ||
+  // A: each CTA of a cluster loads (and multicasts) block_m / cluster rows; boxes are at most 128 rows
+  // (wgmma2 without a cluster issues two).
+  const int a_box = std::min(128, block_m / cluster);
+  if (!make_tile_map(&ta, a, m, k, a_box) || !make_tile_map(&tb, b, n, k) ||
       !make_scale_map(&tsa, a_scale, m, k / kBlockK, block_m))
     return gpuErrorInvalidValue;
   const int64_t units = ((m_end - m_begin) / block_m) * ((n / kBlockN) / cluster);
@@ -807,12 +812,15 @@ gpuError_t launch_gemm_blockscale(const uint8_t* a, const uint8_t* b, const floa
   int devno = 0;
   if (gpuGetDevice(&devno) != gpuSuccess || devno < 0 || devno >= kMaxWorld) devno = 0;
 #if defined(GEMMAR_GPU_CUDA)
-  const WgmmaKind kind = wgmma_kind();
+  WgmmaKind kind = wgmma_kind();
   const bool even_n = (n / kBlockN) % 2 == 0;
-  if ((kind == WgmmaKind::V3C2 || kind == WgmmaKind::V3C1) && k == 16 * kBlockK) {  // K = 2048: 16 K blocks
-    const int cl = kind == WgmmaKind::V3C2 && even_n ? 2 : 1;
-    return launch_tma_gemm(cl == 2 ? gemm_wgmma3_kernel<2, 16> : gemm_wgmma3_kernel<1, 16>, kW3Smem, kBlockM, cl, a,
-                           b, a_scale, b_scale, m, n, k, m_begin, m_end, dest, s);
+  if (kind == WgmmaKind::V3C2 || kind == WgmmaKind::V3C1) {
+    if (k == 16 * kBlockK) {  // K = 2048: the 16 K blocks of a tile are unrolled
+      const int cl = kind == WgmmaKind::V3C2 && even_n ? 2 : 1;
+      return launch_tma_gemm(cl == 2 ? gemm_wgmma3_kernel<2, 16> : gemm_wgmma3_kernel<1, 16>, kW3Smem, kBlockM, cl,
+                             a, b, a_scale, b_scale, m, n, k, m_begin, m_end, dest, s);
+    }
+    kind = WgmmaKind::V2C1;  // other K: the 256x128 kernel (or the 128x128 one where rows are not 256-aligned)
   }
   const bool v2_fits = m_begin % kW2BlockM == 0 && (m_end - m_begin) % kW2BlockM == 0 &&
                        dest.slice_rows % kW2BlockM == 0;

@@ -16,7 +16,7 @@ step() { echo "\$ $*"; timeout -s KILL "${T:-150}" "$@"; rc=$?; echo "rc=$rc"; r
 LOG="$OUT/variants.log"
 for v in $VARIANTS; do
   for m in $MS; do
-    echo "variant=$v"; GEMMAR_GEMM_KERNEL=$v T=60 step "$BENCH" gemm "$m" 7168 2048; [[ $? == 137 ]] && break
+    echo "variant=$v"; GEMMAR_GEMM_KERNEL=$v T=${VT:-60} step "$BENCH" gemm "$m" 7168 2048; [[ $? == 137 ]] && break
   done
 done 2>&1 | tee "$LOG"
 BEST=$(python3 - "$LOG" <<'PY'
