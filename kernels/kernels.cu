@@ -15,6 +15,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <vector>
 #endif
 
 namespace gemmar::kernels::dev {
@@ -651,18 +653,40 @@ int grid_for(int64_t work_items, int per_block) {
 
 #if defined(GEMMAR_GPU_CUDA)
 namespace {
-// The wgmma kernel runs on compute capability 9.x (this build targets sm_90a) unless GEMMAR_GEMM_KERNEL=mma
-// asks for the mma.sync kernel (kept as the fallback and for comparison).
-bool use_wgmma() {
+// The wgmma kernels run on compute capability 9.x (this build targets sm_90a). GEMMAR_GEMM_KERNEL selects:
+//   (unset) / "wgmma3c1"  128x128 tiles, 1 producer (setmaxnreg 40) + 2 consumer warpgroups (232), two
+//                         accumulator sets: K block g+1 is issued before g is waited for and promoted; 16 K
+//                         blocks unrolled per tile (K = 2048; other K runs wgmma2c1): the fastest measured
+//                         (H200, 2026-12-03, docs/results/h200-1gpu-2026-12-03-gemm)
+//   "wgmma3"              the same with clusters of 2 along N sharing A by TMA multicast
+//   "wgmma2c1"            256x128 tiles, 2 waves of 64 rows per consumer warpgroup, A scales by TMA
+//   "wgmma2"              wgmma2c1 with clusters of 2 along N sharing A by TMA multicast
+//   "wgmma2fma"           measurement only: wgmma2 with the promotion as one fma (not block_accumulate's roundings)
+//   "wgmma2oc1"/"wgmma2o" wgmma2(c1) with the consumer warpgroups taking turns on the tensor cores
+//   "wgmma"               the first wgmma kernel, 128x128 tiles (gemm_wgmma_kernel)
+//   "mma"                 the mma.sync kernel (kept as the fallback and for comparison)
+// wgmma2 needs 256-row alignment of the launch's row range and of the destination slices, otherwise the
+// 128x128 wgmma kernel runs. Clusters need an even number of 128-column tiles.
+enum class WgmmaKind { None, V1, V2C1, V2C2, V2C2Fma, V2C1Ord, V2C2Ord, V3C1, V3C2 };
+WgmmaKind wgmma_kind() {
   static int v = -1;
   if (v < 0) {
     int dev = 0;
     gpuDeviceProp prop{};
     const char* env = std::getenv("GEMMAR_GEMM_KERNEL");
-    v = gpuGetDevice(&dev) == gpuSuccess && gpuGetDeviceProperties(&prop, dev) == gpuSuccess && prop.major == 9 &&
-        !(env && std::strcmp(env, "mma") == 0);
+    const bool hopper = gpuGetDevice(&dev) == gpuSuccess && gpuGetDeviceProperties(&prop, dev) == gpuSuccess &&
+                        prop.major == 9;
+    if (!hopper || (env && std::strcmp(env, "mma") == 0)) v = int(WgmmaKind::None);
+    else if (env && std::strcmp(env, "wgmma") == 0) v = int(WgmmaKind::V1);
+    else if (env && std::strcmp(env, "wgmma2") == 0) v = int(WgmmaKind::V2C2);
+    else if (env && std::strcmp(env, "wgmma3") == 0) v = int(WgmmaKind::V3C2);
+    else if (env && std::strcmp(env, "wgmma2c1") == 0) v = int(WgmmaKind::V2C1);
+    else if (env && std::strcmp(env, "wgmma2o") == 0) v = int(WgmmaKind::V2C2Ord);
+    else if (env && std::strcmp(env, "wgmma2oc1") == 0) v = int(WgmmaKind::V2C1Ord);
+    else if (env && std::strcmp(env, "wgmma2fma") == 0) v = int(WgmmaKind::V2C2Fma);
+    else v = int(WgmmaKind::V3C1);  // unset or "wgmma3c1"
   }
-  return v == 1;
+  return WgmmaKind(v);
 }
 
 PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
@@ -678,16 +702,105 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 }
 
 // rows x k e4m3 row-major, boxes of 128 rows x 128 bytes, 128-byte swizzle (what smem_desc() describes).
-bool make_tile_map(CUtensorMap* map, const uint8_t* base, int64_t rows, int64_t k) {
+bool encode_tile_map(CUtensorMap* map, const uint8_t* base, int64_t rows, int64_t k, uint32_t box_rows) {
   const auto enc = tensor_map_encoder();
   if (!enc) return false;
   const cuuint64_t dims[2] = {cuuint64_t(k), cuuint64_t(rows)};
   const cuuint64_t strides[1] = {cuuint64_t(k)};
-  const cuuint32_t box[2] = {128, 128};
+  const cuuint32_t box[2] = {128, box_rows};
   const cuuint32_t estr[2] = {1, 1};
   return enc(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<uint8_t*>(base), dims, strides, box, estr,
              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+// The A scales [k/128, m] fp32 (m contiguous): boxes of `box` scales (the tile's rows) of one K block.
+bool encode_scale_map(CUtensorMap* map, const float* base, int64_t m, int64_t kb, uint32_t box_rows) {
+  const auto enc = tensor_map_encoder();
+  if (!enc) return false;
+  const cuuint64_t dims[2] = {cuuint64_t(m), cuuint64_t(kb)};
+  const cuuint64_t strides[1] = {cuuint64_t(m) * 4};
+  const cuuint32_t box[2] = {box_rows, 1};
+  const cuuint32_t estr[2] = {1, 1};
+  return enc(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(base), dims, strides, box, estr,
+             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+// Encoding is host work between the launch's events; the maps of recently used operands are kept (the map
+// depends only on the address, the extents and the kind, never on the contents). kind > 0: an e4m3 tile map
+// with boxes of `kind` rows; kind < 0: an A-scale map with boxes of -kind scales.
+bool cached_map(CUtensorMap* map, const void* base, int64_t rows, int64_t cols, int kind) {
+  struct Entry {
+    const void* base;
+    int64_t rows, cols;
+    int kind;
+    CUtensorMap map;
+  };
+  static std::mutex mu;
+  static std::vector<Entry> cache;
+  static size_t next = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  for (const Entry& e : cache)
+    if (e.base == base && e.rows == rows && e.cols == cols && e.kind == kind) {
+      *map = e.map;
+      return true;
+    }
+  const bool ok = kind > 0 ? encode_tile_map(map, static_cast<const uint8_t*>(base), rows, cols, uint32_t(kind))
+                           : encode_scale_map(map, static_cast<const float*>(base), rows, cols, uint32_t(-kind));
+  if (!ok) return false;
+  const Entry e{base, rows, cols, kind, *map};
+  if (cache.size() < 256) cache.push_back(e);
+  else cache[next++ % cache.size()] = e;
+  return true;
+}
+bool make_tile_map(CUtensorMap* map, const uint8_t* base, int64_t rows, int64_t k, int box_rows = 128) {
+  return cached_map(map, base, rows, k, box_rows);
+}
+bool make_scale_map(CUtensorMap* map, const float* base, int64_t m, int64_t kb, int box_rows) {
+  return cached_map(map, base, m, kb, -box_rows);
+}
+
+template <typename Kern>
+gpuError_t launch_tma_gemm(Kern kern, int smem, int block_m, int cluster, const uint8_t* a, const uint8_t* b,
+                           const float* a_scale, const float* b_scale, int64_t m, int64_t n, int64_t k,
+                           int64_t m_begin, int64_t m_end, const GemmDest& dest, gpuStream_t s) {
+  static std::mutex mu;
+  static std::vector<std::pair<const void*, int>> attr_done;  // (kernel, device)
+  int devno = 0;
+  if (gpuGetDevice(&devno) != gpuSuccess) devno = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    const std::pair<const void*, int> key{reinterpret_cast<const void*>(kern), devno};
+    if (std::find(attr_done.begin(), attr_done.end(), key) == attr_done.end()) {
+      const gpuError_t e = gpuFuncSetAttribute(kern, gpuFuncAttributeMaxDynamicSharedMemorySize, smem);
+      if (e != gpuSuccess) return e;
+      attr_done.push_back(key);
+    }
+  }
+  if (m_end <= m_begin) return gpuSuccess;
+  CUtensorMap ta, tb, tsa;
+  // A: each CTA of a cluster loads (and multicasts) block_m / cluster rows; boxes are at most 128 rows
+  // (wgmma2 without a cluster issues two).
+  const int a_box = std::min(128, block_m / cluster);
+  if (!make_tile_map(&ta, a, m, k, a_box) || !make_tile_map(&tb, b, n, k) ||
+      !make_scale_map(&tsa, a_scale, m, k / kBlockK, block_m))
+    return gpuErrorInvalidValue;
+  const int64_t units = ((m_end - m_begin) / block_m) * ((n / kBlockN) / cluster);
+  const int64_t clusters = std::min<int64_t>(units, sm_count_cached() / cluster);
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(unsigned(clusters * cluster));
+  cfg.blockDim = dim3(kWThreads);
+  cfg.dynamicSmemBytes = size_t(smem);
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = unsigned(cluster);
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  const gpuError_t e = cudaLaunchKernelEx(&cfg, kern, ta, tb, tsa, b_scale, n, k, m_begin, m_end, dest);
+  if (e != gpuSuccess) return e;
+  return gpuGetLastError();
 }
 }  // namespace
 #endif
@@ -699,7 +812,31 @@ gpuError_t launch_gemm_blockscale(const uint8_t* a, const uint8_t* b, const floa
   int devno = 0;
   if (gpuGetDevice(&devno) != gpuSuccess || devno < 0 || devno >= kMaxWorld) devno = 0;
 #if defined(GEMMAR_GPU_CUDA)
-  if (use_wgmma()) {
+  WgmmaKind kind = wgmma_kind();
+  const bool even_n = (n / kBlockN) % 2 == 0;
+  if (kind == WgmmaKind::V3C2 || kind == WgmmaKind::V3C1) {
+    if (k == 16 * kBlockK) {  // K = 2048: the 16 K blocks of a tile are unrolled
+      const int cl = kind == WgmmaKind::V3C2 && even_n ? 2 : 1;
+      return launch_tma_gemm(cl == 2 ? gemm_wgmma3_kernel<2, 16> : gemm_wgmma3_kernel<1, 16>, kW3Smem, kBlockM, cl,
+                             a, b, a_scale, b_scale, m, n, k, m_begin, m_end, dest, s);
+    }
+    kind = WgmmaKind::V2C1;  // other K: the 256x128 kernel (or the 128x128 one where rows are not 256-aligned)
+  }
+  const bool v2_fits = m_begin % kW2BlockM == 0 && (m_end - m_begin) % kW2BlockM == 0 &&
+                       dest.slice_rows % kW2BlockM == 0;
+  if ((kind == WgmmaKind::V2C1Ord || kind == WgmmaKind::V2C2Ord) && v2_fits) {
+    const int cl = kind == WgmmaKind::V2C2Ord && even_n ? 2 : 1;
+    return launch_tma_gemm(cl == 2 ? gemm_wgmma2_kernel<2, false, true> : gemm_wgmma2_kernel<1, false, true>, kW2Smem,
+                           kW2BlockM, cl, a, b, a_scale, b_scale, m, n, k, m_begin, m_end, dest, s);
+  }
+  if ((kind == WgmmaKind::V2C1 || kind == WgmmaKind::V2C2 || kind == WgmmaKind::V2C2Fma) && v2_fits) {
+    const int cl = kind != WgmmaKind::V2C1 && even_n ? 2 : 1;
+    const bool fma = kind == WgmmaKind::V2C2Fma;
+    auto kern = fma ? (cl == 2 ? gemm_wgmma2_kernel<2, true> : gemm_wgmma2_kernel<1, true>)
+                    : (cl == 2 ? gemm_wgmma2_kernel<2> : gemm_wgmma2_kernel<1>);
+    return launch_tma_gemm(kern, kW2Smem, kW2BlockM, cl, a, b, a_scale, b_scale, m, n, k, m_begin, m_end, dest, s);
+  }
+  if (kind != WgmmaKind::None) {
     static bool wattr_set[kMaxWorld] = {};
     if (!wattr_set[devno]) {
       const gpuError_t e = gpuFuncSetAttribute(gemm_wgmma_kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, kWgmmaSmem);
@@ -803,9 +940,34 @@ const char* gemm_kernel_name() {
 #if defined(GEMMAR_GPU_HIP)
   return "mfma 32x32x16 fp8 (gfx94x/gfx950), 128x128x128 tiles";
 #else
-  if (use_wgmma())
-    return "wgmma m64n128k32 e4m3 + TMA/mbarrier, warp-specialised (1 producer + 2 consumer warpgroups), persistent, "
-           "128x128x128 tiles, 6 stages";
+  switch (wgmma_kind()) {
+    case WgmmaKind::V3C2:
+      return "wgmma m64n128k32 e4m3 + TMA/mbarrier, 128x128 tiles, two accumulator sets (next K block issued before "
+             "the promotion), clusters of 2 sharing A by TMA multicast, 1 producer (40 regs) + 2 consumer warpgroups "
+             "(232 regs), persistent, 6 stages";
+    case WgmmaKind::V3C1:
+      return "wgmma m64n128k32 e4m3 + TMA/mbarrier, 128x128 tiles, two accumulator sets, no cluster, setmaxnreg, "
+             "persistent, 6 stages";
+    case WgmmaKind::V2C2Fma:
+      return "wgmma2 with fma promotion (measurement only)";
+    case WgmmaKind::V2C2Ord:
+    case WgmmaKind::V2C1Ord:
+      return "wgmma m64n128k32 e4m3 + TMA/mbarrier, 256x128 tiles, consumer warpgroups take turns on the tensor "
+             "cores (one promotes while the other's wgmma run), clusters of 2 sharing A by TMA multicast (c1: none), "
+             "setmaxnreg 40/232, persistent, 4 stages";
+    case WgmmaKind::V2C2:
+      return "wgmma m64n128k32 e4m3 + TMA/mbarrier, 256x128 tiles, clusters of 2 sharing A by TMA multicast, "
+             "1 producer (40 regs) + 2 consumer warpgroups (232 regs), persistent, 4 stages "
+             "(128x128 wgmma kernel where rows are not 256-aligned)";
+    case WgmmaKind::V2C1:
+      return "wgmma m64n128k32 e4m3 + TMA/mbarrier, 256x128 tiles, no cluster, 1 producer + 2 consumer warpgroups, "
+             "setmaxnreg, persistent, 4 stages";
+    case WgmmaKind::V1:
+      return "wgmma m64n128k32 e4m3 + TMA/mbarrier, warp-specialised (1 producer + 2 consumer warpgroups), "
+             "persistent, 128x128x128 tiles, 6 stages";
+    default:
+      break;
+  }
   return "mma.sync m16n8k32 e4m3 + cp.async, 128x128x128 tiles";
 #endif
 }

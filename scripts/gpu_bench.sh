@@ -18,7 +18,7 @@ for f in kernels/kernels.cu kernels/gemm_ar.cu kernels/vendor_gemm.cu; do
   "$NVCC" -std=c++17 -O3 -I. -gencode=arch=compute_${ARCH},code=sm_${ARCH} -Xptxas -v -lineinfo -c "$f" \
     -o "$B/$(basename "$f").o" 2> "$B/$(basename "$f").ptxas" &
 done
-CXXS=(common/config.cpp reference/*.cpp kernels/bench_main.cpp)
+CXXS=(common/*.cpp reference/*.cpp kernels/bench_main.cpp)
 for f in "${CXXS[@]}"; do
   g++ -std=c++20 -O3 -march=native -fopenmp -I. -I"$EIGEN" -I/usr/local/cuda/include -c "$f" -o "$B/$(basename "$f").o" &
 done
