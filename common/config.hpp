@@ -1,4 +1,4 @@
-// The shape and configuration of one gemm_ar run, spelled as in the real benchmark (SPEC 1.1, section 4),
+// The shape and configuration of one gemm_ar run, spelled as in the real benchmark (docs/spec.md 1.1, section 4),
 // and the derived quantities every part shares: padding, slice rows, bytes per phase.
 #pragma once
 #include <cstdint>
@@ -61,7 +61,7 @@ bool is_fused(Mode);
 bool has_collective(Mode);  // false only for gemm-only
 // split-lsa is a bf16-only 2-stage CU all-reduce: its gather "wire" is always bf16 over CUs.
 bool uses_fp8_wire(const Config&);
-// The phases a config runs, in order (SPEC 1.1): gemm, then scatter (split) or drain (fused), reduce,
+// The phases a config runs, in order (docs/spec.md 1.1): gemm, then scatter (split) or drain (fused), reduce,
 // quantize (fp8), gather, dequantize (fp8/sdma) or pull (fp8/lsa); split-lsa: gemm, allreduce.
 std::vector<std::string> phase_names(const Config&);
 // Every phase name in pipeline order (the order reports and tables use).
@@ -69,7 +69,7 @@ const std::vector<std::string>& all_phase_names();
 // The gather leg as it really runs: split-lsa forces bf16/lsa, gemm-only has none.
 Config effective_config(const Config&);
 
-// BLOCK_M: 128 for blockscale, 256 otherwise (SPEC 1.1).
+// BLOCK_M: 128 for blockscale, 256 otherwise (docs/spec.md 1.1).
 int block_m(Quant);
 // M padded up to a multiple of world * BLOCK_M; padding rows are zero rows.
 int64_t padded_m(const Shape&, Quant);

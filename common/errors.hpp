@@ -1,4 +1,4 @@
-// Errors carry the failing statement, file and line, and the exit code the CLI returns (SPEC section 4).
+// Errors carry the failing statement, file and line, and the exit code the CLI returns (docs/spec.md section 4).
 // They are thrown, never exit()ed, so every caller can clean up (temp files) on the way out.
 #pragma once
 #include <sstream>

@@ -40,7 +40,7 @@ T* dalloc(int64_t count) {
   return static_cast<T*>(p);
 }
 
-// Graph capture / replay and timed events inside a capture (issue 15). An event recorded inside a capture is
+// Graph capture / replay and timed events inside a capture (docs/reliability.md). An event recorded inside a capture is
 // only a dependency unless recorded as "external": then the graph's replay records it and it can be timed.
 #if defined(GEMMAR_GPU_HIP)
 #if defined(hipEventRecordExternal) || HIP_VERSION >= 60200000

@@ -20,7 +20,7 @@ namespace gemmar::kernels {
 using DeviceFaults = ::gemmar::Faults;
 
 // The operands of one rank, produced on the host (reference/operands.hpp's generator) and uploaded.
-// Row-major A [m, k] and B [n, k] as e4m3fn bits, A scales [k/128, m] (column-major per SPEC: index kb*m + row),
+// Row-major A [m, k] and B [n, k] as e4m3fn bits, A scales [k/128, m] (column-major per docs/spec.md 1.2: index kb*m + row),
 // B scales [n/128, k/128] row-major. m is the padded M (padding rows zero).
 struct RankOperands {
   std::vector<uint8_t> a, b;

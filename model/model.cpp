@@ -1,4 +1,4 @@
-// The timing model: each phase of SPEC 1.1 from its bytes/FLOPs and the profile's rates (docs/model.md).
+// The timing model: each phase of docs/spec.md 1.1 from its bytes/FLOPs and the profile's rates (docs/model.md).
 // Times in us, bytes in B, rates in GB/s (1 GB/s = 1e3 B/us).
 #include "model/model.hpp"
 

@@ -1,4 +1,4 @@
-// The analytic timing model (issue 3): per-phase predictions from a hardware profile stored as data.
+// The analytic timing model: per-phase predictions from a hardware profile stored as data.
 #pragma once
 #include <string>
 #include <vector>
@@ -37,9 +37,9 @@ Profile load_profile(const std::string& name_or_file);
 struct Phase {
   std::string name;   // gemm, scatter, drain, reduce, quantize, gather, dequantize, pull, allreduce
   double us = 0;
-  double bytes = 0;   // bytes this phase moves (SPEC 1.1 table)
+  double bytes = 0;   // bytes this phase moves (docs/spec.md 1.1 table)
   std::string bound;  // compute|hbm|link|latency
-  // Breakdown of what the phase moves (bytes above is the SPEC 1.1 figure): FLOPs, bytes over the
+  // Breakdown of what the phase moves (bytes above is the docs/spec.md 1.1 figure): FLOPs, bytes over the
   // links (peer traffic; local HBM on a one-device profile), bytes through local HBM.
   double flops = 0;
   double link_bytes = 0;

@@ -18,7 +18,7 @@ Tensors (per rank; M is the op's M, real rows only or padded, as the implementat
     a        [M, K] fp8 e4m3 codes (torch.float8_e4m3fn -> F8_E4M3; float8_e4m3fnuz or uint8 -> U8 + fp8_format)
     b        [N, K] fp8 codes, same dtype as a
     a_scale  fp32. blockscale: torch._scaled_mm's [M, K/128] (any strides) or the stored [K/128, M]; written as
-             [K/128, M] row-major (= column-major [M, K/128], SPEC 1.2). ptpc: [M] (or [M, 1]). mxfp8: [M, K/32].
+             [K/128, M] row-major (= column-major [M, K/128], docs/spec.md 1.2). ptpc: [M] (or [M, 1]). mxfp8: [M, K/32].
     b_scale  fp32. blockscale: [N/128, K/128] (or its transpose [K/128, N/128], as passed to torch._scaled_mm);
              ptpc: [N] (or [N, 1]); mxfp8: [N, K/32].
     out      [M, N] bf16, the op's output on this rank

@@ -2,7 +2,7 @@
 
 W ranks live on one GPU as separate tensors. Each rank's partial is torch._scaled_mm with blockwise scales (A: one
 fp32 scale per 1x128 block, B: one per 128x128 block; the benchmark's operands: randn/8 cast to e4m3fn, scales
-rand*0.01+0.01, seed 1234+rank), bf16 out. The collective is SPEC 1.1 in torch: every owner sums its slice of
+rand*0.01+0.01, seed 1234+rank), bf16 out. The collective is docs/spec.md 1.1 in torch: every owner sums its slice of
 the W bf16 partials in fp32 in peer order (owner+j)%W starting from 0, rounds to bf16, and gathers it (bf16 wire:
 copies; fp8 wire: per-row amax, scale = amax/448, codes = RNE(x*448/amax) saturated, peers write
 bf16(decode(q)*scale); the owner's rows are never quantized). Every rank is dumped with gemmar_dump.dump.
@@ -14,7 +14,7 @@ Faults, to show `gemmar verify` finding them in a real implementation's tensors:
     wire-bypassed  an fp8-wire config that gathers bf16 (the wire never engaged)
 --scalar-div reproduces a real slip of the first version of this script, which `gemmar verify` caught: the wire
 scale computed as `amax / 448.0` (torch multiplies by fl(1/448) for a Python-scalar divisor) is not the correctly
-rounded amax/448, so about half the rows' scales and codes differ from SPEC 1.1 in the last bit.
+rounded amax/448, so about half the rows' scales and codes differ from docs/spec.md 1.1 in the last bit.
 """
 
 import argparse
@@ -41,7 +41,7 @@ def main():
     p.add_argument("--no-wire", action="store_true", help="do not dump the fp8 wire tensors")
     p.add_argument("--scalar-div", action="store_true",
                    help="fp8 wire scales as amax / 448.0 with a Python scalar (what a first torch version did: torch "
-                        "multiplies by the rounded reciprocal, so the codes are not SPEC 1.1's bit for bit)")
+                        "multiplies by the rounded reciprocal, so the codes are not docs/spec.md 1.1's bit for bit)")
     args = p.parse_args()
     M, N, K, W = args.m, args.n, args.k, args.world
     S = M // W
@@ -76,11 +76,11 @@ def main():
             x = red.float()
             amax = x.abs().amax(dim=1, keepdim=True)
             if args.scalar_div:
-                # torch divides by a Python scalar as a multiply by its rounded reciprocal: not amax/448 (SPEC 1.1)
+                # torch divides by a Python scalar as a multiply by its rounded reciprocal: not amax/448 (docs/spec.md 1.1)
                 scale = torch.where(amax > 0, amax / 448.0, torch.ones_like(amax))
                 inv = torch.where(amax > 0, 448.0 / amax, torch.ones_like(amax))
             else:
-                # Tensor by tensor: the correctly rounded fp32 division the SPEC (and the kernels) use.
+                # Tensor by tensor: the correctly rounded fp32 division docs/spec.md (and the kernels) use.
                 fmax = torch.full_like(amax, 448.0)
                 scale = torch.where(amax > 0, amax / fmax, torch.ones_like(amax))
                 inv = torch.where(amax > 0, fmax / amax, torch.ones_like(amax))

@@ -1,4 +1,4 @@
-// THE PIPELINE EMULATION: the CPU backend of `gemmar run` / `gemmar validate` (SPEC 1.1).
+// THE PIPELINE EMULATION: the CPU backend of `gemmar run` / `gemmar validate` (docs/spec.md 1.1).
 //
 // W ranks are separate buffers. Each rank's fp32 partial is rounded to bf16 (its local partial; the output
 // buffer holds it before the collective, as an in-place all-reduce's does). Scatter leg: the owner of a row
@@ -52,7 +52,7 @@ namespace gemmar::reference {
 using Partials = std::vector<std::vector<float>>;
 using Bf16Outputs = std::vector<std::vector<uint16_t>>;
 
-// ---- iterations and replays (issue 15) -------------------------------------------------------------
+// ---- iterations and replays (docs/reliability.md) -------------------------------------------------------------
 // The inputs of iteration i: rank r's A scales multiplied by iteration_input_scale(seed, i, r), a power of two,
 // so its partial is multiplied by exactly that (block_accumulate scales every term exactly; bf16 and the fp8
 // wire's amax scaling commute with it). 1 on even iterations; 2 or 1/2 per rank on odd ones: iteration i repeats
@@ -66,7 +66,7 @@ double straggle_delay_us(uint64_t seed, int iteration, int rank, double max_us);
 // j = (o - p) mod W (the fused GEMM's chunk order, (p+1)%W first; split-sdma issues its puts in the same order),
 // kPutSlotUs apart, after p's straggle delay. The emulation visits the peers in this arrival order.
 struct ReplayTiming {
-  static constexpr double kPutSlotUs = 2.0;  // one put's duration (SPEC: ~2 us per copy-engine packet)
+  static constexpr double kPutSlotUs = 2.0;  // one put's duration (docs/spec.md: ~2 us per copy-engine packet)
   std::vector<double> delay_us;              // per rank
   int world = 1;
   double arrival_us(int peer, int owner) const;

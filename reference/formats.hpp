@@ -1,4 +1,4 @@
-// Host-side views of the number formats (SPEC 1.2): e4m3fn, e4m3fnuz and bf16. The conversions themselves
+// Host-side views of the number formats (docs/spec.md 1.2): e4m3fn, e4m3fnuz and bf16. The conversions themselves
 // live in numerics_inline.hpp, shared with the GPU kernels; this adds Fp8Format dispatch and decode tables.
 #pragma once
 #include <array>

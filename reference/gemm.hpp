@@ -18,7 +18,7 @@ std::vector<float> reference_partial(const RankOperands&, Quant, Fp8Format);
 // The same in fp64 on the same dequantized values.
 std::vector<double> truth_partial(const RankOperands&, Quant, Fp8Format);
 
-// The GPU's partial as the pipeline computes it (SPEC 1.2): blockscale: per 128-wide K block an fp32 dot
+// The GPU's partial as the pipeline computes it (docs/spec.md 1.2): blockscale: per 128-wide K block an fp32 dot
 // of the decoded codes, then acc = acc + dot * (scale_a * scale_b); mxfp8: the same per 32-wide block;
 // ptpc: the fp32 dot over all K, then dot * (scale_a * scale_b) in the epilogue. `decode_as` is the
 // format the kernel reads the codes in (normally the operands' own; the fnuz-read-as-fn fault differs).

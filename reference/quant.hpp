@@ -1,4 +1,4 @@
-// Operand quantization (SPEC 1.2) and the fp8 wire's per-row quantization (SPEC 1.1).
+// Operand quantization (docs/spec.md 1.2) and the fp8 wire's per-row quantization (docs/spec.md 1.1).
 //
 // Layouts of the fp32 scales, for a matrix of `rows` x `cols` (cols = K):
 //   blockscale A: one scale per 1x128 block along K, column-major [K/128, rows]: scale(r, kb) = s[kb*rows + r]
@@ -37,7 +37,7 @@ std::vector<float> dequantize(const QuantizedMatrix&, Quant, Operand, Fp8Format)
 // The mxfp8 scale of a block with the given amax (a power of two; 1 for an all-zero block).
 float mx_scale(float amax);
 
-// ---- the fp8 wire (SPEC 1.1): per row of the owned slice ----
+// ---- the fp8 wire (docs/spec.md 1.1): per row of the owned slice ----
 // amax over the row's bf16 values; scale = amax/max (1.0 for an all-zero row); q = RNE(x * (max/amax)).
 // Returns the scale; writes n codes.
 float wire_quantize_row(const uint16_t* bf16_row, int64_t n, uint8_t* codes, Fp8Format);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The sanitizer job (issue 8): configure the "asan" preset (AddressSanitizer + UBSan, warnings as errors),
+# The sanitizer job (docs/reliability.md): configure the "asan" preset (AddressSanitizer + UBSan, warnings as errors),
 # build everything, run the WHOLE ctest suite. Exits non-zero on any build error, test failure or sanitizer
 # report (UBSan is fatal: -fno-sanitize-recover=all). LeakSanitizer suppressions (tests/sanitizers/lsan.supp)
 # cover third-party runtime code only (the OpenMP runtime's thread pool); see docs/reliability.md.

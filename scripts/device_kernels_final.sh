@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the lent GPU, after the kernels change (issue 14), in one call: the bench's measurements
+# On the lent GPU, after the kernels change (docs/kernels.md), in one call: the bench's measurements
 # (scripts/device_kernels_check.sh: conversions selftest, ceilings with cuBLASLt, data kernels vs copy, our GEMM
 # beside cuBLASLt at M = 4096, 8192, 16384, SASS mix), then `gemmar validate --backend gpu` (our GEMM; every
 # fused run also timed against cuBLASLt + the split all-reduce), the same with --gemm-impl cublaslt at

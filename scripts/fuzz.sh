@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CI fuzz job (issue 8): configure the "fuzz" preset (clang++-19, libFuzzer + ASan + UBSan), build the
+# The CI fuzz job (docs/reliability.md): configure the "fuzz" preset (clang++-19, libFuzzer + ASan + UBSan), build the
 # fuzz targets, run each on its seed corpus (tests/fuzz/corpus/<target>/) for GEMMAR_FUZZ_SECONDS (default 30)
 # seconds, and exit non-zero if any target crashed, leaked, hit a sanitizer report, timed out or ran out of
 # memory. Installs nothing: scripts/install_deps.sh with GEMMAR_FUZZ_DEPS=1 does.

@@ -12,7 +12,7 @@ PHASE_COLORS = {
     "gather": "#c44e52", "dequantize": "#937860", "pull": "#da8bc3", "allreduce": "#8c8c8c",
 }
 OTHER_COLOR = "#cccccc"
-# The benchmark's own pass windows (SPEC 1.2), drawn beside the predicted floors.
+# The benchmark's own pass windows (docs/spec.md 1.2), drawn beside the predicted floors.
 BENCH_WINDOW = {"bf16": (None, 3e-3), "fp8": (5e-3, 4e-2)}
 
 MAX_WIDTH_IN = 16.0   # 1600 px
@@ -349,7 +349,7 @@ def fig_rel_l2(doc, outdir, notes):
         lo_w, hi_w = BENCH_WINDOW.get(g["wire"], (None, None))
         if hi_w is not None:
             ax.fill_between([i - 0.4, i + 0.4], [lo_w or bottom] * 2, [hi_w] * 2, color="#55a868", alpha=0.12,
-                            linewidth=0, label=once("benchmark pass window (SPEC 1.2)"))
+                            linewidth=0, label=once("benchmark pass window (docs/spec.md 1.2)"))
         if g["band"]:
             blo, bhi = g["band"]
             ax.fill_between([i - 0.35, i + 0.35], [blo if finite(blo) and blo > 0 else bottom] * 2, [bhi] * 2,

@@ -1,4 +1,4 @@
-// `gemmar model` and `gemmar model sweep` through the real binary: JSON as SPEC 4, usage errors exit 2.
+// `gemmar model` and `gemmar model sweep` through the real binary: JSON as docs/spec.md 4, usage errors exit 2.
 #include <gtest/gtest.h>
 
 #include <array>

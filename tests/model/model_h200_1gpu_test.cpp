@@ -1,4 +1,4 @@
-// The h200-1gpu profile, built from the hardware (issue 14): its GEMM term against cuBLASLt measured on the
+// The h200-1gpu profile, built from the hardware (docs/kernels.md): its GEMM term against cuBLASLt measured on the
 // lent H200 (2026-12-03), and the runs of our old kernels (2026-12-02, 8 ranks on one device) flagged as slower
 // than the hardware allows; the pull-grid curve's shape against the measured grid sweep.
 #include <gtest/gtest.h>
@@ -121,7 +121,7 @@ TEST(ModelH200OneGpu, TheGemmTermIsTheMeasuredVendorCeiling) {
 // The 2026-12-02 runs (the mma.sync GEMM at ~0.2x cuBLASLt, the two-pass quantize and the software widen):
 // against a model built from the hardware every one of them is SLOWER_THAN_MODEL, none is below the physical
 // lower bound, and the phases the hardware alone sets (copy-engine legs, the reduce at the copy ceiling) still
-// match their terms. The old profile, calibrated on those kernels, passed them all: that was the bug of issue 14.
+// match their terms. The old profile, calibrated on those kernels, passed them all: that was the bug the hardware model fixes.
 TEST(ModelH200OneGpu, TheOldKernelsAreSlowerThanTheHardwareModel) {
   const auto prof = model::load_profile("h200-1gpu");
   const auto runs = all_clean_runs();

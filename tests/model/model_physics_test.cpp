@@ -1,4 +1,4 @@
-// Bytes per phase as SPEC 1.1's worked figures, monotonicity, the pull-grid optimum, and the one-device
+// Bytes per phase as docs/spec.md 1.1's worked figures, monotonicity, the pull-grid optimum, and the one-device
 // profile's "link is HBM" behaviour.
 #include <gtest/gtest.h>
 

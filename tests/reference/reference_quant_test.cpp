@@ -1,4 +1,4 @@
-// Operand scale layouts (SPEC 1.2), the quantization recipe, the fp8 wire's per-row quantization, and the
+// Operand scale layouts (docs/spec.md 1.2), the quantization recipe, the fp8 wire's per-row quantization, and the
 // row-addressable operand generator.
 #include <gtest/gtest.h>
 

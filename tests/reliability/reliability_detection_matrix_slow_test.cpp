@@ -1,4 +1,4 @@
-// The detection matrix (issue 8): every fault class the CPU emulation can inject, in every mode it applies
+// The detection matrix (docs/reliability.md): every fault class the CPU emulation can inject, in every mode it applies
 // to, over several seeds, shapes and quant modes, must be flagged with the finding code that names its cause;
 // and clean runs over many seeds, shapes and configs must raise no finding at all (no false alarms).
 // Everything goes through the lead's driver, run_and_check(cpu backend), exactly as `gemmar validate` does.

@@ -1,4 +1,4 @@
-// The CLI's shared parts: one option vocabulary (SPEC section 4) used by every subcommand, and the
+// The CLI's shared parts: one option vocabulary (docs/spec.md section 4) used by every subcommand, and the
 // subcommand entry points. Each subcommand lives in its own validate/cmd_*.cpp.
 #pragma once
 #include <boost/program_options.hpp>
@@ -14,7 +14,7 @@ namespace po = boost::program_options;
 
 using Args = std::vector<std::string>;
 
-// Adds -m -n -k --world with SPEC defaults.
+// Adds -m -n -k --world with the defaults of docs/spec.md section 4.
 void add_shape_options(po::options_description&);
 // Adds --mode --quant --gather-dtype --gather-transport --pull-blocks --fuse-quantize.
 // The pull-blocks default comes from MORI_GEMM_AR_PULL_BLOCKS when set (as in the benchmark), else 64.

@@ -1,4 +1,4 @@
-// gemmar check: verdicts on benchmark output (SPEC section 4).
+// gemmar check: verdicts on benchmark output (docs/spec.md section 4).
 #include <algorithm>
 #include <iostream>
 #include <map>

@@ -1,4 +1,4 @@
-// gemmar model [sweep]: the analytic timing model's phases for one config, or a pull-grid sweep (SPEC 4).
+// gemmar model [sweep]: the analytic timing model's phases for one config, or a pull-grid sweep (docs/spec.md 4).
 #include <cstdio>
 #include <iostream>
 #include <sstream>

@@ -1,4 +1,4 @@
-// `gemmar reference floors | quant-study | gemm-bench` (SPEC section 4): the CPU reference's numbers.
+// `gemmar reference floors | quant-study | gemm-bench` (docs/spec.md section 4): the CPU reference's numbers.
 #include <cmath>
 #include <iomanip>
 #include <iostream>

@@ -1,4 +1,4 @@
-// gemmar report RESULTS... --out DIR (SPEC section 4). This side reads every results file and normalises
+// gemmar report RESULTS... --out DIR (docs/spec.md section 4). This side reads every results file and normalises
 // it into one document (validate/cli/report_inputs.hpp: runs, per-config aggregates, models, sweeps, skipped
 // records); the figures and the pages are drawn from that document alone by the Python package
 // reports/gemmar_report under Debian's python3 + matplotlib, started without a shell into a temp directory

@@ -1,4 +1,4 @@
-// gemmar selftest (SPEC 4; issue 15): the transport self-test. Every rank's window holds rank+1, one
+// gemmar selftest (docs/spec.md 4; docs/reliability.md): the transport self-test. Every rank's window holds rank+1, one
 // scatter/reduce/gather runs per mode, wire and transport, and every element of every rank's output must equal
 // W(W+1)/2 exactly: a silent transport fails in milliseconds, before any timing, with a message naming the leg.
 // `gemmar validate` runs it first.

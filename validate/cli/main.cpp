@@ -1,4 +1,4 @@
-// gemmar: one binary, subcommands (SPEC section 4). Exit codes: 0 pass, 1 a check failed,
+// gemmar: one binary, subcommands (docs/spec.md section 4). Exit codes: 0 pass, 1 a check failed,
 // 2 bad usage or input, 3 environment error.
 #include <iostream>
 #include <map>

@@ -7,7 +7,7 @@
 namespace gemmar::cli {
 
 enum class RunCommand {
-  Run,       // one config at the SPEC shape (16384 x 7168 x 2048), or --all-configs
+  Run,       // one config at the reference shape (16384 x 7168 x 2048), or --all-configs
   Validate,  // every config; 2048 x 2048 x 512 on the CPU emulation, 4096,16384 x 7168 x 2048 on a GPU
 };
 

@@ -29,7 +29,7 @@ struct RunPlan {
   std::string dump_dir;
 };
 
-// Every mode x wire x transport of SPEC 1.1 that exists (split-lsa bf16 only; gemm-only once), at `base`'s quant
+// Every mode x wire x transport of docs/spec.md 1.1 that exists (split-lsa bf16 only; gemm-only once), at `base`'s quant
 // and pull grid.
 std::vector<Config> all_configs(const Config& base);
 

@@ -17,7 +17,7 @@
 
 namespace gemmar {
 
-// Two iterations on the same inputs whose output bits differ (issue 15): `iteration` repeated `repeat_of`'s
+// Two iterations on the same inputs whose output bits differ (docs/reliability.md): `iteration` repeated `repeat_of`'s
 // inputs; `ranks` are the ranks whose outputs differ.
 struct NondeterministicIteration {
   int iteration = 0;
@@ -68,7 +68,7 @@ struct RunRecord {
   std::optional<std::string> gemm_impl;
   std::optional<std::string> unfused_baseline;
   std::optional<double> unfused_baseline_us;
-  // --- Per-iteration checks (issue 15; run, validate): each checked iteration (0, check_every, 2*check_every,
+  // --- Per-iteration checks (docs/reliability.md; run, validate): each checked iteration (0, check_every, 2*check_every,
   // ...) ran on its own inputs; wrong_elements is their sum. stale_elements: wrong elements of an iteration
   // that hold what the previous iteration's inputs give there. nondeterministic_iterations: repeats of the
   // same inputs whose bits differ. straggle_us: the random per-rank delays' bound, when injected.

@@ -228,7 +228,7 @@ struct Judge {
     }
   }
 
-  // --- NONDETERMINISTIC / STALE_ITERATION (issue 15): what checking every iteration found, within one record.
+  // --- NONDETERMINISTIC / STALE_ITERATION (docs/reliability.md): what checking every iteration found, within one record.
   // Repeats of the same inputs must give the same bits; a first iteration right and a later one wrong (or wrong
   // elements holding the previous iteration's values) is state carried from one iteration to the next.
   void iteration_checks() {

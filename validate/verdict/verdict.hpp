@@ -35,7 +35,7 @@ Verdict judge(const RunRecord&, const Expectations&);
 Verdict judge(const RunRecord&, const JudgeOptions&);
 std::vector<Verdict> judge_all(const std::vector<RunRecord>&, const JudgeOptions&);
 
-nlohmann::json to_json(const std::vector<Verdict>&);  // {"runs": [...]} as SPEC section 4
+nlohmann::json to_json(const std::vector<Verdict>&);  // {"runs": [...]} as docs/spec.md section 4
 std::string verdict_table(const std::vector<Verdict>&);  // the human table
 
 // A record that could not be read (bad JSON, missing or wrong-typed field): a failing verdict with one

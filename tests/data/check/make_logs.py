@@ -1,4 +1,4 @@
-# Writes the real-shaped benchmark logs of tests/data/check (issue 13): torchrun banners, [rankN]: prefixes,
+# Writes the real-shaped benchmark logs of tests/data/check (docs/check.md): torchrun banners, [rankN]: prefixes,
 # ANSI colours, sort_keys JSON, older versions, crashes. Run from anywhere: python3 make_logs.py
 import json, random, os
 D=os.path.dirname(os.path.abspath(__file__))+'/'

@@ -6,7 +6,7 @@ What is measured and what is not:
   tests/data/mi355x_measured.json (8x MI355X: mode_totals_us, gather_wire_us, pull_grid_us,
   phases_in_server_us).
 - Everything else is SYNTHETIC, shaped like real output so the report has something to draw: totals at
-  M = 4096 / 8192 (scaled from M = 16384), the per-rank spread, the relL2 values near the SPEC 1.3 floors,
+  M = 4096 / 8192 (scaled from M = 16384), the per-rank spread, the relL2 values near the docs/spec.md 1.3 floors,
   the pull-grid points 24/32/128/256, the model numbers (hand-written, in the form of `gemmar model --json`,
   not produced by model/), and the failing runs (signatures from known_failure_signatures).
 """

@@ -1,4 +1,4 @@
-// `gemmar check` on real-shaped benchmark logs (issue 13), end to end through the binary: what the benchmark
+// `gemmar check` on real-shaped benchmark logs (docs/check.md), end to end through the binary: what the benchmark
 // run says about itself, exit codes, --expect, --world, traces matched by config, and the messages' form.
 // The floors come from the ctest fixture's cache, so each run of the binary takes milliseconds.
 #include <gtest/gtest.h>

@@ -160,7 +160,7 @@ TEST(CheckLogReader, MissingFileAndDirectoryAreUsageErrors) {
   }
 }
 
-// --- Records as the benchmark really prints them (issue 13).
+// --- Records as the benchmark really prints them (docs/check.md).
 
 TEST(RecordRealLogs, EveryRankPrintingTheSameLineIsOneRunAndColoursAreStripped) {
   LogReadStats st;

@@ -1,4 +1,4 @@
-// The rules for runs as the benchmark really prints them (issue 13), judged from injected expectations:
+// The rules for runs as the benchmark really prints them (docs/check.md), judged from injected expectations:
 // floors given as numbers, a loaded profile and its prediction, no derivation, so each test runs in
 // milliseconds. The expectations provider has its own tests; these test the judge alone.
 #include <gtest/gtest.h>
