@@ -37,6 +37,8 @@ constexpr std::array<std::pair<const char*, Transport>, 2> kTransports{
     {{"sdma", Transport::Sdma}, {"lsa", Transport::Lsa}}};
 constexpr std::array<std::pair<const char*, Fp8Format>, 2> kFp8Formats{
     {{"e4m3fn", Fp8Format::E4M3FN}, {"e4m3fnuz", Fp8Format::E4M3FNUZ}}};
+constexpr std::array<std::pair<const char*, GemmImpl>, 2> kGemmImpls{
+    {{"gemmar", GemmImpl::Gemmar}, {"cublaslt", GemmImpl::Cublaslt}}};
 
 }  // namespace
 
@@ -50,6 +52,8 @@ Quant parse_quant(const std::string& s, const std::string& o) { return parse_enu
 WireDtype parse_wire(const std::string& s, const std::string& o) { return parse_enum(s, o, kWires); }
 Transport parse_transport(const std::string& s, const std::string& o) { return parse_enum(s, o, kTransports); }
 Fp8Format parse_fp8_format(const std::string& s, const std::string& o) { return parse_enum(s, o, kFp8Formats); }
+std::string to_string(GemmImpl v) { return enum_name(v, kGemmImpls); }
+GemmImpl parse_gemm_impl(const std::string& s, const std::string& o) { return parse_enum(s, o, kGemmImpls); }
 
 const std::vector<Mode>& all_modes() {
   static const std::vector<Mode> modes{Mode::GemmOnly, Mode::SplitSdma, Mode::FusedSdma, Mode::SplitLsa,

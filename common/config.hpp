@@ -13,6 +13,9 @@ enum class WireDtype { Bf16, Fp8 };
 enum class Transport { Sdma, Lsa };
 // e4m3fn (OCP: gfx950, NVIDIA) or e4m3fnuz (gfx942). Same bits read 2x apart.
 enum class Fp8Format { E4M3FN, E4M3FNUZ };
+// Which GEMM computes the partials on the GPU, as the benchmark's --gemm-impl: ours (the fused modes always use
+// it: their epilogue pushes tiles), or the vendor's blockscale GEMM (cuBLASLt) for gemm-only and the split modes.
+enum class GemmImpl { Gemmar, Cublaslt };
 
 struct Shape {
   int64_t m = 16384;  // rows of the output, before padding
@@ -35,12 +38,14 @@ std::string to_string(Quant);
 std::string to_string(WireDtype);
 std::string to_string(Transport);
 std::string to_string(Fp8Format);
+std::string to_string(GemmImpl);
 // Parsers throw UsageError naming `option` and listing the accepted spellings.
 Mode parse_mode(const std::string& s, const std::string& option = "--mode");
 Quant parse_quant(const std::string& s, const std::string& option = "--quant");
 WireDtype parse_wire(const std::string& s, const std::string& option = "--gather-dtype");
 Transport parse_transport(const std::string& s, const std::string& option = "--gather-transport");
 Fp8Format parse_fp8_format(const std::string& s, const std::string& option = "--fp8-format");
+GemmImpl parse_gemm_impl(const std::string& s, const std::string& option = "--gemm-impl");
 const std::vector<Mode>& all_modes();
 
 // Everything that differs between modes, in one table (common/config.cpp): a new mode is a row here plus one

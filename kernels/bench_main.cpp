@@ -6,10 +6,7 @@
 //   gemmar_gpu_bench data [ROWS N PULL]         quantize / dequantize / pull kernels alone vs the copy ceiling
 //   gemmar_gpu_bench selftest                    the fp8 wire's hardware conversions vs numerics_inline.hpp, all
 //                                                2^32 fp32 inputs (4 scales) and every code at 65536 scales
-//   gemmar_gpu_bench run MODE WIRE TRANSPORT M [N K W ITERS]   one config end to end, 8 ranks on one device
-// `run` checks: the GPU partials against the CPU fp32 GEMM (bf16 rounding only), the outputs bit for bit
-// against the collective re-emulated on the CPU from the GPU's partials (reference/emulation.hpp), and the
-// relL2 against the fp32 reference (the floors). Prints one RESULT_JSON line per run.
+// A config end to end (every mode, checked and judged) is `gemmar run --backend gpu` / `gemmar validate`.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -22,19 +19,12 @@
 #include "reference/emulation.hpp"
 #include "reference/operands.hpp"
 
-
 using namespace gemmar;
 
 namespace {
 
 kernels::OperandFn generator(const reference::OperandSpec& spec) {
-  return [spec](int rank, kernels::RankOperands& dst) {
-    reference::RankOperands op = reference::make_rank_operands(spec, rank);
-    dst.a = std::move(op.a.codes);
-    dst.a_scale = std::move(op.a.scales);
-    dst.b = std::move(op.b.codes);
-    dst.b_scale = std::move(op.b.scales);
-  };
+  return [spec](int rank, kernels::RankOperands& dst) { dst = reference::make_rank_operands(spec, rank); };
 }
 
 // One GEMM implementation at one shape: median time and the error of its bf16 partial against the CPU's
@@ -42,7 +32,7 @@ kernels::OperandFn generator(const reference::OperandSpec& spec) {
 struct GemmResult {
   double us = -1, rel_err = -1;
 };
-GemmResult bench_gemm(kernels::GemmImpl impl, int64_t m, int64_t n, int64_t k, int iters) {
+GemmResult bench_gemm(GemmImpl impl, int64_t m, int64_t n, int64_t k, int iters) {
   reference::OperandSpec spec;
   spec.shape = Shape{m, n, k, 1};
   const std::vector<int64_t> rows = reference::sample_rows(spec.shape, Quant::Blockscale, 64, 7);
@@ -70,7 +60,7 @@ int cmd_ceilings(double gib, const std::vector<int64_t>& ms) {
   std::string vendor;
   for (int64_t m : ms) {
     if (!kernels::vendor_gemm_available()) break;
-    const GemmResult g = bench_gemm(kernels::GemmImpl::Cublaslt, m, 7168, 2048, 20);
+    const GemmResult g = bench_gemm(GemmImpl::Cublaslt, m, 7168, 2048, 20);
     char buf[256];
     std::snprintf(buf, sizeof buf, "%s{\"m\": %lld, \"n\": 7168, \"k\": 2048, \"us\": %.2f, \"tflops\": %.1f, \"rel_err\": %.3g}",
                   vendor.empty() ? "" : ", ", (long long)m, g.us, 2.0 * double(m) * 7168 * 2048 / g.us * 1e-6, g.rel_err);
@@ -86,9 +76,9 @@ int cmd_ceilings(double gib, const std::vector<int64_t>& ms) {
 
 int cmd_gemm(int64_t m, int64_t n, int64_t k) {
   const double flop = 2.0 * double(m) * double(n) * double(k);
-  const GemmResult ours = bench_gemm(kernels::GemmImpl::Gemmar, m, n, k, 20);
+  const GemmResult ours = bench_gemm(GemmImpl::Gemmar, m, n, k, 20);
   GemmResult lt;
-  if (kernels::vendor_gemm_available()) lt = bench_gemm(kernels::GemmImpl::Cublaslt, m, n, k, 20);
+  if (kernels::vendor_gemm_available()) lt = bench_gemm(GemmImpl::Cublaslt, m, n, k, 20);
   const bool ok = ours.rel_err >= 0 && ours.rel_err < 4e-3 && (lt.us < 0 || lt.rel_err < 4e-3);
   std::printf("GEMM_JSON {\"m\": %lld, \"n\": %lld, \"k\": %lld, \"ours_kernel\": \"%s\", \"ours_us\": %.2f, "
               "\"ours_tflops\": %.1f, \"ours_rel_err\": %.3g, \"cublaslt_us\": %.2f, \"cublaslt_tflops\": %.1f, "
@@ -120,76 +110,6 @@ int cmd_selftest() {
   return bad ? 1 : 0;
 }
 
-int cmd_run(const std::string& mode, const std::string& wire, const std::string& transport, int64_t m, int64_t n,
-            int64_t k, int world, int iters, int pull_blocks, kernels::GemmImpl impl) {
-  kernels::RunPlan plan;
-  plan.shape = Shape{m, n, k, world};
-  plan.config.mode = parse_mode(mode);
-  plan.config.gather_dtype = parse_wire(wire);
-  plan.config.gather_transport = parse_transport(transport);
-  plan.config.pull_blocks = pull_blocks;
-  validate_shape_config(plan.shape, plan.config);
-  plan.shape.m = padded_m(plan.shape, plan.config.quant);
-  plan.iterations = iters;
-  plan.ranks_per_device = world;  // every rank on device 0 (one GPU lent)
-  plan.gemm_impl = impl;
-  plan.rows = reference::sample_rows(plan.shape, plan.config.quant, 64, 99);
-  reference::OperandSpec spec;
-  spec.shape = plan.shape;
-  const kernels::RunOutput o = kernels::run_gemm_ar(plan, generator(spec));
-
-  // CPU side: the fp32 partials + reference for the same rows, then the collective on the GPU's partials.
-  reference::PartialsRequest preq;
-  preq.operands = spec;
-  preq.rows = plan.rows;
-  const reference::PartialsResult cpu = reference::compute_partials(preq);
-  double perr = 0, pref = 0;
-  for (int r = 0; r < world; ++r)
-    for (size_t i = 0; i < o.partials[r].size(); ++i) {
-      const double dd = double(o.partials[r][i]) - double(cpu.partials[r][i]);
-      perr += dd * dd;
-      pref += double(cpu.partials[r][i]) * double(cpu.partials[r][i]);
-    }
-  reference::CollectiveRequest creq;
-  creq.shape = plan.shape;
-  creq.config = plan.config;
-  creq.rows = plan.rows;
-  const reference::Bf16Outputs expect = reference::emulate_collective(creq, o.partials);
-  int64_t mismatches = 0;
-  for (int r = 0; r < world; ++r)
-    for (size_t i = 0; i < expect[r].size(); ++i) mismatches += expect[r][i] != o.outputs[r][i];
-  const auto rl = reference::all_views_rel_l2(plan.shape, plan.config.quant, plan.rows, o.outputs, cpu.reference);
-  const auto per = reference::per_rank_rel_l2(plan.shape, plan.config.quant, plan.rows, o.outputs, cpu.reference);
-  double maxrank = 0, minrel = 1e30;
-  std::string prt, prl, ph;
-  for (size_t r = 0; r < o.per_rank_time_us.size(); ++r) {
-    maxrank = std::max(maxrank, o.per_rank_time_us[r]);
-    prt += (r ? ", " : "") + std::to_string(o.per_rank_time_us[r]);
-  }
-  for (size_t r = 0; r < per.size(); ++r) {
-    minrel = std::min(minrel, per[r].value);
-    prl += (r ? ", " : "") + std::to_string(per[r].value);
-  }
-  for (const auto& [name, us] : o.phases_us) ph += (ph.empty() ? "\"" : ", \"") + name + "\": " + std::to_string(us);
-  const bool fp8 = uses_fp8_wire(effective_config(plan.config));
-  // gemm-only's output is the local partial: only the bit-exact check (emulation = local partial) applies.
-  const bool gemm_only = plan.config.mode == Mode::GemmOnly;
-  const bool ok = mismatches == 0 && o.unwritten_outputs == 0 &&
-                  (gemm_only || (std::isfinite(rl.value) && (fp8 ? (rl.value > 5e-3 && rl.value < 4e-2) : rl.value < 3e-3)));
-  std::printf("RESULT_JSON {\"mode\": \"%s\", \"quant\": \"blockscale\", \"gather_dtype\": \"%s\", "
-              "\"gather_transport\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"world_size\": %d, "
-              "\"max_rank_time_us\": %.2f, \"per_rank_time_us\": [%s], \"rel_l2\": %.6g, \"validated\": %s, "
-              "\"timing\": \"eager-median-%d\", \"pull_blocks\": %d, \"per_rank_rel_l2\": [%s], \"phases_us\": {%s}, "
-              "\"total_us\": %.2f, \"backend\": \"gpu\", \"device\": \"%s\", \"bitexact_mismatches\": %lld, "
-              "\"checked_elements\": %lld, \"partial_rel_err\": %.3g, \"unwritten_outputs\": %lld, "
-              "\"profile\": \"h200-1gpu\", \"gemm_impl\": \"%s\"}\n",
-              mode.c_str(), wire.c_str(), transport.c_str(), (long long)m, (long long)n, (long long)k, world, maxrank,
-              prt.c_str(), minrel, ok ? "true" : "false", iters, o.pull_blocks, prl.c_str(), ph.c_str(), o.total_us,
-              o.device.c_str(), (long long)mismatches, (long long)(world * expect[0].size()),
-              std::sqrt(perr / std::max(pref, 1e-300)), (long long)o.unwritten_outputs, kernels::to_string(o.gemm_impl));
-  return ok ? 0 : 1;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -197,7 +117,7 @@ int main(int argc, char** argv) {
     const std::vector<std::string> a(argv + 1, argv + argc);
     auto num = [&](size_t i, int64_t def) { return a.size() > i ? std::atoll(a[i].c_str()) : def; };
     if (a.empty()) {
-      std::fprintf(stderr, "usage: gemmar_gpu_bench ceilings [GiB [M...]] | gemm M N K | data [ROWS N PULL] | selftest | run MODE WIRE TRANSPORT M [N K W ITERS PULL IMPL]\n");
+      std::fprintf(stderr, "usage: gemmar_gpu_bench ceilings [GiB [M...]] | gemm M N K | data [ROWS N PULL] | selftest\n");
       return 2;
     }
     if (kernels::device_count() <= 0) {
@@ -213,9 +133,6 @@ int main(int argc, char** argv) {
     if (a[0] == "selftest") return cmd_selftest();
     if (a[0] == "data") return cmd_data(num(1, 131072), num(2, 7168), int(num(3, 64)));
     if (a[0] == "gemm") return cmd_gemm(num(1, 16384), num(2, 7168), num(3, 2048));
-    if (a[0] == "run" && a.size() >= 5)
-      return cmd_run(a[1], a[2], a[3], num(4, 16384), num(5, 7168), num(6, 2048), int(num(7, 8)), int(num(8, 11)),
-                     int(num(9, 64)), kernels::parse_gemm_impl(a.size() > 10 ? a[10] : "gemmar"));
     std::fprintf(stderr, "gemmar_gpu_bench: unknown command '%s'\n", a[0].c_str());
     return 2;
   } catch (const gemmar::Error& e) {

@@ -119,7 +119,7 @@ double median(std::vector<double> v) {
 
 class Pipeline {
  public:
-  Pipeline(const RunPlan& plan, const OperandFn& gen) : plan_(plan) {
+  Pipeline(const DeviceRun& plan, const OperandFn& gen) : plan_(plan) {
     const Shape& sh = plan.shape;
     W_ = sh.world;
     M_ = sh.m;
@@ -188,7 +188,7 @@ class Pipeline {
   RunOutput run() {
     RunOutput ro;
     ro.device = device_;
-    const DeviceFaults& f = plan_.faults;
+    const Faults& f = plan_.inject;
     cur_scale_.assign(size_t(W_), 1.0f);
     poison_all();
     if (f.stale_output) {
@@ -311,7 +311,7 @@ class Pipeline {
     for (int r = 0; r < W_; ++r) {
       auto& rb = ranks_[r];
       set(rb.dev);
-      const uint16_t* out = plan_.faults.stale_output ? rb.out_alt : rb.out;
+      const uint16_t* out = plan_.inject.stale_output ? rb.out_alt : rb.out;
       outs[r].resize(rows.size() * size_t(N_));
       for (size_t i = 0; i < rows.size(); ++i)
         GPU_CHECK(gpuMemcpyAsync(outs[r].data() + i * N_, out + rows[i] * N_, size_t(N_) * 2, gpuMemcpyDeviceToHost,
@@ -363,7 +363,7 @@ class Pipeline {
 
   // Straggler injection: rank r's stream spins for this replay's delay k (0 GEMM, 1 reduce, 2 gather).
   void straggle(int r, int k, gpuStream_t st) {
-    if (plan_.straggle_us.empty()) return;
+    if (plan_.straggle_schedule_us.empty()) return;
     set(ranks_[r].dev);
     straggle_spin_kernel<<<1, 1, 0, st>>>(ranks_[r].straggle, k);
     GPU_CHECK(gpuGetLastError());
@@ -382,10 +382,10 @@ class Pipeline {
         GPU_CHECK(dev::launch_scale_f32(rb.sa, (K_ / 128) * M_, want / cur_scale_[r], rb.comp));
         cur_scale_[r] = want;
       }
-      if (size_t(it) < plan_.straggle_us.size()) {
+      if (size_t(it) < plan_.straggle_schedule_us.size()) {
         float d[3] = {0, 0, 0};
         for (int k = 0; k < 3; ++k)
-          if (size_t(r * 3 + k) < plan_.straggle_us[it].size()) d[k] = plan_.straggle_us[it][r * 3 + k];
+          if (size_t(r * 3 + k) < plan_.straggle_schedule_us[it].size()) d[k] = plan_.straggle_schedule_us[it][r * 3 + k];
         GPU_CHECK(gpuMemcpyAsync(rb.straggle, d, sizeof(d), gpuMemcpyHostToDevice, rb.comp));
       }
       GPU_CHECK(gpuStreamSynchronize(rb.comp));
@@ -395,7 +395,7 @@ class Pipeline {
   // Before the first launch only (untimed): poison everything the run writes; fresh (zero) slots / landing
   // zones for the faults whose signature is what an unwritten buffer holds (reference/emulation.hpp's Faults).
   void poison_all() {
-    const DeviceFaults& f = plan_.faults;
+    const Faults& f = plan_.inject;
     const size_t slice_bytes = size_t(S_ * N_) * 2;
     for (auto& rb : ranks_) {
       set(rb.dev);
@@ -435,7 +435,7 @@ class Pipeline {
     }
   }
   const uint16_t* reduce_slot(int o, int q) const {
-    if (plan_.faults.stale_replay && q == late_peer(o) && q != o) return ranks_[o].stale;
+    if (plan_.inject.stale_replay && q == late_peer(o) && q != o) return ranks_[o].stale;
     return eff_.mode == Mode::SplitLsa ? ranks_[q].c + int64_t(o) * S_ * N_ : slot_ptr(o, q);
   }
 
@@ -468,7 +468,7 @@ class Pipeline {
       rb.c = dalloc<uint16_t>(M_ * N_);
       rb.recv = dalloc<uint16_t>(int64_t(W_) * S_ * N_);
       rb.out = dalloc<uint16_t>(M_ * N_);
-      if (plan_.faults.stale_output) rb.out_alt = dalloc<uint16_t>(M_ * N_);
+      if (plan_.inject.stale_output) rb.out_alt = dalloc<uint16_t>(M_ * N_);
       if (fp8) {
         rb.q = dalloc<uint8_t>(S_ * N_);
         rb.qs = dalloc<float>(S_);
@@ -479,7 +479,7 @@ class Pipeline {
       rb.poison = dalloc<unsigned long long>(1);
       rb.straggle = dalloc<float>(3);
       GPU_CHECK(gpuMemset(rb.straggle, 0, 3 * sizeof(float)));
-      if (plan_.faults.stale_replay) rb.stale = dalloc<uint16_t>(S_ * N_);
+      if (plan_.inject.stale_replay) rb.stale = dalloc<uint16_t>(S_ * N_);
       rb.chunk_ev.resize(size_t(W_));
       for (auto& e : rb.chunk_ev) GPU_CHECK(gpuEventCreateWithFlags(&e, gpuEventDisableTiming));
     }
@@ -491,26 +491,26 @@ class Pipeline {
       if (plan_.selftest_fill) {
         // The transport self-test: A and B hold 1.0 (e4m3fn 0x38) in column 0 only, A's scales rank+1, B's 1, so
         // every element of the partial is exactly rank+1.
-        op.a.assign(size_t(M_ * K_), 0);
-        op.b.assign(size_t(N_ * K_), 0);
-        for (int64_t i = 0; i < M_; ++i) op.a[size_t(i * K_)] = 0x38;
-        for (int64_t i = 0; i < N_; ++i) op.b[size_t(i * K_)] = 0x38;
-        op.a_scale.assign(size_t((K_ / 128) * M_), float(r + 1));
-        op.b_scale.assign(size_t((N_ / 128) * (K_ / 128)), 1.0f);
+        op.a.codes.assign(size_t(M_ * K_), 0);
+        op.b.codes.assign(size_t(N_ * K_), 0);
+        for (int64_t i = 0; i < M_; ++i) op.a.codes[size_t(i * K_)] = 0x38;
+        for (int64_t i = 0; i < N_; ++i) op.b.codes[size_t(i * K_)] = 0x38;
+        op.a.scales.assign(size_t((K_ / 128) * M_), float(r + 1));
+        op.b.scales.assign(size_t((N_ / 128) * (K_ / 128)), 1.0f);
       } else {
         gen(r, op);
       }
-      GEMMAR_CHECK(int64_t(op.a.size()) == M_ * K_ && int64_t(op.b.size()) == N_ * K_ &&
-                       int64_t(op.a_scale.size()) == (K_ / 128) * M_ &&
-                       int64_t(op.b_scale.size()) == (N_ / 128) * (K_ / 128),
+      GEMMAR_CHECK(int64_t(op.a.codes.size()) == M_ * K_ && int64_t(op.b.codes.size()) == N_ * K_ &&
+                       int64_t(op.a.scales.size()) == (K_ / 128) * M_ &&
+                       int64_t(op.b.scales.size()) == (N_ / 128) * (K_ / 128),
                    "operand sizes of rank ", r);
       auto& rb = ranks_[r];
       set(rb.dev);
-      GPU_CHECK(gpuMemcpy(rb.a, op.a.data(), op.a.size(), gpuMemcpyHostToDevice));
-      GPU_CHECK(gpuMemcpy(rb.b, op.b.data(), op.b.size(), gpuMemcpyHostToDevice));
-      GPU_CHECK(gpuMemcpy(rb.sa, op.a_scale.data(), op.a_scale.size() * 4, gpuMemcpyHostToDevice));
-      GPU_CHECK(gpuMemcpy(rb.sb, op.b_scale.data(), op.b_scale.size() * 4, gpuMemcpyHostToDevice));
-      if (plan_.faults.fnuz_read_as_fn) {
+      GPU_CHECK(gpuMemcpy(rb.a, op.a.codes.data(), op.a.codes.size(), gpuMemcpyHostToDevice));
+      GPU_CHECK(gpuMemcpy(rb.b, op.b.codes.data(), op.b.codes.size(), gpuMemcpyHostToDevice));
+      GPU_CHECK(gpuMemcpy(rb.sa, op.a.scales.data(), op.a.scales.size() * 4, gpuMemcpyHostToDevice));
+      GPU_CHECK(gpuMemcpy(rb.sb, op.b.scales.data(), op.b.scales.size() * 4, gpuMemcpyHostToDevice));
+      if (plan_.inject.fnuz_read_as_fn) {
         GPU_CHECK(dev::launch_fp8_recode(rb.a, M_ * K_, false, rb.comp));
         GPU_CHECK(dev::launch_fp8_recode(rb.b, N_ * K_, false, rb.comp));
       }
@@ -519,14 +519,14 @@ class Pipeline {
         GPU_CHECK(dev::launch_fp8_recode(rb.b, N_ * K_, true, rb.comp));
         GPU_CHECK(dev::launch_scale_f32(rb.sb, (N_ / 128) * (K_ / 128), 4.0f, rb.comp));
       }
-      if (plan_.faults.perturbed_rank == r)
+      if (plan_.inject.perturbed_rank == r)
         GPU_CHECK(dev::launch_scale_f32(rb.sb, (N_ / 128) * (K_ / 128), 1.25f, rb.comp));
       GPU_CHECK(gpuStreamSynchronize(rb.comp));
     }
   }
 
   int pull_blocks() const {
-    return plan_.faults.pull_blocks.value_or(0) > 0 ? *plan_.faults.pull_blocks : std::max(1, eff_.pull_blocks);
+    return plan_.inject.pull_blocks.value_or(0) > 0 ? *plan_.inject.pull_blocks : std::max(1, eff_.pull_blocks);
   }
 
   gpuEvent_t new_event(int dev, bool timing) {
@@ -581,22 +581,67 @@ class Pipeline {
     else GPU_CHECK(gpuMemcpyPeerAsync(dst, dst_dev, src, rb.dev, bytes, rb.copy));
   }
 
+  // One launch of the whole op, leg by leg (docs/kernels.md): GEMM (+ the fused scatter), then either gemm-only's
+  // copy, split-lsa's two-stage CU all-reduce, or scatter -> reduce (+ quantize) -> gather (-> dequantize).
+  // Faults move or drop legs here, at the points the emulation (reference/emulation.hpp) applies them.
   void execute_once(Timing* tm) {
-    const DeviceFaults& f = plan_.faults;
+    const Faults& f = plan_.inject;
     const Mode mode = eff_.mode;
     const bool fp8 = uses_fp8_wire(eff_) && !f.fp8_wire_bypassed;
     const bool lsa_gather = eff_.gather_transport == Transport::Lsa;
-    const size_t slice_bytes = size_t(S_ * N_) * 2;
     if (capturing_) fork();
-    // Per launch (untimed): the GEMM's tile counters. Everything else was poisoned once (poison_all): a launch
-    // that reads a buffer before this launch wrote it sees the previous launch's data, as a replay does.
+    begin_launch(tm);
+    gemm_leg(tm);
+    if (!has_collective(mode)) {
+      // The output of gemm-only is the local partial.
+      for (auto& rb : ranks_) {
+        set(rb.dev);
+        GPU_CHECK(gpuMemcpyAsync(rb.out, rb.c, size_t(M_ * N_) * 2, gpuMemcpyDeviceToDevice, rb.comp));
+      }
+      finish(tm);
+      return;
+    }
+    if (silent_sdma_gather(f)) prefill_local_partials(tm);
+    if (traits(mode).two_stage_allreduce) {
+      two_stage_allreduce(tm);
+      finish(tm);
+      return;
+    }
+    if (!is_fused(mode)) scatter_leg(tm);
+    if (f.stale_replay) {  // the rows of the late put that did land before the reduce read the slot
+      stale_copy(true);
+      barrier(tm, kStaleReplayPhase);
+    }
+    // frozen-flag: the gather's wait was satisfied by the previous launch's signal, so it copies (pulls) the
+    // owner's slice before this launch's reduce wrote it: what the previous launch left there.
+    if (!f.frozen_flag) reduce_leg(fp8, tm);
+    if (fp8 && lsa_gather) {
+      pull_leg(tm);
+    } else {
+      for (int r = 0; r < W_; ++r) straggle(r, 2, ranks_[r].copy);
+      gather(fp8, f);
+      barrier(tm, "gather");
+      if (f.no_release && !lsa_gather && !silent_sdma_gather(f)) {
+        apply_no_release(fp8);
+        barrier(tm, kNoReleasePhase);
+      }
+    }
+    if (f.frozen_flag) reduce_leg(fp8, tm);
+    if (fp8 && !lsa_gather) dequantize_leg(tm);
+    finish(tm);
+  }
+
+  // Untimed per-launch set-up, then the start barrier and each rank's start event.
+  void begin_launch(Timing* tm) {
+    // The GEMM's tile counters. Everything else was poisoned once (poison_all): a launch that reads a buffer
+    // before this launch wrote it sees the previous launch's data, as a replay does.
     for (auto& rb : ranks_) {
       set(rb.dev);
       GPU_CHECK(gpuMemsetAsync(rb.counters, 0, size_t(W_) * 4, rb.comp));
     }
     // stale-replay: the late put's rows that will not have landed when the reduce reads them keep what the
     // previous launch left in the slot (saved before this launch can write it).
-    if (f.stale_replay && has_collective(mode)) stale_copy(false);
+    if (plan_.inject.stale_replay && has_collective(eff_.mode)) stale_copy(false);
     barrier(nullptr, "");
     if (tm) {
       tm->rank_start.resize(size_t(W_));
@@ -612,8 +657,14 @@ class Pipeline {
         set(ranks_[r].dev);
         GPU_CHECK(record(tm->rank_start[r], ranks_[r].comp, true));
       }
+  }
 
-    // ---- gemm (+ the fused scatter) ----
+  // Every rank's GEMM; fused-sdma's epilogue chunks each hand their tiles to a copy-engine put, fused-lsa's
+  // store them straight into the owner's slot.
+  void gemm_leg(Timing* tm) {
+    const Faults& f = plan_.inject;
+    const Mode mode = eff_.mode;
+    const size_t slice_bytes = size_t(S_ * N_) * 2;
     for (int r = 0; r < W_; ++r) {
       auto& rb = ranks_[r];
       set(rb.dev);
@@ -650,177 +701,148 @@ class Pipeline {
     } else {
       barrier(tm, "gemm");
     }
-    if (mode == Mode::GemmOnly) {
-      // The output of gemm-only is the local partial.
-      for (auto& rb : ranks_) {
-        set(rb.dev);
+  }
+
+  // The fault whose signature is "what the output held before the gather": an in-place all-reduce's output
+  // holds the local partial (copied untimed, outside the phases that are measured: the ctl events bracket it,
+  // so run() subtracts it as its own phase "prefill").
+  void prefill_local_partials(Timing* tm) {
+    const size_t slice_bytes = size_t(S_ * N_) * 2;
+    for (auto& rb : ranks_) {
+      set(rb.dev);
+      if (eff_.mode != Mode::FusedLsa) {
         GPU_CHECK(gpuMemcpyAsync(rb.out, rb.c, size_t(M_ * N_) * 2, gpuMemcpyDeviceToDevice, rb.comp));
+      } else {  // fused-lsa's partial only exists as the slices it stored into the owners' slots
+        for (int p = 0; p < W_; ++p)
+          GPU_CHECK(gpuMemcpyAsync(slice_of(rb.out, p), ranks_[p].recv + int64_t(&rb - ranks_.data()) * S_ * N_,
+                                   slice_bytes, gpuMemcpyDeviceToDevice, rb.comp));
       }
-      finish(tm);
-      return;
     }
-    // The fault whose signature is "what the output held before the gather": an in-place all-reduce's
-    // output holds the local partial (copied untimed, outside the phases that are measured: the ctl events
-    // bracket it, so run() subtracts it as its own phase "prefill").
-    if (silent_sdma_gather(f)) {
-      for (auto& rb : ranks_) {
-        set(rb.dev);
-        const uint16_t* src = rb.c;
-        if (mode == Mode::FusedLsa) src = nullptr;
-        if (src) GPU_CHECK(gpuMemcpyAsync(rb.out, src, size_t(M_ * N_) * 2, gpuMemcpyDeviceToDevice, rb.comp));
-        else
-          for (int p = 0; p < W_; ++p)
-            GPU_CHECK(gpuMemcpyAsync(slice_of(rb.out, p), ranks_[p].recv + int64_t(&rb - ranks_.data()) * S_ * N_,
-                                     slice_bytes, gpuMemcpyDeviceToDevice, rb.comp));
-      }
-      barrier(tm, kPrefillPhase);
-    }
+    barrier(tm, kPrefillPhase);
+  }
 
-    if (mode == Mode::SplitLsa) {
-      // 2-stage CU all-reduce: stage 1 reads every peer's partial of the owned rows (peer loads) and reduces;
-      // the barrier between stages is the event barrier (the kernels of W ranks on one device are not
-      // guaranteed co-resident, so an in-kernel barrier could deadlock); stage 2 loads every peer's reduced
-      // rows into the local output. frozen-flag: stage 2 does not wait for this launch's stage 1.
-      if (f.stale_replay) {
-        stale_copy(true);
-        barrier(tm, kStaleReplayPhase);
-      }
-      auto stage1 = [&] {
-        for (int r = 0; r < W_; ++r) {
-          auto& rb = ranks_[r];
-          set(rb.dev);
-          straggle(r, 1, rb.comp);
-          dev::SlotSet ss{};
-          for (int q = 0; q < W_; ++q) ss.slot[q] = reduce_slot(r, q);
-          GPU_CHECK(dev::launch_reduce(ss, r, W_, S_, N_, slice_of(rb.out, r), nullptr, nullptr, rb.comp));
-        }
-        barrier(nullptr, "");
-      };
-      if (!f.frozen_flag) stage1();
-      for (int r = 0; r < W_; ++r) {
-        auto& rb = ranks_[r];
-        set(rb.dev);
-        straggle(r, 2, rb.comp);
-        dev::Bf16Sources bs{};
-        int cnt = 0;
-        for (int j = 1; j < W_; ++j) {
-          const int q = (r + j) % W_;
-          bs.src[cnt] = slice_of(ranks_[q].out, q);
-          bs.out[cnt] = slice_of(rb.out, q);
-          ++cnt;
-        }
-        GPU_CHECK(dev::launch_copy_slices(bs, cnt, S_ * N_, 0, rb.comp));
-      }
-      if (f.frozen_flag) {
-        barrier(nullptr, "");
-        stage1();
-      }
-      barrier(tm, "allreduce");
-      finish(tm);
-      return;
-    }
-
-    // ---- scatter (split-sdma) ----
-    if (mode == Mode::SplitSdma) {
-      for (int r = 0; r < W_; ++r)
-        for (int j = 1; j < W_; ++j) {
-          const int p = (r + j) % W_;
-          if (!f.silent_scatter)
-            put(r, ranks_[p].recv + int64_t(r) * S_ * N_, ranks_[p].dev, slice_of(ranks_[r].c, p), slice_bytes);
-        }
-      barrier(tm, "scatter");
-    }
-    if (f.stale_replay) {  // the rows of the late put that did land before the reduce read the slot
+  // split-lsa's 2-stage CU all-reduce: stage 1 reads every peer's partial of the owned rows (peer loads) and
+  // reduces; the barrier between stages is the event barrier (the kernels of W ranks on one device are not
+  // guaranteed co-resident, so an in-kernel barrier could deadlock); stage 2 loads every peer's reduced rows into
+  // the local output. frozen-flag: stage 2 does not wait for this launch's stage 1.
+  void two_stage_allreduce(Timing* tm) {
+    const Faults& f = plan_.inject;
+    if (f.stale_replay) {
       stale_copy(true);
       barrier(tm, kStaleReplayPhase);
     }
-
-    // ---- reduce (+ fused quantize), quantize ----
-    const bool fuse_q = fp8 && eff_.fuse_quantize;
-    auto reduce_phase = [&] {
+    auto stage1 = [&] {
       for (int r = 0; r < W_; ++r) {
         auto& rb = ranks_[r];
         set(rb.dev);
         straggle(r, 1, rb.comp);
         dev::SlotSet ss{};
         for (int q = 0; q < W_; ++q) ss.slot[q] = reduce_slot(r, q);
-        GPU_CHECK(dev::launch_reduce(ss, r, W_, S_, N_, slice_of(rb.out, r), fuse_q ? rb.q : nullptr,
-                                     fuse_q ? rb.qs : nullptr, rb.comp));
+        GPU_CHECK(dev::launch_reduce(ss, r, W_, S_, N_, slice_of(rb.out, r), nullptr, nullptr, rb.comp));
       }
-      barrier(tm, "reduce");
-      if (fp8 && !fuse_q) {
-        for (auto& rb : ranks_) {
-          set(rb.dev);
-          GPU_CHECK(dev::launch_quantize(slice_of(rb.out, int(&rb - ranks_.data())), S_, N_, rb.q, rb.qs, rb.comp));
-        }
-        barrier(tm, "quantize");
-      }
+      barrier(nullptr, "");
     };
-    // frozen-flag: the gather's wait was satisfied by the previous launch's signal, so it copies (pulls) the
-    // owner's slice before this launch's reduce wrote it: what the previous launch left there.
-    if (!f.frozen_flag) reduce_phase();
+    if (!f.frozen_flag) stage1();
+    for (int r = 0; r < W_; ++r) {
+      auto& rb = ranks_[r];
+      set(rb.dev);
+      straggle(r, 2, rb.comp);
+      dev::Bf16Sources bs{};
+      int cnt = 0;
+      for (int j = 1; j < W_; ++j) {
+        const int q = (r + j) % W_;
+        bs.src[cnt] = slice_of(ranks_[q].out, q);
+        bs.out[cnt] = slice_of(rb.out, q);
+        ++cnt;
+      }
+      GPU_CHECK(dev::launch_copy_slices(bs, cnt, S_ * N_, 0, rb.comp));
+    }
+    if (f.frozen_flag) {
+      barrier(nullptr, "");
+      stage1();
+    }
+    barrier(tm, "allreduce");
+  }
 
-    // ---- gather ----
-    if (fp8 && lsa_gather) {
-      // The gather barrier is the event barrier above; the pull's CUs load the peers' fp8 slices directly.
-      {  // lsa gathers are CU loads: a silent copy engine (silent_gather) does not affect them
-        for (int r = 0; r < W_; ++r) {
-          auto& rb = ranks_[r];
-          set(rb.dev);
-          straggle(r, 2, rb.comp);
-          dev::Fp8Sources src{};
-          int cnt = 0;
-          for (int j = 1; j < W_; ++j) {
-            const int q = (r + j) % W_;
-            src.q[cnt] = ranks_[q].q;
-            src.scale[cnt] = ranks_[q].qs;
-            src.out[cnt] = slice_of(rb.out, q);
-            ++cnt;
-          }
-          GPU_CHECK(dev::launch_widen(src, cnt, S_, N_, pull_blocks(), rb.comp));
-        }
+  // split-sdma's scatter: every rank puts each peer's slice of its partial into that owner's slot.
+  void scatter_leg(Timing* tm) {
+    const size_t slice_bytes = size_t(S_ * N_) * 2;
+    for (int r = 0; r < W_; ++r)
+      for (int j = 1; j < W_; ++j) {
+        const int p = (r + j) % W_;
+        if (!plan_.inject.silent_scatter)
+          put(r, ranks_[p].recv + int64_t(r) * S_ * N_, ranks_[p].dev, slice_of(ranks_[r].c, p), slice_bytes);
       }
-      barrier(tm, "pull");
-      if (f.frozen_flag) reduce_phase();
-      finish(tm);
-      return;
+    barrier(tm, "scatter");
+  }
+
+  // Each owner sums its slice over the W slots (fixed order), then narrows it to the fp8 wire: folded into the
+  // reduce (fuse_quantize) or as its own kernel.
+  void reduce_leg(bool fp8, Timing* tm) {
+    const bool fuse_q = fp8 && eff_.fuse_quantize;
+    for (int r = 0; r < W_; ++r) {
+      auto& rb = ranks_[r];
+      set(rb.dev);
+      straggle(r, 1, rb.comp);
+      dev::SlotSet ss{};
+      for (int q = 0; q < W_; ++q) ss.slot[q] = reduce_slot(r, q);
+      GPU_CHECK(dev::launch_reduce(ss, r, W_, S_, N_, slice_of(rb.out, r), fuse_q ? rb.q : nullptr,
+                                   fuse_q ? rb.qs : nullptr, rb.comp));
     }
-    for (int r = 0; r < W_; ++r) straggle(r, 2, ranks_[r].copy);
-    gather(fp8, f);
-    barrier(tm, "gather");
-    if (f.no_release && !lsa_gather && !silent_sdma_gather(f)) {
-      apply_no_release(fp8);
-      barrier(tm, kNoReleasePhase);
-    }
-    if (f.frozen_flag) reduce_phase();
-    if (fp8) {
-      for (int r = 0; r < W_; ++r) {
-        auto& rb = ranks_[r];
+    barrier(tm, "reduce");
+    if (fp8 && !fuse_q) {
+      for (auto& rb : ranks_) {
         set(rb.dev);
-        dev::Fp8Sources src{};
-        int cnt = 0;
-        for (int j = 1; j < W_; ++j) {
-          const int q = (r + j) % W_;
-          src.q[cnt] = rb.land + int64_t(q) * S_ * N_;
-          src.scale[cnt] = rb.land_s + int64_t(q) * S_;
-          src.out[cnt] = slice_of(rb.out, q);
-          ++cnt;
-        }
-        GPU_CHECK(dev::launch_widen(src, cnt, S_, N_, 0, rb.comp));
+        GPU_CHECK(dev::launch_quantize(slice_of(rb.out, int(&rb - ranks_.data())), S_, N_, rb.q, rb.qs, rb.comp));
       }
-      barrier(tm, "dequantize");
+      barrier(tm, "quantize");
     }
-    finish(tm);
+  }
+
+  // The fp8 wire over lsa: each rank's CUs load the owners' fp8 slices and scales and widen them into its output
+  // with the pull grid. CU loads, so a silent copy engine (silent_gather) does not affect them; the event barrier
+  // before it is the gather's wait.
+  void pull_leg(Timing* tm) {
+    for (int r = 0; r < W_; ++r) {
+      auto& rb = ranks_[r];
+      set(rb.dev);
+      straggle(r, 2, rb.comp);
+      GPU_CHECK(dev::launch_widen(peer_fp8_sources(r, /*landed=*/false), W_ - 1, S_, N_, pull_blocks(), rb.comp));
+    }
+    barrier(tm, "pull");
+  }
+
+  // The fp8 wire over copy engines: the gathered codes and scales landed in each rank's landing zone; widen them.
+  void dequantize_leg(Timing* tm) {
+    for (int r = 0; r < W_; ++r) {
+      auto& rb = ranks_[r];
+      set(rb.dev);
+      GPU_CHECK(dev::launch_widen(peer_fp8_sources(r, /*landed=*/true), W_ - 1, S_, N_, 0, rb.comp));
+    }
+    barrier(tm, "dequantize");
+  }
+
+  // Rank r's view of the W-1 peers' fp8 slices: in the owners' buffers (a pull) or in r's landing zone.
+  dev::Fp8Sources peer_fp8_sources(int r, bool landed) {
+    auto& rb = ranks_[r];
+    dev::Fp8Sources src{};
+    for (int j = 1; j < W_; ++j) {
+      const int q = (r + j) % W_;
+      src.q[j - 1] = landed ? rb.land + int64_t(q) * S_ * N_ : ranks_[q].q;
+      src.scale[j - 1] = landed ? rb.land_s + int64_t(q) * S_ : ranks_[q].qs;
+      src.out[j - 1] = slice_of(rb.out, q);
+    }
+    return src;
   }
 
   // silent_gather silences copy-engine puts only; an lsa gather is unaffected (reference/emulation.hpp).
-  bool silent_sdma_gather(const DeviceFaults& f) const {
+  bool silent_sdma_gather(const Faults& f) const {
     return f.silent_gather && eff_.gather_transport == Transport::Sdma;
   }
 
   // Copy-engine puts of the owned slice to every peer: bf16 rows into the same rows of the peer's output, or
   // the fp8 slice + its row scales into the peer's landing zone.
-  void gather(bool fp8, const DeviceFaults& f) {
+  void gather(bool fp8, const Faults& f) {
     if (silent_sdma_gather(f)) return;
     for (int r = 0; r < W_; ++r)
       for (int j = 1; j < W_; ++j) {
@@ -932,7 +954,7 @@ class Pipeline {
     }
   }
 
-  RunPlan plan_;
+  DeviceRun plan_;
   Config eff_;
   int W_ = 0, ndev_used_ = 1;
   int64_t M_ = 0, N_ = 0, K_ = 0, S_ = 0;
@@ -965,7 +987,7 @@ std::string device_name(int device) {
   return prop.name;
 }
 
-RunOutput run_gemm_ar(const RunPlan& plan, const OperandFn& gen) {
+RunOutput run_gemm_ar(const DeviceRun& plan, const OperandFn& gen) {
   Pipeline p(plan, gen);
   return p.run();
 }
@@ -1032,7 +1054,7 @@ GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const
   GPU_CHECK(gpuSetDevice(0));
   RankOperands op;
   gen(0, op);
-  GEMMAR_CHECK(int64_t(op.a.size()) == m * k && int64_t(op.b.size()) == n * k, "operand sizes");
+  GEMMAR_CHECK(int64_t(op.a.codes.size()) == m * k && int64_t(op.b.codes.size()) == n * k, "operand sizes");
   gpuStream_t s;
   GPU_CHECK(gpuStreamCreateWithFlags(&s, gpuStreamNonBlocking));
   uint8_t* a = dalloc<uint8_t>(m * k);
@@ -1040,10 +1062,10 @@ GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const
   float* sa = dalloc<float>((k / 128) * m);
   float* sb = dalloc<float>((n / 128) * (k / 128));
   uint16_t* c = dalloc<uint16_t>(m * n);
-  GPU_CHECK(gpuMemcpy(a, op.a.data(), op.a.size(), gpuMemcpyHostToDevice));
-  GPU_CHECK(gpuMemcpy(b, op.b.data(), op.b.size(), gpuMemcpyHostToDevice));
-  GPU_CHECK(gpuMemcpy(sa, op.a_scale.data(), op.a_scale.size() * 4, gpuMemcpyHostToDevice));
-  GPU_CHECK(gpuMemcpy(sb, op.b_scale.data(), op.b_scale.size() * 4, gpuMemcpyHostToDevice));
+  GPU_CHECK(gpuMemcpy(a, op.a.codes.data(), op.a.codes.size(), gpuMemcpyHostToDevice));
+  GPU_CHECK(gpuMemcpy(b, op.b.codes.data(), op.b.codes.size(), gpuMemcpyHostToDevice));
+  GPU_CHECK(gpuMemcpy(sa, op.a.scales.data(), op.a.scales.size() * 4, gpuMemcpyHostToDevice));
+  GPU_CHECK(gpuMemcpy(sb, op.b.scales.data(), op.b.scales.size() * 4, gpuMemcpyHostToDevice));
   GPU_CHECK(gpuMemset(c, 0xff, size_t(m * n) * 2));
   dev::GemmDest d{};
   d.dst[0] = c;
@@ -1160,11 +1182,5 @@ uint64_t fp8_conversion_selftest(const std::vector<float>& invs, uint64_t* first
   return h[0];
 }
 
-GemmImpl parse_gemm_impl(const std::string& s) {
-  if (s == "gemmar") return GemmImpl::Gemmar;
-  if (s == "cublaslt") return GemmImpl::Cublaslt;
-  throw UsageError("--gemm-impl: unknown value '" + s + "' (accepted: gemmar|cublaslt)", __FILE__, __LINE__);
-}
-const char* to_string(GemmImpl i) { return i == GemmImpl::Cublaslt ? "cublaslt" : "gemmar"; }
 
 }  // namespace gemmar::kernels

@@ -11,53 +11,35 @@
 
 #include "common/config.hpp"
 #include "common/faults.hpp"
+#include "common/run_request.hpp"
+#include "reference/operands.hpp"
 
 namespace gemmar::kernels {
 
-// Faults injected on the device: the one table of common/faults.hpp (the same struct the CPU emulation and the
-// harness read; pull_blocks unset = the config's grid). Each is applied as reference/emulation.hpp describes;
-// kernels/gemm_ar.cu says how (docs/kernels.md).
-using DeviceFaults = ::gemmar::Faults;
-
-// The operands of one rank, produced on the host (reference/operands.hpp's generator) and uploaded.
-// Row-major A [m, k] and B [n, k] as e4m3fn bits, A scales [k/128, m] (column-major per docs/spec.md 1.2: index kb*m + row),
-// B scales [n/128, k/128] row-major. m is the padded M (padding rows zero).
-struct RankOperands {
-  std::vector<uint8_t> a, b;
-  std::vector<float> a_scale, b_scale;
-};
+// The operands of one rank, produced on the host by reference/operands.hpp's generator and uploaded as they
+// are: A [m, k] and B [n, k] as e4m3fn codes, A's scales [k/128, m] (column-major per docs/spec.md 1.2: index
+// kb*m + row), B's [n/128, k/128] row-major; m is the padded M (padding rows zero).
+using RankOperands = reference::RankOperands;
 // Fills one rank's operands; called once per rank so only one rank's host copy is alive at a time.
 using OperandFn = std::function<void(int rank, RankOperands&)>;
 
-// Which GEMM computes the partials: ours (kernels.cu; the fused modes always use it, their epilogue pushes
-// tiles), or the vendor's blockscale GEMM (cuBLASLt, kernels/vendor_gemm.hpp) for gemm-only and split modes.
-enum class GemmImpl { Gemmar, Cublaslt };
-GemmImpl parse_gemm_impl(const std::string& s);  // "gemmar" | "cublaslt"; UsageError naming --gemm-impl
-const char* to_string(GemmImpl);
-
-struct RunPlan {
-  Shape shape;  // shape.m must already be padded (multiple of world * 128)
-  Config config;
-  DeviceFaults faults;
-  int ranks_per_device = 0;  // 0: one rank per device when shape.world devices exist, else all on device 0
-  int iterations = 11;       // timed repetitions (median); >= 1
+// One run on the device: the run's parameters as the harness got them (common/run_request.hpp; faults from the
+// one table of common/faults.hpp, applied as kernels/gemm_ar.cu and docs/kernels.md say; gemm_impl honoured by
+// gemm-only and the split modes) and what the harness derives from them for the device.
+// The run is captured once into a graph and replayed (warmup + iterations); GEMMAR_GPU_GRAPH=0 runs eagerly
+// instead. Buffers are poisoned once, before the first launch, so a replay that reads a buffer before this replay
+// wrote it reads the previous replay's data (as a real replay would).
+struct DeviceRun : RunRequest {
+  // shape.m must already be padded (multiple of world * 128).
   int warmup = 2;
   std::vector<int64_t> rows;  // output rows to read back (every rank)
-  uint64_t seed = 1234;       // the run's seed: drives the no-release pattern, as the emulation's request seed
-  GemmImpl gemm_impl = GemmImpl::Gemmar;  // honoured by gemm-only and the split modes
-  // Issue 15. The run is captured once into a graph and replayed (warmup + iterations); GEMMAR_GPU_GRAPH=0 runs
-  // eagerly instead. Buffers are poisoned once, before the first launch, so a replay that reads a buffer before
-  // this replay wrote it reads the previous replay's data (as a real replay would).
   // iteration_scales[it][rank]: iteration it's factor on that rank's A scales (a power of two; empty = 1);
   // warm-up replays run on iteration 0's. Applied between replays, outside the graph.
   std::vector<std::vector<float>> iteration_scales;
-  int check_every = 1;  // the outputs of iterations 0, N, 2N, ... are read back (rows) after their replay
-  // straggle_us[it][rank * 3 + k]: delays (us) spun on rank's compute stream before its GEMM (k = 0), its reduce
-  // (k = 1) and its gather (k = 2) in iteration it; read from device memory by the captured spin kernels and
-  // rewritten before every replay (a value passed as a kernel argument would be frozen into the capture).
-  std::vector<std::vector<float>> straggle_us;
-  // Fill for the transport self-test: every rank's partial is exactly rank+1 (operands from `gen` are ignored).
-  bool selftest_fill = false;
+  // straggle_schedule_us[it][rank * 3 + k]: delays (us) spun on rank's compute stream before its GEMM (k = 0), its
+  // reduce (k = 1) and its gather (k = 2) in iteration it; read from device memory by the captured spin kernels
+  // and rewritten before every replay (a value passed as a kernel argument would be frozen into the capture).
+  std::vector<std::vector<float>> straggle_schedule_us;
 };
 
 struct RunOutput {
@@ -72,7 +54,7 @@ struct RunOutput {
   std::string device;                          // e.g. "NVIDIA H200 (8 ranks on 1 device)"
   int pull_blocks = 0;                         // the pull grid actually launched (fp8/lsa), else 0
   GemmImpl gemm_impl = GemmImpl::Gemmar;       // the GEMM that actually ran
-  // Issue 15: each checked iteration's outputs (same layout as `outputs`, which is the last iteration's read
+  // Each checked iteration's outputs (same layout as `outputs`, which is the last iteration's read
   // back after the run), and how the replays ran ("graph" | "eager: ...why").
   std::vector<int> iteration_index;
   std::vector<std::vector<std::vector<uint16_t>>> iteration_outputs;
@@ -85,7 +67,7 @@ std::string device_name(int device);
 
 // Runs the plan end to end: upload, poison, `warmup` + `iterations` full runs (each poisoned first), timing,
 // read back. Throws gemmar::EnvironmentError on any runtime failure, UsageError on an unsupported config.
-RunOutput run_gemm_ar(const RunPlan&, const OperandFn&);
+RunOutput run_gemm_ar(const DeviceRun&, const OperandFn&);
 
 // Ceilings measured on the current device, for model/profiles (bytes counted read + written).
 struct Ceilings {

@@ -275,7 +275,7 @@ TEST(RelL2, SampleRowsCoversEverySliceAndSkipsPadding) {
   for (int n : per) EXPECT_EQ(n, 10);
 }
 
-// ---- Issue 15: iterations, replays, stragglers ----------------------------------------------------------------
+// ---- Iterations, replays, stragglers ---------------------------------------------------------------------------
 
 namespace {
 Partials scaled(const Partials& p, uint64_t seed, int it) {

@@ -67,7 +67,7 @@ const std::vector<FaultClass>& fault_classes() {
       // At W=2 the emulation's stale-band pattern can land no stale line at all (ref's open finding,
       // docs/reliability.md), so the matrix covers W=4 and W=8 for this class.
       {"missing release", "no-release", "RANK_DIVERGENCE|NUMERICS_ABOVE_FLOOR", gather_by_copy_engine},
-      // Issue 15: replay faults, visible only from the second iteration on (inputs change every iteration);
+      // Replay faults, visible only from the second iteration on (inputs change every iteration);
       // half the cases with stragglers (which move the late put and the landed share of it).
       {"stale replay (scatter flag not reset)", "stale-replay", "STALE_ITERATION", collective},
       {"frozen flag (value baked into the capture)", "frozen-flag", "STALE_ITERATION", collective},
@@ -216,7 +216,7 @@ TEST(ReliabilityDetectionMatrix, AThousandCleanRunsRaiseNoFinding) {
     req.shape = !fp8 && rng() % 2 ? any_shape(rng()) : even_shape(rng(), req.config.quant);
     req.seed = rng() % 1000000;
     req.check_rows = int64_t(32 + 32 * (rng() % 3));  // 32..96 sampled rows: the sampling noise too
-    // Issue 15: four iterations on changing inputs, every one checked (1 and 3 must agree bit for bit), with
+    // Four iterations on changing inputs, every one checked (1 and 3 must agree bit for bit), with
     // random per-rank stragglers.
     req.iterations = 4;
     req.straggle_us = double(1 + rng() % 100);

@@ -51,13 +51,13 @@ int cmd_validate(const Args& args) {
   std::vector<SelftestResult> selftest;
   {
     std::unique_ptr<Backend> backend = gpu ? make_gpu_backend() : make_cpu_backend();
-    selftest = selftest_all(*backend, selftest_shape(plan.shape.world, plan.configs.front().quant),
-                            plan.configs.front(), plan.inject);
+    selftest = selftest_all(*backend, selftest_shape(plan.request.shape.world, plan.configs.front().quant),
+                            plan.configs.front(), plan.request.inject);
   }
   bool selftest_pass = true;
   for (const auto& r : selftest) selftest_pass = selftest_pass && r.pass;
   if (!selftest_pass && !vm["skip-selftest"].as<bool>()) {
-    nlohmann::json results = {{"backend", plan.backend}, {"inject", plan.inject.label()},
+    nlohmann::json results = {{"backend", plan.backend}, {"inject", plan.request.inject.label()},
                               {"selftest", selftest_json(selftest)}, {"runs", nlohmann::json::array()}};
     write_file_atomic(out.path() / "results.json", json_text(results, 2) + "\n");
     write_file_atomic(out.path() / "runs.log", selftest_report(selftest));
@@ -81,7 +81,7 @@ int cmd_validate(const Args& args) {
 
   // The model beside the runs: predictions at the reference shape for the profile, and the pull-grid curve.
   // The profile the runs were judged against (default_profile of their backend and device).
-  const std::string profile_name = !plan.profile.empty()                        ? plan.profile
+  const std::string profile_name = !plan.request.profile.empty()                        ? plan.request.profile
                                    : !outcomes.empty() && outcomes[0].record.profile ? *outcomes[0].record.profile
                                                                                  : default_profile(plan.backend, "", 1);
   const nlohmann::json reference_shape = {{"m", Shape{}.m}, {"n", Shape{}.n}, {"k", Shape{}.k}, {"world", Shape{}.world}};
@@ -106,7 +106,7 @@ int cmd_validate(const Args& args) {
                                            {"label", config_label(pull)}};
   results["model_sweeps"][0]["shape"] = reference_shape;
   results["model_sweeps"][0]["param"] = "pull-blocks";
-  results["shape"] = {{"n", plan.shape.n}, {"k", plan.shape.k}, {"world", plan.shape.world}, {"m", plan.m_values}};
+  results["shape"] = {{"n", plan.request.shape.n}, {"k", plan.request.shape.k}, {"world", plan.request.shape.world}, {"m", plan.m_values}};
 
   write_file_atomic(out.path() / "results.json", json_text(results, 2) + "\n");
   write_file_atomic(out.path() / "runs.log", log.str());
@@ -135,7 +135,7 @@ int cmd_validate(const Args& args) {
     std::cout << selftest_report(selftest) << verdict_table(verdicts);
     std::ostringstream summary;
     summary << (pass ? "All results match" : "FAILED") << ": " << verdicts.size() << " runs on the "
-            << (gpu ? "GPU" : "CPU emulation") << ", inject=" << plan.inject.label() << ", " << seconds
+            << (gpu ? "GPU" : "CPU emulation") << ", inject=" << plan.request.inject.label() << ", " << seconds
             << " s; results in " << vm["out"].as<std::string>() << "/"
             << (report_ok && !vm["no-report"].as<bool>() ? " (report: report/index.html)" : "") << "\n";
     std::cout << summary.str();

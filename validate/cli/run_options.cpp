@@ -78,6 +78,7 @@ void add_run_options(po::options_description& d, RunCommand cmd) {
 
 RunPlan read_run_plan(const po::variables_map& vm, RunCommand cmd) {
   RunPlan p;
+  RunRequest& req = p.request;
   if (vm.count("backend")) {
     p.backend = vm["backend"].as<std::string>();
     GEMMAR_USAGE_CHECK(p.backend == "cpu" || p.backend == "gpu", "--backend: unknown value '", p.backend,
@@ -87,44 +88,42 @@ RunPlan read_run_plan(const po::variables_map& vm, RunCommand cmd) {
   }
   const bool gpu = p.backend == "gpu";
   if (cmd == RunCommand::Run) {
-    p.shape = read_shape(vm);
+    req.shape = read_shape(vm);
     const Config base = read_config(vm);
     p.configs = vm["all-configs"].as<bool>() ? all_configs(base) : std::vector<Config>{base};
-    p.m_values = {p.shape.m};
-    p.check_rows = 256;
+    p.m_values = {req.shape.m};
+    req.check_rows = 256;
   } else {
-    p.shape.n = vm.count("n") ? vm["n"].as<int64_t>() : (gpu ? 7168 : kCpuN);
-    p.shape.k = vm.count("k") ? vm["k"].as<int64_t>() : (gpu ? 2048 : kCpuK);
-    p.shape.world = vm["world"].as<int>();
+    req.shape.n = vm.count("n") ? vm["n"].as<int64_t>() : (gpu ? 7168 : kCpuN);
+    req.shape.k = vm.count("k") ? vm["k"].as<int64_t>() : (gpu ? 2048 : kCpuK);
+    req.shape.world = vm["world"].as<int>();
     p.m_values = vm.count("m") ? std::vector<int64_t>{vm["m"].as<int64_t>()}
                                : (gpu ? std::vector<int64_t>{4096, 16384} : std::vector<int64_t>{kCpuM});
-    p.shape.m = p.m_values.front();
+    req.shape.m = p.m_values.front();
     Config base;
     base.quant = parse_quant(vm["quant"].as<std::string>());
     base.pull_blocks = vm.count("pull-blocks") ? vm["pull-blocks"].as<int>() : pull_blocks_from_env();
     p.configs = all_configs(base);
-    p.check_rows = gpu ? 512 : 0;  // the CPU emulation checks every row; the GPU a stratified sample
+    req.check_rows = gpu ? 512 : 0;  // the CPU emulation checks every row; the GPU a stratified sample
   }
   if (vm.count("m-list")) p.m_values = parse_int_list(vm["m-list"].as<std::string>(), "--m-list");
-  p.inject = parse_faults(vm["inject"].as<std::string>());
-  p.seed = vm["seed"].as<uint64_t>();
-  if (vm.count("check-rows")) p.check_rows = vm["check-rows"].as<int64_t>();
-  GEMMAR_USAGE_CHECK(p.check_rows >= 0, "--check-rows: must be >= 0");
-  p.iterations = vm.count("iterations") ? vm["iterations"].as<int>() : (gpu ? 11 : 4);
-  GEMMAR_USAGE_CHECK(p.iterations >= 1 && p.iterations <= 1000, "--iterations: must be in [1, 1000]");
-  p.check_every = vm.count("check-every") ? vm["check-every"].as<int>() : 1;
-  GEMMAR_USAGE_CHECK(p.check_every >= 1 && p.check_every <= 1000, "--check-every: must be in [1, 1000]");
-  p.straggle_us = vm["straggle"].as<double>();
-  GEMMAR_USAGE_CHECK(p.straggle_us >= 0 && p.straggle_us <= 1e6, "--straggle: must be in [0, 1e6] us");
-  p.profile = vm["profile"].as<std::string>();
-  p.gemm_impl = vm["gemm-impl"].as<std::string>();
-  GEMMAR_USAGE_CHECK(p.gemm_impl == "gemmar" || p.gemm_impl == "cublaslt", "--gemm-impl: unknown value '",
-                     p.gemm_impl, "' (accepted: gemmar|cublaslt)");
-  p.ranks_per_device = vm["ranks-per-device"].as<int>();
-  GEMMAR_USAGE_CHECK(p.ranks_per_device >= 0, "--ranks-per-device: must be >= 0");
+  req.inject = parse_faults(vm["inject"].as<std::string>());
+  req.seed = vm["seed"].as<uint64_t>();
+  if (vm.count("check-rows")) req.check_rows = vm["check-rows"].as<int64_t>();
+  GEMMAR_USAGE_CHECK(req.check_rows >= 0, "--check-rows: must be >= 0");
+  req.iterations = vm.count("iterations") ? vm["iterations"].as<int>() : (gpu ? 11 : 4);
+  GEMMAR_USAGE_CHECK(req.iterations >= 1 && req.iterations <= 1000, "--iterations: must be in [1, 1000]");
+  req.check_every = vm.count("check-every") ? vm["check-every"].as<int>() : 1;
+  GEMMAR_USAGE_CHECK(req.check_every >= 1 && req.check_every <= 1000, "--check-every: must be in [1, 1000]");
+  req.straggle_us = vm["straggle"].as<double>();
+  GEMMAR_USAGE_CHECK(req.straggle_us >= 0 && req.straggle_us <= 1e6, "--straggle: must be in [0, 1e6] us");
+  req.profile = vm["profile"].as<std::string>();
+  req.gemm_impl = parse_gemm_impl(vm["gemm-impl"].as<std::string>());
+  req.ranks_per_device = vm["ranks-per-device"].as<int>();
+  GEMMAR_USAGE_CHECK(req.ranks_per_device >= 0, "--ranks-per-device: must be >= 0");
   if (vm.count("dump")) {
-    p.dump_dir = vm["dump"].as<std::string>();
-    GEMMAR_USAGE_CHECK(!p.dump_dir.empty(), "--dump: empty directory name");
+    req.dump_dir = vm["dump"].as<std::string>();
+    GEMMAR_USAGE_CHECK(!req.dump_dir.empty(), "--dump: empty directory name");
   }
   validate_plan(p);
   return p;

@@ -12,11 +12,11 @@
 
 #include "common/config.hpp"
 #include "common/faults.hpp"
+#include "common/run_request.hpp"
 #include "validate/record/run_record.hpp"
 #include "validate/verdict/verdict.hpp"
 
 namespace gemmar {
-
 
 struct BackendResult {
   std::string backend;  // "cpu-emulation" | "gpu"
@@ -45,24 +45,6 @@ struct BackendResult {
   std::string gemm_impl;
   std::optional<double> unfused_baseline_us;
   std::string unfused_baseline;
-};
-
-struct RunRequest {
-  Shape shape;
-  Config config;
-  Faults inject;
-  uint64_t seed = 1234;
-  int ranks_per_device = 0;  // GPU: 0 = one rank per device when W devices exist, else all on one
-  int64_t check_rows = 256;  // sampled output rows checked against the reference (stratified per slice)
-  int iterations = 11;       // iterations (GPU: graph replays timed, median); each on changed inputs
-  int check_every = 1;       // every N-th iteration's output is read back and checked (0, N, 2N, ...)
-  double straggle_us = 0;    // > 0: random per-rank delays in [0, straggle_us) before each launch / each phase
-  std::string profile;       // the model profile to judge against ("" = backend's default)
-  std::string gemm_impl = "gemmar";  // GPU: gemmar | cublaslt (gemm-only and split modes; fused keep ours)
-  // `gemmar run --dump DIR`: write the run's tensors for `gemmar verify` (validate/harness/verify.hpp). "" = none.
-  std::string dump_dir;
-  // The self-test's inputs instead of the seed's operands: every rank's partial is exactly rank+1.
-  bool selftest_fill = false;
 };
 
 class Backend {

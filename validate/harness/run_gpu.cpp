@@ -29,15 +29,14 @@ class GpuBackend final : public Backend {
   std::string name() const override { return "gpu"; }
 
   BackendResult execute(const RunRequest& req, const std::vector<int64_t>& rows_to_return) override {
-    kernels::RunPlan plan;
-    plan.shape = req.shape;
+    kernels::DeviceRun plan;
+    static_cast<RunRequest&>(plan) = req;
     plan.shape.m = padded_m(req.shape, req.config.quant);
-    plan.config = req.config;
-    // MORI_GEMM_AR_PULL_BLOCKS is read once, by the CLI (validate/cli.cpp), into config.pull_blocks.
-    plan.faults = req.inject;  // the one fault table (common/faults.hpp), applied on the device
-    // Issue 15: every iteration on its own inputs, every check_every-th read back, stragglers per replay.
-    const int iterations = std::max(1, req.iterations);
-    for (int it = 0; it < iterations; ++it) {
+    plan.iterations = std::max(1, req.iterations);
+    plan.check_every = std::max(1, req.check_every);
+    plan.rows = rows_to_return;
+    // Every iteration on its own inputs, every check_every-th read back, stragglers per replay.
+    for (int it = 0; it < plan.iterations; ++it) {
       std::vector<float> sc, st;
       for (int r = 0; r < req.shape.world; ++r) {
         sc.push_back(reference::iteration_input_scale(req.seed, it, r));
@@ -45,15 +44,8 @@ class GpuBackend final : public Backend {
           st.push_back(float(reference::straggle_delay_us(req.seed, it * 3 + k, r, req.straggle_us)));
       }
       plan.iteration_scales.push_back(sc);
-      if (req.straggle_us > 0) plan.straggle_us.push_back(st);
+      if (req.straggle_us > 0) plan.straggle_schedule_us.push_back(st);
     }
-    plan.check_every = std::max(1, req.check_every);
-    plan.selftest_fill = req.selftest_fill;
-    plan.ranks_per_device = req.ranks_per_device;
-    plan.iterations = std::max(1, req.iterations);
-    plan.rows = rows_to_return;
-    plan.seed = req.seed;  // the no-release pattern is keyed by the run's seed, as in the emulation
-    plan.gemm_impl = kernels::parse_gemm_impl(req.gemm_impl);
 
     reference::OperandSpec spec;
     spec.shape = req.shape;
@@ -65,13 +57,7 @@ class GpuBackend final : public Backend {
     if (key != cache_key_) {  // the operands depend only on shape and seed: reuse them across configs
       cache_.clear();
       cache_.resize(size_t(req.shape.world));
-      for (int r = 0; r < req.shape.world; ++r) {
-        reference::RankOperands op = reference::make_rank_operands(spec, r);
-        cache_[r].a = std::move(op.a.codes);
-        cache_[r].a_scale = std::move(op.a.scales);
-        cache_[r].b = std::move(op.b.codes);
-        cache_[r].b_scale = std::move(op.b.scales);
-      }
+      for (int r = 0; r < req.shape.world; ++r) cache_[r] = reference::make_rank_operands(spec, r);
       cache_key_ = key;
     }
     const auto operands = [&](int rank, kernels::RankOperands& dst) { dst = cache_[rank]; };
@@ -93,17 +79,18 @@ class GpuBackend final : public Backend {
     res.ranks_per_device = req.ranks_per_device > 0 ? req.ranks_per_device
                            : kernels::device_count() >= req.shape.world ? 1 : req.shape.world;
     res.poisoned_elements = o.unwritten_outputs;
-    res.gemm_impl = kernels::to_string(o.gemm_impl);
+    res.gemm_impl = to_string(o.gemm_impl);
     if (is_fused(effective_config(req.config).mode) && req.inject.label() == "none" && !req.selftest_fill) {
       // The unfused baseline of this fused run, same process, same operands: the vendor GEMM (ours where the
       // build has none), then the split all-reduce of the same wire. Timed only, once per (shape, wire).
-      kernels::RunPlan base = plan;
+      kernels::DeviceRun base = plan;
       base.config.mode = Mode::SplitSdma;
-      base.faults = kernels::DeviceFaults{};
+      base.inject = Faults{};
       base.rows.clear();
-      base.straggle_us.clear();
+      base.straggle_us = 0;
+      base.straggle_schedule_us.clear();
       base.check_every = 1 << 30;  // timed only: no read-back
-      base.gemm_impl = kernels::vendor_gemm_available() ? kernels::GemmImpl::Cublaslt : kernels::GemmImpl::Gemmar;
+      base.gemm_impl = kernels::vendor_gemm_available() ? GemmImpl::Cublaslt : GemmImpl::Gemmar;
       const std::string what = std::string(kernels::vendor_gemm_available() ? "cuBLASLt GEMM" : "gemmar GEMM") +
                                " + split-sdma " + to_string(base.config.gather_dtype) + "/" +
                                to_string(base.config.gather_transport);
@@ -122,7 +109,7 @@ class GpuBackend final : public Backend {
 
  private:
   std::tuple<int64_t, int64_t, int64_t, int, uint64_t> cache_key_{-1, -1, -1, -1, 0};
-  std::vector<kernels::RankOperands> cache_;
+  std::vector<reference::RankOperands> cache_;
   std::map<std::tuple<int64_t, int64_t, int64_t, int, std::string, int>, double> baselines_;
 };
 

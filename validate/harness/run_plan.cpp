@@ -28,7 +28,7 @@ std::vector<Config> all_configs(const Config& base) {
 
 void validate_plan(const RunPlan& plan) {
   for (int64_t m : plan.m_values) {
-    Shape s = plan.shape;
+    Shape s = plan.request.shape;
     s.m = m;
     for (const Config& c : plan.configs) validate_shape_config(s, c);
   }
@@ -40,28 +40,14 @@ std::vector<RunOutcome> execute_plan(const RunPlan& plan, std::ostream* log) {
   int index = 0;
   for (int64_t m : plan.m_values) {
     for (const Config& c : plan.configs) {
-      RunRequest r;
-      r.shape = plan.shape;
+      RunRequest r = plan.request;
       r.shape.m = m;
       r.config = c;
-      r.inject = plan.inject;
-      r.seed = plan.seed;
-      r.ranks_per_device = plan.ranks_per_device;
-      r.check_rows = plan.check_rows;
-      r.iterations = plan.iterations;
-      r.check_every = plan.check_every;
-      r.straggle_us = plan.straggle_us;
-      r.profile = plan.profile;
-      r.gemm_impl = plan.gemm_impl;
-      if (!plan.dump_dir.empty()) {
-        if (plan.m_values.size() * plan.configs.size() == 1) {
-          r.dump_dir = plan.dump_dir;
-        } else {
-          std::string label = config_label(c);
-          for (char& ch : label)
-            if (ch == '/') ch = '-';
-          r.dump_dir = plan.dump_dir + "/run" + std::to_string(index + 1) + "-" + label + "-m" + std::to_string(m);
-        }
+      if (!r.dump_dir.empty() && plan.m_values.size() * plan.configs.size() > 1) {
+        std::string label = config_label(c);
+        for (char& ch : label)
+          if (ch == '/') ch = '-';
+        r.dump_dir += "/run" + std::to_string(index + 1) + "-" + label + "-m" + std::to_string(m);
       }
       RunOutcome o = run_and_check(*backend, r);
       o.record.source = "run:" + std::to_string(++index);
@@ -97,7 +83,7 @@ nlohmann::json plan_outcomes_to_json(const RunPlan& plan, const std::vector<RunO
   for (const auto& o : outcomes) verdicts.push_back(o.verdict);
   nlohmann::json j = to_json(verdicts);
   j["backend"] = plan.backend;
-  j["inject"] = plan.inject.label();
+  j["inject"] = plan.request.inject.label();
   return j;
 }
 

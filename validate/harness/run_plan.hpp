@@ -11,22 +11,13 @@
 namespace gemmar {
 
 struct RunPlan {
-  std::string backend;          // "cpu" | "gpu"
+  std::string backend;  // "cpu" | "gpu"
   std::vector<int64_t> m_values;
-  Shape shape;                  // m is replaced by each of m_values
   std::vector<Config> configs;
-  Faults inject;
-  uint64_t seed = 1234;
-  int64_t check_rows = 256;
-  int iterations = 11;
-  int check_every = 1;
-  double straggle_us = 0;
-  int ranks_per_device = 0;
-  std::string profile;
-  std::string gemm_impl = "gemmar";
-  // --dump DIR: each run's tensors for `gemmar verify`: DIR/rank<r>.safetensors for a single run, else
+  // Every run's parameters; its shape.m and config are replaced by each (m, config) of the plan. --dump DIR: each
+  // run's tensors for `gemmar verify`: DIR/rank<r>.safetensors for a single run, else
   // DIR/run<i>-<config>-m<M>/rank<r>.safetensors (verify takes DIR and judges each subdirectory).
-  std::string dump_dir;
+  RunRequest request;
 };
 
 // Every mode x wire x transport of docs/spec.md 1.1 that exists (split-lsa bf16 only; gemm-only once), at `base`'s quant

@@ -1,4 +1,4 @@
-// Issue 15: every iteration checked on changed inputs, bit-identical repeats, straggler injection, the replay
+// Every iteration checked on changed inputs, bit-identical repeats, straggler injection, the replay
 // faults (stale-replay, frozen-flag) and the transport self-test, through the same driver `gemmar run` uses.
 #include <gtest/gtest.h>
 
