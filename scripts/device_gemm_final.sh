@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the lent GPU, one call: every GEMM variant beside cuBLASLt (same process, same operands, median of 20) at
-# each M, then the best variant (highest mean ratio, error checked) again at each M as the record, the
-# end-to-end runs with it (bit-exact collective, relL2, tile counters), and the SASS mix.
+# each M, then the best variant (highest mean ratio, error checked) again at each M as the record, and the SASS
+# mix. End to end with it: GEMMAR_GEMM_KERNEL=BEST `gemmar validate --backend gpu` (device_kernels_final.sh).
 # Usage: scripts/device_gemm_final.sh BENCH OUTDIR "VARIANTS" [M...]
 set -uo pipefail
 BENCH=${1:?gemmar_gpu_bench}
@@ -36,10 +36,6 @@ FLOG="$OUT/final.log"
 {
   echo "# final: GEMMAR_GEMM_KERNEL=$BEST"
   for m in $MS; do GEMMAR_GEMM_KERNEL=$BEST step "$BENCH" gemm "$m" 7168 2048; done
-  RUNS=${RUNS:-"gemm-only:bf16:sdma:4096 fused-lsa:bf16:sdma:4096 fused-sdma:fp8:lsa:4096 split-sdma:fp8:sdma:16384"}
-  for run in $RUNS; do
-    GEMMAR_GEMM_KERNEL=$BEST step "$BENCH" run ${run//:/ } 7168 2048 8 5 64 gemmar
-  done
 } 2>&1 | tee "$FLOG"
 {
   cuobjdump -sass "$BENCH" > "$OUT/sass.txt" 2>&1
@@ -55,4 +51,3 @@ echo SUMMARY
 grep -h "^variant=\|GEMM_JSON" "$LOG" | sed 's/"ours_kernel": "[^"]*", //; s/"cublaslt": "[^"]*", //; s/"n": 7168, "k": 2048, //; s/_rel_err//g' | paste -d' ' - - | cut -c1-260
 echo "FINAL ($BEST)"
 grep -h "GEMM_JSON" "$FLOG" | sed 's/"ours_kernel": "[^"]*", //; s/"cublaslt": "[^"]*", //' | cut -c1-300
-grep -h -o '"mode": "[^"]*".*"m": [0-9]*\|"max_rank_time_us": [0-9.]*\|"validated": [a-z]*\|"bitexact_mismatches": [0-9]*\|"partial_rel_err": [0-9.e-]*\|"unwritten_outputs": [0-9]*\|^gemmar_gpu_bench: .*' "$FLOG" | paste - - - - - - | sed 's/"gather_dtype"//' | cut -c1-300

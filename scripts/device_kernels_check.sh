@@ -2,7 +2,8 @@
 # On the lent GPU: the kernels issue's measurements in one call, with a prebuilt gemmar_gpu_bench (build-cuda)
 # or one built here by nvcc. Usage: scripts/device_kernels_check.sh BENCH OUTDIR [M...]
 #   selftest (fp8 wire conversions, exhaustive), ceilings (copy + cuBLASLt at each M), data kernels vs copy,
-#   our GEMM beside cuBLASLt at each M, SASS instruction mix, and end-to-end runs with either GEMM.
+#   our GEMM beside cuBLASLt at each M, SASS instruction mix. End to end (checked and judged) is `gemmar run
+#   --backend gpu` / `gemmar validate --backend gpu` (scripts/device_kernels_final.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BENCH=${1:?gemmar_gpu_bench}
@@ -20,15 +21,6 @@ step() { echo "\$ $*"; timeout 300 "$@"; echo "rc=$?"; }
   step "$BENCH" data 131072 7168 64
   step "$BENCH" data 131072 7168 132
   for m in $MS; do step "$BENCH" gemm "$m" 7168 2048; done
-  for m in 4096 16384; do
-    for impl in gemmar cublaslt; do
-      step "$BENCH" run split-sdma bf16 sdma "$m" 7168 2048 8 11 64 "$impl"
-      step "$BENCH" run split-sdma fp8 sdma "$m" 7168 2048 8 11 64 "$impl"
-      step "$BENCH" run split-sdma fp8 lsa "$m" 7168 2048 8 11 64 "$impl"
-    done
-    step "$BENCH" run fused-sdma bf16 sdma "$m" 7168 2048 8 11 64 gemmar
-    step "$BENCH" run fused-sdma fp8 lsa "$m" 7168 2048 8 11 64 gemmar
-  done
 } 2>&1 | tee "$LOG"
 {
   echo "SASS instruction mix of our GEMM kernels (cuobjdump -sass $BENCH):"
@@ -42,4 +34,3 @@ step() { echo "\$ $*"; timeout 300 "$@"; echo "rc=$?"; }
 } | tee "$OUT/sass_mix.txt"
 echo SUMMARY
 grep -h "SELFTEST_JSON\|CEILINGS_JSON\|DATA_JSON\|GEMM_JSON" "$LOG"
-grep -h -o '"mode": "[^"]*".*"m": [0-9]*\|"max_rank_time_us": [0-9.]*\|"validated": [a-z]*\|"bitexact_mismatches": [0-9]*\|"gemm_impl": "[a-z]*"\|"phases_us": {[^}]*}' "$LOG" | paste - - - - - - | sed 's/"gather_dtype"//' | cut -c1-400
