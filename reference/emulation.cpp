@@ -74,168 +74,252 @@ int64_t ReplayTiming::landed_rows(int owner, int64_t slice_rows) const {
   return int64_t(frac * double(slice_rows));
 }
 
+namespace {
+
+// What every row's legs read, fixed before the first row runs.
+struct CollectivePlan {
+  CollectivePlan(const CollectiveRequest& req, const Config& cfg);
+  const CollectiveRequest& req;
+  const Faults& f;
+  int W;
+  int64_t N, S;
+  bool fused;        // the epilogue pushes each finished tile
+  bool owner_loads;  // the owner loads its peers' partials (split-lsa's first stage): there are no puts to go silent
+  bool fp8;          // fp8 codes on the gather wire (fp8_wire_bypassed: an fp8 config whose gather moved bf16)
+  // silent_gather and no_release hit only copy-engine gathers. cfg is effective_config's: split-lsa's gather
+  // transport is already lsa.
+  bool sdma_gather;
+  // The previous replay's buffers, which replay faults read; none on the first replay.
+  const ReplayState* previous;
+  bool stale_slots, frozen_gather;
+  std::vector<std::vector<int>> order;  // per owner: its peers, in the order their puts land
+  std::vector<int> late;                // per owner: the peer whose put lands last
+  std::vector<int64_t> landed_rows;     // per owner: rows of the late put that landed before the reduce read
+  ReleasePattern rel;
+  std::vector<uint64_t> line_threshold;  // per receiving rank
+};
+
+CollectivePlan::CollectivePlan(const CollectiveRequest& r, const Config& cfg)
+    : req(r),
+      f(r.faults),
+      W(r.shape.world),
+      N(r.shape.n),
+      S(slice_rows(r.shape, cfg.quant)),
+      fused(traits(cfg.mode).fused),
+      owner_loads(!fused && !traits(cfg.mode).scatter_by_copy_engine),
+      fp8(cfg.gather_dtype == WireDtype::Fp8 && !f.fp8_wire_bypassed),
+      sdma_gather(cfg.gather_transport == Transport::Sdma),
+      previous(r.replay && r.replay->valid ? r.replay : nullptr),
+      stale_slots(f.stale_replay && previous),
+      frozen_gather(f.frozen_flag && previous),
+      rel{r.seed, W, S} {
+  if (previous) {
+    GEMMAR_CHECK(int(previous->local.size()) == W && previous->reduced.size() == r.rows.size() * size_t(N),
+                 "replay state of another shape");
+  }
+  ReplayTiming no_straggle;
+  no_straggle.world = W;
+  const ReplayTiming& timing = r.timing ? *r.timing : no_straggle;
+  for (int o = 0; o < W; ++o) {
+    order.push_back(timing.arrival_order(o));
+    late.push_back(timing.late_peer(o));
+    landed_rows.push_back(timing.landed_rows(o, S));
+    line_threshold.push_back(rel.line_threshold(o));
+  }
+}
+
+// One requested row: i indexes the request's rows (and so every buffer's rows), global is the padded row.
+struct Row {
+  int64_t i;
+  int64_t global;
+  int owner;
+};
+
+// One thread's scratch, reused row after row.
+struct RowBuffers {
+  RowBuffers(int W, int64_t N) : slots(size_t(W * N)), reduced(size_t(N)), wire(size_t(N)), landed8(size_t(N)) {}
+  std::vector<uint16_t> slots;    // the owner's receive window: slot p holds peer p's partial
+  std::vector<uint16_t> reduced;  // the owner's reduced row
+  std::vector<uint8_t> wire;      // its fp8 codes
+  std::vector<uint8_t> landed8;   // the codes a faulty fp8 gather lands instead
+};
+
+uint16_t* row_of(Bf16Outputs& out, int rank, int64_t i, int64_t N) { return out[size_t(rank)].data() + i * N; }
+const uint16_t* row_of(const Bf16Outputs& out, int rank, int64_t i, int64_t N) {
+  return out[size_t(rank)].data() + i * N;
+}
+
+// Each rank's local bf16 partial; the output buffer starts holding it (in-place all-reduce).
+Bf16Outputs local_partials(const Partials& partials, int64_t cells, int perturbed_rank) {
+  Bf16Outputs out(partials.size(), std::vector<uint16_t>(size_t(cells)));
+  for (size_t r = 0; r < partials.size(); ++r) {
+    const float mult = int(r) == perturbed_rank ? kPerturbFactor : 1.0f;
+    const float* src = partials[r].data();
+    uint16_t* dst = out[r].data();
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < cells; ++i) dst[i] = to_bf16(mult == 1.0f ? src[i] : src[i] * mult);
+  }
+  return out;
+}
+
+// stale_replay: the owner's ready flag was left set, so the reduce reads while the late peer's put (split-lsa:
+// its GEMM's store) is still landing; its rows past those that landed hold the previous replay's partial. A
+// silent put never starts landing, so nothing of it is stale.
+bool put_in_flight(const CollectivePlan& c, const Row& row, int peer) {
+  const size_t o = size_t(row.owner);
+  return c.stale_slots && peer == c.late[o] && row.global - int64_t(row.owner) * c.S >= c.landed_rows[o] &&
+         !(c.f.silent_scatter && !c.owner_loads);
+}
+
+// Scatter leg: slot p of the owner receives peer p's bf16 partial of this row. Every rank's output row still
+// holds its local partial: nothing writes a row before its own gather.
+void receive_slots(const CollectivePlan& c, const Bf16Outputs& out, const Row& row, std::vector<uint16_t>& slots) {
+  const int64_t N = c.N;
+  std::fill(slots.begin(), slots.end(), uint16_t(0));  // fresh receive windows
+  // The owner's own partial, read in place: no put carries it.
+  std::memcpy(slots.data() + row.owner * N, row_of(out, row.owner, row.i, N), size_t(N) * 2);
+  // The peers in the order their puts land (straggle delays and put order: ReplayTiming).
+  for (int p : c.order[size_t(row.owner)]) {
+    uint16_t* slot = slots.data() + p * N;
+    const uint16_t* partial = row_of(out, p, row.i, N);
+    if (put_in_flight(c, row, p)) {
+      std::memcpy(slot, c.previous->local[size_t(p)].data() + row.i * N, size_t(N) * 2);
+    } else if (c.owner_loads) {
+      std::memcpy(slot, partial, size_t(N) * 2);
+    } else if (c.f.silent_scatter) {
+      // the put did nothing: the slot keeps its fresh contents
+    } else if (c.fused) {
+      for (int64_t c0 = 0; c0 < N; c0 += kFusedTileN)
+        std::memcpy(slot + c0, partial + c0, size_t(std::min(kFusedTileN, N - c0)) * 2);
+    } else {
+      std::memcpy(slot, partial, size_t(N) * 2);  // split-sdma: one copy-engine put per slice
+    }
+  }
+}
+
+// Reduce: fp32 in peer order (owner + j) % W, stored bf16, so every mode equals the straightforward sum; then,
+// on the fp8 wire, quantized once per row for every peer's gather. Returns the row scale.
+float reduce_row(const CollectivePlan& c, int owner, RowBuffers& b) {
+  for (int64_t col = 0; col < c.N; ++col) {
+    b.reduced[size_t(col)] =
+        numerics::reduce_element(owner, c.W, [&](int p) { return b.slots[size_t(p * c.N + col)]; });
+  }
+  return c.fp8 ? wire_quantize_row(b.reduced.data(), c.N, b.wire.data(), c.req.wire_format) : 1.0f;
+}
+
+// This replay's buffers, filled row by row, for the next replay's faults to read.
+ReplayState next_replay_state(const Bf16Outputs& local, size_t rows, int64_t N) {
+  ReplayState next;
+  next.local = local;
+  next.reduced.assign(rows * size_t(N), 0);
+  next.wire.assign(rows * size_t(N), 0);
+  next.wire_scale.assign(rows, 0.0f);
+  return next;
+}
+
+void keep_for_next_replay(const CollectivePlan& c, int64_t i, const RowBuffers& b, float scale, ReplayState& next) {
+  std::memcpy(next.reduced.data() + i * c.N, b.reduced.data(), size_t(c.N) * 2);
+  if (c.fp8) std::memcpy(next.wire.data() + i * c.N, b.wire.data(), size_t(c.N));
+  next.wire_scale[size_t(i)] = scale;
+}
+
+// Gather leg, bf16 wire: the owner's reduced row, copied exactly. owner_local is the owner's pre-reduce row,
+// what a line read before the release still holds.
+void gather_bf16(const CollectivePlan& c, const Row& row, int r, bool stale_band, const RowBuffers& b,
+                 const uint16_t* owner_local, uint16_t* dst) {
+  if (c.sdma_gather && c.f.silent_gather) return;  // keeps its local partial
+  if (c.frozen_gather) {
+    // frozen_flag: the wait passed on the previous replay's signal; the owner's rows as it left them
+    std::memcpy(dst, c.previous->reduced.data() + row.i * c.N, size_t(c.N) * 2);
+    return;
+  }
+  if (!stale_band) {
+    std::memcpy(dst, b.reduced.data(), size_t(c.N) * 2);
+    return;
+  }
+  const int64_t per_line = no_release::kLineBytes / 2;
+  for (int64_t col = 0; col < c.N; ++col) {
+    const bool stale = c.rel.line_stale(r, row.global, col / per_line, c.line_threshold[size_t(r)]);
+    dst[col] = stale ? owner_local[col] : b.reduced[size_t(col)];
+  }
+}
+
+// Gather leg, fp8 wire: the owner's codes and row scale land, and the receiver widens them to bf16 (sdma: the
+// dequantize kernel; lsa: the pull, in registers; the same math).
+void gather_fp8(const CollectivePlan& c, const Row& row, int r, bool stale_band, RowBuffers& b, float scale,
+                uint16_t* dst) {
+  const uint8_t* landed = b.wire.data();
+  float landed_scale = scale;
+  if (c.sdma_gather && c.f.silent_gather) {
+    std::fill(b.landed8.begin(), b.landed8.end(), uint8_t(0));  // nothing landed
+    landed = b.landed8.data();
+    landed_scale = 0.0f;
+  } else if (c.frozen_gather) {
+    // frozen_flag: the previous replay's fp8 slice and row scale
+    landed = c.previous->wire.data() + row.i * c.N;
+    landed_scale = c.previous->wire_scale[size_t(row.i)];
+  } else if (stale_band) {
+    for (int64_t col = 0; col < c.N; ++col) {
+      const bool stale = c.rel.line_stale(r, row.global, col / no_release::kLineBytes, c.line_threshold[size_t(r)]);
+      b.landed8[size_t(col)] = stale ? 0 : b.wire[size_t(col)];  // zero codes; the row scale landed intact
+    }
+    landed = b.landed8.data();
+  }
+  wire_dequantize_row(landed, landed_scale, c.N, dst, c.req.wire_format);
+}
+
+// Every peer reads the owner's row; the owner's own output is its reduce output, in place and never quantized.
+// The owner's row is written last: a peer's stale no-release lines read its pre-reduce contents.
+void gather_row(const CollectivePlan& c, const Row& row, RowBuffers& b, float scale, Bf16Outputs& out) {
+  uint16_t* owner_row = row_of(out, row.owner, row.i, c.N);
+  for (int r = 0; r < c.W; ++r) {
+    if (r == row.owner) continue;
+    uint16_t* dst = row_of(out, r, row.i, c.N);
+    const bool stale_band = c.f.no_release && c.sdma_gather && c.rel.band_hit(r, row.owner, row.global);
+    if (c.fp8) {
+      gather_fp8(c, row, r, stale_band, b, scale, dst);
+    } else {
+      gather_bf16(c, row, r, stale_band, b, owner_row, dst);
+    }
+  }
+  std::memcpy(owner_row, b.reduced.data(), size_t(c.N) * 2);
+}
+
+}  // namespace
+
 Bf16Outputs emulate_collective(const CollectiveRequest& req, const Partials& partials) {
-  const Shape& s = req.shape;
-  const int W = s.world;
-  const int64_t N = s.n;
-  const int64_t R = int64_t(req.rows.size());
   const Config cfg = effective_config(req.config);
-  const Faults& f = req.faults;
+  const int W = req.shape.world;
+  const int64_t R = int64_t(req.rows.size()), N = req.shape.n, pm = padded_m(req.shape, cfg.quant);
   GEMMAR_CHECK(int(partials.size()) == W, "partials for ", partials.size(), " ranks, world is ", W);
   for (const auto& p : partials) GEMMAR_CHECK(int64_t(p.size()) == R * N, "partials of the wrong size");
-  const int64_t S = slice_rows(s, cfg.quant);
-  const int64_t pm = padded_m(s, cfg.quant);
   for (int64_t r : req.rows) GEMMAR_CHECK(r >= 0 && r < pm, "row ", r, " outside the padded M ", pm);
-
-  if (f.stale_output) {
+  if (req.faults.stale_output) {
     GEMMAR_CHECK(req.previous_outputs != nullptr, "stale_output needs the previous run's outputs");
     GEMMAR_CHECK(int(req.previous_outputs->size()) == W);
     return *req.previous_outputs;
   }
-
-  // Each rank's local bf16 partial; the output buffer starts holding it (in-place all-reduce).
-  Bf16Outputs out(size_t(W), std::vector<uint16_t>(size_t(R * N)));
-  for (int r = 0; r < W; ++r) {
-    const float mult = r == f.perturbed_rank ? kPerturbFactor : 1.0f;
-    const float* src = partials[size_t(r)].data();
-    uint16_t* dst = out[size_t(r)].data();
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < R * N; ++i) dst[i] = to_bf16(mult == 1.0f ? src[i] : src[i] * mult);
-  }
+  Bf16Outputs out = local_partials(partials, R * N, req.faults.perturbed_rank);
   if (!has_collective(cfg.mode)) return out;
 
-  // Replays: the previous replay's buffers (read below), and this replay's, left for the next one.
-  ReplayTiming no_straggle;
-  no_straggle.world = W;
-  const ReplayTiming& timing = req.timing ? *req.timing : no_straggle;
-  ReplayState* state = req.replay;
-  const bool replayed = state && state->valid;
-  if (replayed) {
-    GEMMAR_CHECK(int(state->local.size()) == W && int64_t(state->reduced.size()) == R * N,
-                 "replay state of another shape");
-  }
-  const bool stale_slots = f.stale_replay && replayed;
-  const bool frozen_gather = f.frozen_flag && replayed;
+  const CollectivePlan plan(req, cfg);
   ReplayState next;
-  if (state) {
-    next.local = out;
-    next.reduced.assign(size_t(R * N), 0);
-    next.wire.assign(size_t(R * N), 0);
-    next.wire_scale.assign(size_t(R), 0.0f);
-  }
-  std::vector<std::vector<int>> order(static_cast<size_t>(W));
-  std::vector<int> late(static_cast<size_t>(W));
-  std::vector<int64_t> landed_rows_of(static_cast<size_t>(W));
-  for (int o = 0; o < W; ++o) {
-    order[size_t(o)] = timing.arrival_order(o);
-    late[size_t(o)] = timing.late_peer(o);
-    landed_rows_of[size_t(o)] = timing.landed_rows(o, S);
-  }
-
-  const bool fp8 = cfg.gather_dtype == WireDtype::Fp8 && !f.fp8_wire_bypassed;
-  const bool sdma_gather = cfg.gather_transport == Transport::Sdma && cfg.mode != Mode::SplitLsa;
-  const ReleasePattern rel{req.seed, W, S};
-  std::vector<uint64_t> line_p(static_cast<size_t>(W));
-  for (int r = 0; r < W; ++r) line_p[size_t(r)] = rel.line_threshold(r);
-
+  if (req.replay) next = next_replay_state(out, size_t(R), N);
 #pragma omp parallel
   {
-    std::vector<uint16_t> slots(size_t(W * N)), reduced(static_cast<size_t>(N)), landed(static_cast<size_t>(N));
-    std::vector<uint8_t> wire(static_cast<size_t>(N)), landed8(static_cast<size_t>(N));
+    RowBuffers b(W, N);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t i = 0; i < R; ++i) {
-      const int64_t row = req.rows[size_t(i)];
-      const int owner = int(row / S);
-      // Row i of every output buffer still holds the local partial until this iteration writes it.
-      auto local_row = [&](int r) { return out[size_t(r)].data() + i * N; };
-
-      // ---- scatter leg: slot p of the owner receives peer p's bf16 partial of this row ----
-      std::fill(slots.begin(), slots.end(), uint16_t(0));  // fresh receive windows
-      {  // the owner's own partial, read in place
-        uint16_t* slot = slots.data() + owner * N;
-        for (int64_t c = 0; c < N; ++c) slot[c] = local_row(owner)[c];
-      }
-      // The peers in the order their puts land (straggle delays and put order: ReplayTiming).
-      for (int p : order[size_t(owner)]) {
-        uint16_t* slot = slots.data() + p * N;
-        if (stale_slots && p == late[size_t(owner)] && row - int64_t(owner) * S >= landed_rows_of[size_t(owner)] &&
-            !(f.silent_scatter && cfg.mode != Mode::SplitLsa)) {
-          // stale_replay: this put (or, split-lsa, this peer's GEMM store) has not landed when the reduce reads:
-          // the slot holds what the previous replay left there.
-          std::memcpy(slot, state->local[size_t(p)].data() + i * N, size_t(N) * 2);
-        } else if (cfg.mode == Mode::SplitLsa) {
-          // split-lsa's first stage loads every peer's input for the owned rows with CU loads (no puts to go
-          // silent).
-          for (int64_t c = 0; c < N; ++c) slot[c] = local_row(p)[c];
-        } else if (f.silent_scatter) {
-          // the put did nothing: the slot keeps its fresh contents
-        } else if (is_fused(cfg.mode)) {
-          for (int64_t c0 = 0; c0 < N; c0 += kFusedTileN)  // the epilogue pushes each finished tile
-            std::memcpy(slot + c0, local_row(p) + c0, size_t(std::min(kFusedTileN, N - c0)) * 2);
-        } else {
-          std::memcpy(slot, local_row(p), size_t(N) * 2);  // split-sdma: one copy-engine put per slice
-        }
-      }
-      // ---- reduce: fp32 in peer order (owner + j) % W, stored bf16 ----
-      for (int64_t c = 0; c < N; ++c)
-        reduced[size_t(c)] = numerics::reduce_element(owner, W, [&](int p) { return slots[size_t(p * N + c)]; });
-      float scale = 1.0f;
-      if (fp8) scale = wire_quantize_row(reduced.data(), N, wire.data(), req.wire_format);
-      if (state) {
-        std::memcpy(next.reduced.data() + i * N, reduced.data(), size_t(N) * 2);
-        if (fp8) std::memcpy(next.wire.data() + i * N, wire.data(), size_t(N));
-        next.wire_scale[size_t(i)] = scale;
-      }
-
-      // ---- gather leg ----
-      for (int r = 0; r < W; ++r) {
-        if (r == owner) continue;
-        uint16_t* dst = out[size_t(r)].data() + i * N;
-        const bool stale_band = f.no_release && sdma_gather && rel.band_hit(r, owner, row);
-        if (!fp8) {
-          if (sdma_gather && f.silent_gather) continue;  // keeps its local partial
-          if (frozen_gather) {
-            // frozen_flag: the wait passed on the previous replay's signal; the owner's rows as it left them
-            std::memcpy(dst, state->reduced.data() + i * N, size_t(N) * 2);
-          } else if (stale_band) {
-            const int64_t per_line = no_release::kLineBytes / 2;
-            for (int64_t c = 0; c < N; ++c) {
-              const bool stale = rel.line_stale(r, row, c / per_line, line_p[size_t(r)]);
-              // the pre-reduce contents of the owner's buffer: its local bf16 partial
-              landed[size_t(c)] = stale ? local_row(owner)[c] : reduced[size_t(c)];
-            }
-            std::memcpy(dst, landed.data(), size_t(N) * 2);
-          } else {
-            std::memcpy(dst, reduced.data(), size_t(N) * 2);
-          }
-        } else {
-          float landed_scale = scale;
-          if (sdma_gather && f.silent_gather) {
-            std::fill(landed8.begin(), landed8.end(), uint8_t(0));  // nothing landed
-            landed_scale = 0.0f;
-          } else if (frozen_gather) {
-            // frozen_flag: the previous replay's fp8 slice and row scale
-            std::memcpy(landed8.data(), state->wire.data() + i * N, size_t(N));
-            landed_scale = state->wire_scale[size_t(i)];
-          } else if (stale_band) {
-            for (int64_t c = 0; c < N; ++c) {
-              const bool stale = rel.line_stale(r, row, c / no_release::kLineBytes, line_p[size_t(r)]);
-              landed8[size_t(c)] = stale ? 0 : wire[size_t(c)];  // zero codes; the row scale landed intact
-            }
-          } else {
-            std::memcpy(landed8.data(), wire.data(), size_t(N));
-          }
-          // sdma: the dequantize kernel widens the landed slice; lsa: the pull widens in registers. Same math.
-          wire_dequantize_row(landed8.data(), landed_scale, N, dst, req.wire_format);
-        }
-      }
-      // The owner's reduce output lands in its own output row (in place), never quantized.
-      std::memcpy(local_row(owner), reduced.data(), size_t(N) * 2);
+      const Row row{i, req.rows[size_t(i)], int(req.rows[size_t(i)] / plan.S)};
+      receive_slots(plan, out, row, b.slots);
+      const float scale = reduce_row(plan, row.owner, b);
+      if (req.replay) keep_for_next_replay(plan, i, b, scale, next);
+      gather_row(plan, row, b, scale, out);
     }
   }
-  if (state) {
+  if (req.replay) {
     next.valid = true;
-    *state = std::move(next);
+    *req.replay = std::move(next);
   }
   return out;
 }
