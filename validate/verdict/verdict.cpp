@@ -469,64 +469,83 @@ struct Judge {
                                   {"over_median", med > 0 ? *mx / med - 1.0 : 0.0}};
   }
 
+  // The model's view of this run, shared by the timing rules below.
+  struct TimingBasis {
+    model::Prediction pred;  // a partial run's: the prefix of phases it ran
+    bool partial = false;
+    bool eager = false;
+    int launches = 0;           // kernels the model counts (eager: each paid its launch)
+    double launch_extra = 0;    // eager: launches x the launch cost, added to the model
+  };
+
   void timing() {
-    const std::string& pname = e.profile_name;
     const model::Profile& prof = *e.profile;
-    const bool emulated = r.backend && *r.backend == "cpu-emulation";
-    const bool have_time = r.max_rank_time_us && std::isfinite(*r.max_rank_time_us) && *r.max_rank_time_us > 0;
-    const double spread = prof.run_to_run_spread;
-    const bool partial = is_partial(r);
-    const model::Prediction pred = partial ? prefix_prediction(*e.prediction) : *e.prediction;
-    if (partial) partial_run(pred);
+    TimingBasis tb;
+    tb.partial = is_partial(r);
+    tb.pred = tb.partial ? prefix_prediction(*e.prediction) : *e.prediction;
+    if (tb.partial) partial_run(tb.pred);
     // Eager timing: every kernel pays its launch (graph replay hides it), so the model gets one launch-to-
     // completion cost per kernel on top.
-    const bool eager = r.timing == "eager";
-    int launches = 0;
-    for (const auto& ph : pred.phases)
-      if (ph.name != "skew" && ph.us > 0) ++launches;
-    const double launch_extra = eager ? launches * prof.params.gemm.launch_us : 0.0;
-    v.context["model"] = {{"profile", pname},
-                          {"calibrated", prof.calibrated},
-                          {"total_us", pred.total_us},
-                          {"lower_bound_us", pred.lower_bound_us},
-                          {"model_band", prof.model_band},
-                          {"run_to_run_spread", spread},
-                          {"pull_blocks", cfg.pull_blocks}};
-    if (partial) v.context["model"]["partial"] = true;
-    if (eager) v.context["model"]["eager_launch_us"] = launch_extra;
-    if (!prof.calibrated)
-      note("profile " + pname + " is uncalibrated (" + prof.calibration + "): its timing findings are warnings");
+    tb.eager = r.timing == "eager";
+    for (const auto& ph : tb.pred.phases)
+      if (ph.name != "skew" && ph.us > 0) ++tb.launches;
+    tb.launch_extra = tb.eager ? tb.launches * prof.params.gemm.launch_us : 0.0;
+    model_context(tb);
+    grid_off_optimum(tb);
 
-    // --- GRID_OFF_OPTIMUM: a configuration finding, judged on the model alone (a partial run never pulled).
-    const std::optional<model::Sweep>& sw = e.pull_sweep;
-    if (sw && !partial) {
-      const double best = e.pull_sweep_best_us;
-      v.context["pull_sweep"] = {{"optimum", sw->optimum}, {"band", {sw->band_lo, sw->band_hi}}, {"best_us", best}};
-      const int g = cfg.pull_blocks;
-      if (g < sw->band_lo || g > sw->band_hi) {
-        const double at_g = sweep_total_at(*sw, g, e.pull_at_grid_us);
-        const double cost = at_g - best;
-        const double frac = best > 0 ? cost / best : 0;
-        add_timing("GRID_OFF_OPTIMUM", frac > spread ? Severity::Error : Severity::Warning,
-            "Wrong grid, not wrong transport: the pull kernel ran with " + std::to_string(g) +
-                " blocks, outside the model's optimum band [" + std::to_string(sw->band_lo) + ", " +
-                std::to_string(sw->band_hi) + "], which costs " + us(cost) + " (" + pct(frac) + ") over " +
-                std::to_string(sw->optimum) + " blocks: set MORI_GEMM_AR_PULL_BLOCKS=" +
-                std::to_string(sw->optimum) + ".");
-      }
-    }
-
+    const bool emulated = r.backend && *r.backend == "cpu-emulation";
+    const bool have_time = r.max_rank_time_us && std::isfinite(*r.max_rank_time_us) && *r.max_rank_time_us > 0;
     if (!e.judge_timing || emulated || !have_time) return;
     const double t = *r.max_rank_time_us;
-    if (eager)
+    if (tb.eager)
       add("EAGER_TIMING", Severity::Warning,
-          "timing=eager: each of the " + std::to_string(launches) + " kernels paid its launch (graph replay hides "
-          "it), so the time is judged against the model plus " + std::to_string(launches) + " x " +
-              us(prof.params.gemm.launch_us) + " = " + us(pred.total_us + launch_extra) +
+          "timing=eager: each of the " + std::to_string(tb.launches) + " kernels paid its launch (graph replay "
+          "hides it), so the time is judged against the model plus " + std::to_string(tb.launches) + " x " +
+              us(prof.params.gemm.launch_us) + " = " + us(tb.pred.total_us + tb.launch_extra) +
               "; eager and graph times do not compare (quote graph times).");
+    phase_efficiency(tb.pred);
+    against_model(tb, t);
+    rank_time_divergence();
+    against_baseline(t);
+  }
 
-    // Each measured phase against its ceiling (the model's ceiling_us: FLOPs / bytes at the profile's measured
-    // vendor-GEMM and copy rates), as nccl-tests' busbw column puts a collective beside the link.
+  void model_context(const TimingBasis& tb) {
+    const model::Profile& prof = *e.profile;
+    v.context["model"] = {{"profile", e.profile_name},
+                          {"calibrated", prof.calibrated},
+                          {"total_us", tb.pred.total_us},
+                          {"lower_bound_us", tb.pred.lower_bound_us},
+                          {"model_band", prof.model_band},
+                          {"run_to_run_spread", prof.run_to_run_spread},
+                          {"pull_blocks", cfg.pull_blocks}};
+    if (tb.partial) v.context["model"]["partial"] = true;
+    if (tb.eager) v.context["model"]["eager_launch_us"] = tb.launch_extra;
+    if (!prof.calibrated)
+      note("profile " + e.profile_name + " is uncalibrated (" + prof.calibration + "): its timing findings are warnings");
+  }
+
+  // GRID_OFF_OPTIMUM: a configuration finding, judged on the model alone (a partial run never pulled).
+  void grid_off_optimum(const TimingBasis& tb) {
+    const std::optional<model::Sweep>& sw = e.pull_sweep;
+    if (!sw || tb.partial) return;
+    const double best = e.pull_sweep_best_us;
+    v.context["pull_sweep"] = {{"optimum", sw->optimum}, {"band", {sw->band_lo, sw->band_hi}}, {"best_us", best}};
+    const int g = cfg.pull_blocks;
+    if (g >= sw->band_lo && g <= sw->band_hi) return;
+    const double at_g = sweep_total_at(*sw, g, e.pull_at_grid_us);
+    const double cost = at_g - best;
+    const double frac = best > 0 ? cost / best : 0;
+    add_timing("GRID_OFF_OPTIMUM", frac > e.profile->run_to_run_spread ? Severity::Error : Severity::Warning,
+        "Wrong grid, not wrong transport: the pull kernel ran with " + std::to_string(g) +
+            " blocks, outside the model's optimum band [" + std::to_string(sw->band_lo) + ", " +
+            std::to_string(sw->band_hi) + "], which costs " + us(cost) + " (" + pct(frac) + ") over " +
+            std::to_string(sw->optimum) + " blocks: set MORI_GEMM_AR_PULL_BLOCKS=" +
+            std::to_string(sw->optimum) + ".");
+  }
+
+  // Each measured phase against its ceiling (the model's ceiling_us: FLOPs / bytes at the profile's measured
+  // vendor-GEMM and copy rates), as nccl-tests' busbw column puts a collective beside the link.
+  void phase_efficiency(const model::Prediction& pred) {
     nlohmann::json phase_eff = nlohmann::json::object();
     for (const auto& ph : pred.phases) {
       const auto m = r.phases_us.find(ph.name);
@@ -535,97 +554,104 @@ struct Judge {
                       {"efficiency", ph.ceiling_us / m->second}};
     }
     if (!phase_eff.empty()) v.context["phase_efficiency"] = phase_eff;
+  }
 
-    // --- FASTER_THAN_PHYSICS
+  // FASTER_THAN_PHYSICS below the lower bound, FASTER_THAN_MODEL well under the model, SLOWER_THAN_MODEL beyond
+  // its band (naming the slow phase, or the pull grid that explains the time).
+  void against_model(const TimingBasis& tb, double t) {
+    const model::Profile& prof = *e.profile;
+    const std::string& pname = e.profile_name;
+    const model::Prediction& pred = tb.pred;
     if (t < pred.lower_bound_us) {
       add_timing("FASTER_THAN_PHYSICS", Severity::Error,
           us(t) + " is below the " + us(pred.lower_bound_us) + " that moving this run's bytes takes at the " +
               pname + " peak rates (model " + us(pred.total_us) +
               "): the data was not moved, suspect silent puts rather than a fast kernel.");
     } else if (t < pred.total_us * (1.0 - kFasterThanModel)) {
-      // --- FASTER_THAN_MODEL
       add_timing("FASTER_THAN_MODEL", Severity::Warning,
           us(t) + " is " + pct(t / pred.total_us - 1.0) + " under the " + pname + " model's " + us(pred.total_us) +
               " (more than " + pct(kFasterThanModel).substr(1) + " faster, yet above the lower bound " +
               us(pred.lower_bound_us) + "): check that --profile names the hardware the run was on, or that the "
               "run moved all its data (a leg that moved part of it reads fast).");
     }
-    // --- SLOWER_THAN_MODEL
-    const double expected_total = pred.total_us + launch_extra;
-    const double slow_limit = expected_total * (1.0 + prof.model_band);
-    if (t > slow_limit) {
-      std::string msg = us(t) + " is " + pct(t / expected_total - 1.0) + " over the model's " + us(expected_total) +
-                        (eager ? " (eager: with the launches)" : "") + " (band " + pct(prof.model_band).substr(1) + ")";
-      // With phases in the record the slow phase is named; only when it is the pull (or the record has no
-      // phases) can the pull grid be the explanation.
-      const SlowPhase sp = slow_phase(r.phases_us, pred, prof.model_band);
-      std::string why;
-      if (sw && !partial && !eager && !r.pull_blocks && (sp.name.empty() || sp.name == "pull")) {
-        // The benchmark does not print its grid: find the grid whose prediction explains the time.
-        const model::SweepPoint* near = nullptr;
-        for (const auto& pt : sw->points)
-          if (!near || std::fabs(pt.total_us - t) < std::fabs(near->total_us - t)) near = &pt;
-        if (near && (near->value < sw->band_lo || near->value > sw->band_hi) &&
-            std::fabs(near->total_us - t) <= prof.model_band * t)
-          why = "which matches a pull grid of " + std::to_string(near->value) + " blocks (model " +
-                us(near->total_us) + "): wrong grid, not wrong transport, check MORI_GEMM_AR_PULL_BLOCKS" +
-                (sp.text.empty() ? "" : " (" + sp.text + ")");
-      }
-      if (why.empty()) why = sp.text;
-      if (why.empty()) why = "compare its phases with `gemmar model` to find the slow one";
-      add_timing("SLOWER_THAN_MODEL", Severity::Error, msg + (why.rfind("which", 0) == 0 ? ", " : ": ") + why + ".");
+    const double expected_total = pred.total_us + tb.launch_extra;
+    if (t <= expected_total * (1.0 + prof.model_band)) return;
+    const std::string msg = us(t) + " is " + pct(t / expected_total - 1.0) + " over the model's " +
+                            us(expected_total) + (tb.eager ? " (eager: with the launches)" : "") + " (band " +
+                            pct(prof.model_band).substr(1) + ")";
+    // With phases in the record the slow phase is named; only when it is the pull (or the record has no
+    // phases) can the pull grid be the explanation.
+    const SlowPhase sp = slow_phase(r.phases_us, pred, prof.model_band);
+    const std::optional<model::Sweep>& sw = e.pull_sweep;
+    std::string why;
+    if (sw && !tb.partial && !tb.eager && !r.pull_blocks && (sp.name.empty() || sp.name == "pull")) {
+      // The benchmark does not print its grid: find the grid whose prediction explains the time.
+      const model::SweepPoint* near = nullptr;
+      for (const auto& pt : sw->points)
+        if (!near || std::fabs(pt.total_us - t) < std::fabs(near->total_us - t)) near = &pt;
+      if (near && (near->value < sw->band_lo || near->value > sw->band_hi) &&
+          std::fabs(near->total_us - t) <= prof.model_band * t)
+        why = "which matches a pull grid of " + std::to_string(near->value) + " blocks (model " +
+              us(near->total_us) + "): wrong grid, not wrong transport, check MORI_GEMM_AR_PULL_BLOCKS" +
+              (sp.text.empty() ? "" : " (" + sp.text + ")");
     }
+    if (why.empty()) why = sp.text;
+    if (why.empty()) why = "compare its phases with `gemmar model` to find the slow one";
+    add_timing("SLOWER_THAN_MODEL", Severity::Error, msg + (why.rfind("which", 0) == 0 ? ", " : ": ") + why + ".");
+  }
 
-    // --- RANK_DIVERGENCE (time)
+  // RANK_DIVERGENCE in time: the slowest rank beyond 3x the run-to-run spread over the ranks' median.
+  void rank_time_divergence() {
     const std::vector<double>& times = r.per_rank_time_us;
-    if (times.size() >= 2) {
-      const double med = median(times);
-      const auto mx = std::max_element(times.begin(), times.end());
-      const double lim = kRankTimeSpreads * spread;
-      if (med > 0 && *mx > med * (1.0 + lim)) {
-        add("RANK_DIVERGENCE", Severity::Error,
-            "Rank " + std::to_string(mx - times.begin()) + " took " + us(*mx) + " against the ranks' median " +
-                us(med) + " (" + pct(*mx / med - 1.0) + ", beyond " + pct(lim).substr(1) +
-                " = 3x the run-to-run spread; fastest rank " + us(*std::min_element(times.begin(), times.end())) +
-                "): look for a throttled GPU or a slow link on that rank.");
+    if (times.size() < 2) return;
+    const double med = median(times);
+    const auto mx = std::max_element(times.begin(), times.end());
+    const double lim = kRankTimeSpreads * e.profile->run_to_run_spread;
+    if (med > 0 && *mx > med * (1.0 + lim)) {
+      add("RANK_DIVERGENCE", Severity::Error,
+          "Rank " + std::to_string(mx - times.begin()) + " took " + us(*mx) + " against the ranks' median " +
+              us(med) + " (" + pct(*mx / med - 1.0) + ", beyond " + pct(lim).substr(1) +
+              " = 3x the run-to-run spread; fastest rank " + us(*std::min_element(times.begin(), times.end())) +
+              "): look for a throttled GPU or a slow link on that rank.");
+    }
+  }
+
+  // REGRESSION / QUANT_MISMATCH against --baseline.
+  void against_baseline(double t) {
+    if (e.baseline.empty()) return;
+    const double spread = e.profile->run_to_run_spread;
+    const std::string key = match_key(r, cfg, true);
+    const std::string loose = match_key(r, cfg, false);
+    std::vector<double> same;
+    std::vector<const RunRecord*> same_src, other_quant;
+    for (const auto& b : e.baseline) {
+      Config bc = b.config;
+      bc.pull_blocks = b.pull_blocks.value_or(cfg.pull_blocks);
+      if (!b.max_rank_time_us || !std::isfinite(*b.max_rank_time_us)) continue;
+      if (match_key(b, bc, true) == key) {
+        same.push_back(*b.max_rank_time_us);
+        same_src.push_back(&b);
+      } else if (match_key(b, bc, false) == loose) {
+        other_quant.push_back(&b);
       }
     }
-
-    // --- REGRESSION / QUANT_MISMATCH against --baseline.
-    if (!e.baseline.empty()) {
-      const std::string key = match_key(r, cfg, true);
-      const std::string loose = match_key(r, cfg, false);
-      std::vector<double> same;
-      std::vector<const RunRecord*> same_src, other_quant;
-      for (const auto& b : e.baseline) {
-        Config bc = b.config;
-        bc.pull_blocks = b.pull_blocks.value_or(cfg.pull_blocks);
-        if (!b.max_rank_time_us || !std::isfinite(*b.max_rank_time_us)) continue;
-        if (match_key(b, bc, true) == key) {
-          same.push_back(*b.max_rank_time_us);
-          same_src.push_back(&b);
-        } else if (match_key(b, bc, false) == loose) {
-          other_quant.push_back(&b);
-        }
+    if (!same.empty()) {
+      const double base = median(same);
+      v.context["baseline"] = {{"source", same_src.front()->source}, {"runs", same.size()}, {"time_us", base}};
+      if (t > base * (1.0 + spread)) {
+        add("REGRESSION", Severity::Error,
+            us(t) + " is " + pct(t / base - 1.0) + " slower than the baseline's " + us(base) + " (" +
+                same_src.front()->source + ", same shape and config), beyond the " + pct(spread).substr(1) +
+                " run-to-run spread.");
       }
-      if (!same.empty()) {
-        const double base = median(same);
-        v.context["baseline"] = {{"source", same_src.front()->source}, {"runs", same.size()}, {"time_us", base}};
-        if (t > base * (1.0 + spread)) {
-          add("REGRESSION", Severity::Error,
-              us(t) + " is " + pct(t / base - 1.0) + " slower than the baseline's " + us(base) + " (" +
-                  same_src.front()->source + ", same shape and config), beyond the " + pct(spread).substr(1) +
-                  " run-to-run spread.");
-        }
-      } else if (!other_quant.empty()) {
-        const RunRecord& b = *other_quant.front();
-        const double bt = *b.max_rank_time_us;
-        add("QUANT_MISMATCH", Severity::Warning,
-            "The baseline has this shape and config only as " + to_string(b.config.quant) + " (" + b.source + ", " +
-                us(bt) + ", this " + to_string(cfg.quant) + " run " + pct(t / bt - 1.0) +
-                "), so the difference is the quant mode, not machine drift: compare against a " +
-                to_string(cfg.quant) + " baseline.");
-      }
+    } else if (!other_quant.empty()) {
+      const RunRecord& b = *other_quant.front();
+      const double bt = *b.max_rank_time_us;
+      add("QUANT_MISMATCH", Severity::Warning,
+          "The baseline has this shape and config only as " + to_string(b.config.quant) + " (" + b.source + ", " +
+              us(bt) + ", this " + to_string(cfg.quant) + " run " + pct(t / bt - 1.0) +
+              "), so the difference is the quant mode, not machine drift: compare against a " +
+              to_string(cfg.quant) + " baseline.");
     }
   }
 };
