@@ -94,9 +94,12 @@ int cmd_data(int64_t rows, int64_t n, int pull_blocks) {
   const double ceil = std::max(r.copy_kernel_gbs, r.memcpy_gbs);
   std::printf("DATA_JSON {\"rows\": %lld, \"n\": %lld, \"copy_kernel_gbs\": %.1f, \"memcpy_gbs\": %.1f, "
               "\"quantize_gbs\": %.1f, \"quantize_vs_copy\": %.3f, \"dequantize_gbs\": %.1f, \"dequantize_vs_copy\": %.3f, "
-              "\"pull_blocks\": %d, \"pull_gbs\": %.1f, \"pull_vs_copy\": %.3f}\n",
+              "\"pull_blocks\": %d, \"pull_gbs\": %.1f, \"pull_vs_copy\": %.3f, \"widen_kernel\": \"%s\", "
+              "\"widen_ceiling_gbs\": %.1f, \"pull_ceiling_gbs\": %.1f}\n",
               (long long)rows, (long long)n, r.copy_kernel_gbs, r.memcpy_gbs, r.quantize_gbs, r.quantize_gbs / ceil,
-              r.dequantize_gbs, r.dequantize_gbs / ceil, r.pull_blocks, r.pull_gbs, r.pull_gbs / ceil);
+              r.dequantize_gbs, r.dequantize_gbs / ceil, r.pull_blocks, r.pull_gbs, r.pull_gbs / ceil,
+              std::getenv("GEMMAR_WIDEN_KERNEL") ? std::getenv("GEMMAR_WIDEN_KERNEL") : "int8", r.widen_ceiling_gbs,
+              r.pull_ceiling_gbs);
   return 0;
 }
 

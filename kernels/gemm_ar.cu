@@ -1159,6 +1159,10 @@ DataKernelRates measure_data_kernels(int64_t rows, int64_t n, int iterations, in
   r.pull_blocks = pull_blocks;
   r.pull_gbs = double(r.bytes_widen) /
                (time_it([&] { GPU_CHECK(dev::launch_widen(src, 1, rows, n, pull_blocks, s)); }) * 1e3);
+  r.widen_ceiling_gbs =
+      double(r.bytes_widen) / (time_it([&] { GPU_CHECK(dev::launch_widen(src, 1, rows, n, 0, s, true)); }) * 1e3);
+  r.pull_ceiling_gbs = double(r.bytes_widen) /
+                       (time_it([&] { GPU_CHECK(dev::launch_widen(src, 1, rows, n, pull_blocks, s, true)); }) * 1e3);
   GPU_CHECK(gpuEventDestroy(e0));
   GPU_CHECK(gpuEventDestroy(e1));
   for (void* p : {static_cast<void*>(x), static_cast<void*>(y), static_cast<void*>(q), static_cast<void*>(qs)})

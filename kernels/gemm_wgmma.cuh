@@ -1,14 +1,18 @@
-// wgmma (QGMMA) + TMA + mbarrier blockscale GEMM for sm_90a, included by kernels.cu on the NVIDIA build only.
-// Design (our own; after the structure DeepGEMM and CUTLASS example 67 describe for Hopper fp8 blockscale):
-//   - CTA tile 128 x 128, K step 128 = one scale block; 384 threads = 3 warpgroups: WG0 is the producer (one
-//     thread issues TMA loads of the A and B tiles, 128B-swizzled, into a kStagesW-deep ring of shared-memory
-//     stages guarded by full/empty mbarriers), WG1 and WG2 are consumers, each owning 64 rows x 128 columns.
-//   - per K block a consumer issues 4 wgmma.m64n128k32 e4m3 (fp32 accumulate, the first with scale-d = 0, so
-//     the block's dot products start from zero), waits for them, releases the stage, then promotes:
-//     total = numerics::block_accumulate(total, blk, sa[row], sb) (the reference's rounding points).
-//   - persistent grid (one CTA per SM) walking the tiles n-fastest, so concurrent CTAs share A's row band and B
-//     stays in L2; the epilogue stores bf16 RNE into the tile's destination and bumps the per-destination
-//     counter (the fused modes' release), exactly as the mma.sync kernel does.
+// wgmma (QGMMA) + TMA + mbarrier blockscale GEMMs for sm_90a, included by kernels.cu on the NVIDIA build only.
+// Our own design, after the structure DeepGEMM and CUTLASS example 67 describe for Hopper fp8 blockscale:
+// CTA tile 128 x 128, K step 128 = one scale block, 384 threads = 3 warpgroups: WG0 is the producer (one thread
+// issues TMA loads of the A and B tiles, 128B-swizzled, into a ring of shared-memory stages guarded by full/empty
+// mbarriers), WG1 and WG2 are consumers, each owning 64 rows x 128 columns; per K block a consumer issues 4
+// wgmma.m64n128k32 e4m3 (fp32 accumulate, the first with scale-d = 0, so the block's dot products start from
+// zero) and promotes total = numerics::block_accumulate(total, blk, sa[row], sb) (the reference's rounding
+// points); a persistent grid (one CTA per SM) walks the tiles n-fastest, so concurrent CTAs share A's row band
+// and B stays in L2; the epilogue stores bf16 RNE into the tile's destination and bumps the per-destination
+// counter (the fused modes' release), as the mma.sync kernel does.
+//   gemm_wgmma4_kernel  the default for K = 2048 (16 K blocks unrolled): two accumulator sets, warpgroups
+//                       kLag K blocks apart, 16-byte stores (its own comment below)
+//   gemm_wgmma_kernel   any K: one accumulator set, each K block waited for before its promotion
+// What was measured against what (variants since removed: 256-row tiles, clusters with A multicast, turn-taking
+// warpgroups, the lag-free tile end): docs/results/h200-1gpu-2026-12-03-gemm and h200-1gpu-2026-12-03-gemm4.
 #pragma once
 
 namespace gemmar::kernels::dev {
@@ -187,288 +191,105 @@ __global__ void __launch_bounds__(kWThreads, 1)
 }
 
 
-// ---------------------------------------------------------------------------------------------------------
-// gemm_wgmma2_kernel: CTA tile 256 x 128 (kCluster = 2: a cluster of two CTAs side by side along N shares the
-// A tile through TMA multicast, so one cluster computes 256 x 256 and reads A once). 384 threads: WG0 is the
-// producer (setmaxnreg 40; one thread issues the TMA loads: its half of A multicast to both CTAs, its B tile,
-// and the 256 A scales of the K block), WG1/WG2 the consumers (setmaxnreg 232), each owning 128 rows as two
-// 64-row waves of m64n128k32 wgmma. Per K block and wave: 4 wgmma into `acc` (scale-d 0 first), wait, then
-// total = block_accumulate(total, acc, sa, sb); the other consumer warpgroup's wgmma runs on the tensor cores
-// meanwhile. A stage is released (one arrive per consumer warp on the empty barrier of every CTA of the
-// cluster, since the peer's multicast writes into it) after the second wave's wait. Epilogue as above.
-constexpr int kW2BlockM = 256;
-constexpr int kW2Stages = 4;
-constexpr int kW2StageA = kW2BlockM * kBlockK;  // 32 KiB
-constexpr int kW2StageB = kBlockN * kBlockK;    // 16 KiB
-constexpr int kW2StageS = kW2BlockM * 4;        // the A scales of the K block, 1 KiB
-constexpr int kW2Smem = kW2Stages * (kW2StageA + kW2StageB + kW2StageS) + 1024 + 256;
-
-__device__ __forceinline__ uint32_t cluster_ctarank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-__device__ __forceinline__ void cluster_sync_all() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-// Arrive on the barrier at the same shared-memory offset in CTA `cta` of the cluster.
-__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta) {
-  asm volatile(
-      "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}" ::"r"(smem_u32(bar)),
-      "r"(cta)
-      : "memory");
-}
-__device__ __forceinline__ void tma_load_2d_mc(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1,
-                                               uint16_t mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-      " [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(smem_u32(dst)),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "h"(mask)
-      : "memory");
-}
 __device__ __forceinline__ void tma_prefetch_desc(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
-
-// kFma (measurement only, GEMMAR_GEMM_KERNEL=wgmma2fma): the promotion as one fma(acc, sa*sb, total) instead
-// of block_accumulate's separately rounded multiply and add.
-// kOrdered: the two consumer warpgroups take turns on the tensor cores (named barriers 2 and 3 pass a token:
-// a warpgroup issues its wave only after the other one's wave completed), so one promotes while the other's
-// wgmma run, instead of both finishing together and promoting together.
-template <int kCluster, bool kFma = false, bool kOrdered = false>
-__global__ void __launch_bounds__(kWThreads, 1)
-    gemm_wgmma2_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
-                       const __grid_constant__ CUtensorMap tm_sa, const float* __restrict__ SB, int64_t N, int64_t K,
-                       int64_t m_begin, int64_t m_end, GemmDest dest) {
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  extern __shared__ uint8_t smem_raw[];
-  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
-  uint8_t* sA = smem;
-  uint8_t* sB = sA + kW2Stages * kW2StageA;
-  float* sS = reinterpret_cast<float*>(sB + kW2Stages * kW2StageB);
-  uint64_t* full = reinterpret_cast<uint64_t*>(reinterpret_cast<uint8_t*>(sS) + kW2Stages * kW2StageS);
-  uint64_t* empty = full + kW2Stages;
-  const int tid = threadIdx.x;
-  const int wg = __shfl_sync(0xffffffffu, tid / 128, 0);
-  const uint32_t rank = kCluster > 1 ? cluster_ctarank() : 0;
-  if (tid == 0) {
-    for (int s = 0; s < kW2Stages; ++s) {
-      mbar_init(full + s, 1);
-      mbar_init(empty + s, 8 * kCluster);  // one arrive per consumer warp of every CTA of the cluster
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  if (kCluster > 1) cluster_sync_all();
-  else __syncthreads();
-  const int KB = int(K / kBlockK);
-  const int tiles_n = int(N / kBlockN);
-  const int pairs_n = tiles_n / kCluster;
-  const int units = int((m_end - m_begin) / kW2BlockM) * pairs_n;
-  const int cid = int(blockIdx.x) / kCluster, nclusters = int(gridDim.x) / kCluster;
-
-  if (wg == 0) {  // producer
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
-    if (tid == 0) {
-      tma_prefetch_desc(&tm_a);
-      tma_prefetch_desc(&tm_b);
-      tma_prefetch_desc(&tm_sa);
-      int stage = 0;
-      uint32_t phase = 0;
-      for (int u = cid; u < units; u += nclusters) {
-        const int m0 = int(m_begin) + (u / pairs_n) * kW2BlockM;
-        const int n0 = ((u % pairs_n) * kCluster + int(rank)) * kBlockN;
-        for (int kb = 0; kb < KB; ++kb) {
-          mbar_wait(empty + stage, phase ^ 1);
-          mbar_expect_tx(full + stage, kW2StageA + kW2StageB + kW2StageS);
-          if (kCluster > 1) {
-            tma_load_2d_mc(sA + stage * kW2StageA + int(rank) * (kW2StageA / 2), &tm_a, full + stage, kb * kBlockK,
-                           m0 + int(rank) * (kW2BlockM / 2), uint16_t((1u << kCluster) - 1));
-          } else {
-            tma_load_2d(sA + stage * kW2StageA, &tm_a, full + stage, kb * kBlockK, m0);
-            tma_load_2d(sA + stage * kW2StageA + kW2StageA / 2, &tm_a, full + stage, kb * kBlockK, m0 + kW2BlockM / 2);
-          }
-          tma_load_2d(sB + stage * kW2StageB, &tm_b, full + stage, kb * kBlockK, n0);
-          tma_load_2d(sS + stage * (kW2StageS / 4), &tm_sa, full + stage, m0, kb);
-          if (++stage == kW2Stages) {
-            stage = 0;
-            phase ^= 1;
-          }
-        }
-      }
-    }
-  } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
-    // consumers: warpgroup c owns rows [128c, 128c + 128) of the tile, as waves h = 0, 1 of 64 rows
-    const int c = wg - 1;
-    const int lt = tid - 128 * wg;
-    const int w = lt / 32, lane = lt % 32;
-    const int g = lane >> 2, tq = lane & 3;
-    const int lrow = 128 * c + 16 * w + g;  // this thread's rows in the tile: lrow + 64h and lrow + 64h + 8
-    int stage = 0;
-    uint32_t phase = 0;
-    const int my_units = cid < units ? (units - cid + nclusters - 1) / nclusters : 0;
-    const int waves_total = my_units * KB * 2;
-    int wave_no = 0;
-    for (int u = cid; u < units; u += nclusters) {
-      const int64_t m0 = m_begin + int64_t(u / pairs_n) * kW2BlockM;
-      const int nb = (u % pairs_n) * kCluster + int(rank);
-      const int64_t n0 = int64_t(nb) * kBlockN;
-      const float* sb_row = SB + int64_t(nb) * KB;
-      float total[2][64], acc[64];
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-#pragma unroll
-        for (int i = 0; i < 64; ++i) total[h][i] = 0.0f;
-      float sbv = __ldg(sb_row);
-      for (int kb = 0; kb < KB; ++kb) {
-        const float sb_cur = sbv;
-        if (kb + 1 < KB) sbv = __ldg(sb_row + kb + 1);
-        mbar_wait(full + stage, phase);
-        const float* ss = sS + stage * (kW2StageS / 4);
-        float sa[2][2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          sa[h][0] = ss[lrow + 64 * h];
-          sa[h][1] = ss[lrow + 64 * h + 8];
-        }
-        const uint8_t* b_tile = sB + stage * kW2StageB;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const uint8_t* a_tile = sA + stage * kW2StageA + (128 * c + 64 * h) * kBlockK;
-          if constexpr (kOrdered) {
-            if (c == 1 || wave_no > 0) asm volatile("bar.sync %0, 256;" ::"r"(2 + c) : "memory");
-          }
-          wgmma_fence();
-#pragma unroll
-          for (int ks = 0; ks < kBlockK / 32; ++ks)
-            wgmma_m64n128k32_e4m3(acc, smem_desc(a_tile + ks * 32), smem_desc(b_tile + ks * 32), ks > 0 ? 1 : 0);
-          wgmma_commit();
-          wgmma_wait0();
-#pragma unroll
-          for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(acc[i])::"memory");
-          if constexpr (kOrdered) {
-            // hand the tensor cores to the other warpgroup (warpgroup 1's last wave has nobody to hand to)
-            if (c == 0 || wave_no + 1 < waves_total) asm volatile("bar.arrive %0, 256;" ::"r"(3 - c) : "memory");
-            ++wave_no;
-          }
-          if (h == 1) {
-            if (kCluster > 1) {
-              if (lane < kCluster) mbar_arrive_cluster(empty + stage, uint32_t(lane));
-            } else if (lane == 0) {
-              mbar_arrive(empty + stage);
-            }
-          }
-          if constexpr (kFma) {
-            const float s0 = sa[h][0] * sb_cur, s1 = sa[h][1] * sb_cur;
-#pragma unroll
-            for (int j = 0; j < 16; ++j) {
-              total[h][4 * j + 0] = fmaf(acc[4 * j + 0], s0, total[h][4 * j + 0]);
-              total[h][4 * j + 1] = fmaf(acc[4 * j + 1], s0, total[h][4 * j + 1]);
-              total[h][4 * j + 2] = fmaf(acc[4 * j + 2], s1, total[h][4 * j + 2]);
-              total[h][4 * j + 3] = fmaf(acc[4 * j + 3], s1, total[h][4 * j + 3]);
-            }
-          } else {
-#pragma unroll
-            for (int j = 0; j < 16; ++j) {
-              total[h][4 * j + 0] = nm::block_accumulate(total[h][4 * j + 0], acc[4 * j + 0], sa[h][0], sb_cur);
-              total[h][4 * j + 1] = nm::block_accumulate(total[h][4 * j + 1], acc[4 * j + 1], sa[h][0], sb_cur);
-              total[h][4 * j + 2] = nm::block_accumulate(total[h][4 * j + 2], acc[4 * j + 2], sa[h][1], sb_cur);
-              total[h][4 * j + 3] = nm::block_accumulate(total[h][4 * j + 3], acc[4 * j + 3], sa[h][1], sb_cur);
-            }
-          }
-        }
-        if (++stage == kW2Stages) {
-          stage = 0;
-          phase ^= 1;
-        }
-      }
-      int slice = 0;
-      uint16_t* C = tile_dest(dest, m0, slice);
-      if (C) {
-        const int64_t ldd = dest.ldd;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          uint16_t* c0 = C + (m0 + lrow + 64 * h) * ldd + n0 + 2 * tq;
-#pragma unroll
-          for (int j = 0; j < 16; ++j) {
-            *reinterpret_cast<uint32_t*>(c0 + 8 * j) = pack_bf16x2(total[h][4 * j + 0], total[h][4 * j + 1]);
-            *reinterpret_cast<uint32_t*>(c0 + 8 * ldd + 8 * j) = pack_bf16x2(total[h][4 * j + 2], total[h][4 * j + 3]);
-          }
-        }
-      }
-      consumer_bar();  // both consumer warpgroups stored the tile
-      if (tid == 128 && dest.counters) {
-        __threadfence();
-        atomicAdd(dest.counters + slice, unsigned(kW2BlockM / kBlockM));  // counted in 128-row tiles
-      }
-    }
-  }
-  // No CTA leaves while its peer may still multicast into it or arrive on its barriers.
-  if (kCluster > 1) cluster_sync_all();
-#else
-  (void)SB; (void)N; (void)K; (void)m_begin; (void)m_end; (void)dest; (void)tm_a; (void)tm_b; (void)tm_sa;
-  __trap();
-#endif
-}
-
+__device__ __forceinline__ void wgmma_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); }
 
 // ---------------------------------------------------------------------------------------------------------
-// gemm_wgmma3_kernel: CTA tile 128 x 128 (kCluster = 2: two CTAs side by side along N share A by TMA
-// multicast, 64 rows each), 1 producer + 2 consumer warpgroups (64 rows each), setmaxnreg 40/232, 6 stages.
-// The consumers keep the tensor cores fed across the promotion: two accumulator sets; K block g+1's four
+// gemm_wgmma4_kernel: 128 x 128 tiles, 1 producer (setmaxnreg 40) + 2 consumer warpgroups of 64 rows (232), 6
+// stages. The consumers keep the tensor cores fed across the promotion: two accumulator sets; K block g+1's four
 // wgmma are issued into one set before K block g's result (the other set) is waited for (wait_group 1) and
-// promoted, so each warpgroup always has the next block queued. The stream of K blocks runs across tile
-// boundaries, so a tile's epilogue also overlaps the next tile's first wgmma.
-// bf16 pair (lo = a, hi = b), RNE, NaN -> 0x7fc0: nm::f32_to_bf16 bit for bit (the hardware conversion was
-// checked against it on all 2^32 inputs on the H200, gemmar_gpu_bench selftest).
-__device__ __forceinline__ uint32_t bf16x2_rn(float a, float b) {
+// promoted. A tile's kKB K blocks are unrolled and every group is waited for within the tile (ptxas serializes
+// all wgmma, C7514, when a group stays in flight across a loop's back edge). The tile end is taken off the
+// tensor cores' critical path:
+//   - the consumer warpgroups run kLag K blocks apart (warpgroup 1 starts once warpgroup 0 has retired kLag
+//     blocks), so one warpgroup's drain and stores overlap the other's wgmma instead of both idling together;
+//   - each warpgroup stores and releases on its own (no barrier between them): the second warpgroup to finish
+//     a tile bumps the destination counter (a shared-memory count per tile, after each warpgroup's fence);
+//   - the stores are 16 bytes wide (a 4 x 4 transpose within each quad of lanes: 8 stores per thread, whole
+//     32-byte sectors) and the bf16 NaN canonicalisation is one test per tile;
+//   - the producer puts the B scale of each K block in the stage beside the A scales (no global load between a
+//     wgmma wait and the promotion).
+constexpr int kW4Stages = 6;
+constexpr int kW4StageS = kBlockM * 4 + 128;  // the A scales of the K block, then its B scale (TMA: 128-byte aligned)
+constexpr int kW4Smem = kW4Stages * (kStageA + kStageB + kW4StageS) + 1024 + 256;
+
+// bf16 pair (lo = a, hi = b), RNE as cvt.rn.bf16x2.f32; the NaN canonicalisation of nm::f32_to_bf16 is left to
+// the caller: `nan_seen` collects bit 15/31 set for a NaN half (magnitude + 0x7f carries into bit 15 only
+// above 0x7f80).
+__device__ __forceinline__ uint32_t bf16x2_rn_raw(float a, float b, uint32_t& nan_seen) {
   uint32_t r;
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
+  nan_seen |= ((r & 0x7fff7fffu) + 0x007f007fu) & 0x80008000u;
+  return r;
+}
+__device__ __forceinline__ uint32_t bf16x2_canon_nan(uint32_t r) {
   if ((r & 0x7fffu) > 0x7f80u) r = (r & 0xffff0000u) | 0x7fc0u;
   if (((r >> 16) & 0x7fffu) > 0x7f80u) r = (r & 0x0000ffffu) | 0x7fc00000u;
   return r;
 }
 
-constexpr int kW3Stages = 6;
-constexpr int kW3StageA = kBlockM * kBlockK;  // 16 KiB
-constexpr int kW3StageB = kBlockN * kBlockK;  // 16 KiB
-constexpr int kW3StageS = kBlockM * 4;        // 512 B of A scales
-constexpr int kW3Smem = kW3Stages * (kW3StageA + kW3StageB + kW3StageS) + 1024 + 256;
+// Lane tq of a quad holds p[k] for k = 0..3: the bf16 pair of one row at columns 8(4i + k) + 2tq. After the
+// call it holds the 16 bytes at columns 8(4i + tq) .. 8(4i + tq) + 7 in column order (a 4 x 4 transpose of
+// 32-bit words across the quad: two butterfly steps, lane bit 0 then lane bit 1).
+__device__ __forceinline__ uint4 quad_transpose4(uint32_t p0, uint32_t p1, uint32_t p2, uint32_t p3, int tq) {
+  const bool b0 = tq & 1, b1 = tq & 2;
+  {
+    uint32_t r = __shfl_xor_sync(0xffffffffu, b0 ? p0 : p1, 1);
+    uint32_t n0 = b0 ? r : p0, n1 = b0 ? p1 : r;
+    p0 = n0;
+    p1 = n1;
+    r = __shfl_xor_sync(0xffffffffu, b0 ? p2 : p3, 1);
+    n0 = b0 ? r : p2;
+    n1 = b0 ? p3 : r;
+    p2 = n0;
+    p3 = n1;
+  }
+  {
+    uint32_t r = __shfl_xor_sync(0xffffffffu, b1 ? p0 : p2, 2);
+    uint32_t n0 = b1 ? r : p0, n2 = b1 ? p2 : r;
+    p0 = n0;
+    p2 = n2;
+    r = __shfl_xor_sync(0xffffffffu, b1 ? p1 : p3, 2);
+    uint32_t n1 = b1 ? r : p1, n3 = b1 ? p3 : r;
+    p1 = n1;
+    p3 = n3;
+  }
+  return make_uint4(p0, p1, p2, p3);
+}
 
-__device__ __forceinline__ void wgmma_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); }
-
-template <int kCluster, int kKB>
+template <int kKB, int kLag>
 __global__ void __launch_bounds__(kWThreads, 1)
-    gemm_wgmma3_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
+    gemm_wgmma4_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
                        const __grid_constant__ CUtensorMap tm_sa, const float* __restrict__ SB, int64_t N, int64_t K,
                        int64_t m_begin, int64_t m_end, GemmDest dest) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  static_assert(kLag >= 0 && kLag < kKB && kLag <= kW4Stages - 3, "the lag must leave the producer stages to fill");
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   uint8_t* sA = smem;
-  uint8_t* sB = sA + kW3Stages * kW3StageA;
-  float* sS = reinterpret_cast<float*>(sB + kW3Stages * kW3StageB);
-  uint64_t* full = reinterpret_cast<uint64_t*>(reinterpret_cast<uint8_t*>(sS) + kW3Stages * kW3StageS);
-  uint64_t* empty = full + kW3Stages;
+  uint8_t* sB = sA + kW4Stages * kStageA;
+  uint8_t* sS = sB + kW4Stages * kStageB;  // per stage: 128 A scales, then the B scale
+  uint64_t* full = reinterpret_cast<uint64_t*>(sS + kW4Stages * kW4StageS);
+  uint64_t* empty = full + kW4Stages;
+  uint32_t* tile_arrivals = reinterpret_cast<uint32_t*>(empty + kW4Stages);  // [4], by tile number % 4
   const int tid = threadIdx.x;
   const int wg = __shfl_sync(0xffffffffu, tid / 128, 0);
-  const uint32_t rank = kCluster > 1 ? cluster_ctarank() : 0;
   if (tid == 0) {
-    for (int s = 0; s < kW3Stages; ++s) {
+    for (int s = 0; s < kW4Stages; ++s) {
       mbar_init(full + s, 1);
-      mbar_init(empty + s, 8 * kCluster);
+      mbar_init(empty + s, 8);
     }
+    for (int i = 0; i < 4; ++i) tile_arrivals[i] = 0;
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
-  if (kCluster > 1) cluster_sync_all();
-  else __syncthreads();
+  __syncthreads();
   constexpr int KB = kKB;  // K / 128, checked by the launcher
   (void)K;
   const int tiles_n = int(N / kBlockN);
-  const int pairs_n = tiles_n / kCluster;
-  const int units = int((m_end - m_begin) / kBlockM) * pairs_n;
-  const int cid = int(blockIdx.x) / kCluster, nclusters = int(gridDim.x) / kCluster;
+  const int units = int((m_end - m_begin) / kBlockM) * tiles_n;
+  const int my_units = int(blockIdx.x) < units ? (units - int(blockIdx.x) + int(gridDim.x) - 1) / int(gridDim.x) : 0;
 
   if (wg == 0) {  // producer
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
@@ -478,20 +299,19 @@ __global__ void __launch_bounds__(kWThreads, 1)
       tma_prefetch_desc(&tm_sa);
       int stage = 0;
       uint32_t phase = 0;
-      for (int u = cid; u < units; u += nclusters) {
-        const int m0 = int(m_begin) + (u / pairs_n) * kBlockM;
-        const int n0 = ((u % pairs_n) * kCluster + int(rank)) * kBlockN;
+      for (int u = int(blockIdx.x); u < units; u += int(gridDim.x)) {
+        const int m0 = int(m_begin) + (u / tiles_n) * kBlockM;
+        const int nb = u % tiles_n;
         for (int kb = 0; kb < KB; ++kb) {
+          const float sbv = __ldg(SB + int64_t(nb) * KB + kb);
           mbar_wait(empty + stage, phase ^ 1);
-          mbar_expect_tx(full + stage, kW3StageA + kW3StageB + kW3StageS);
-          if (kCluster > 1)
-            tma_load_2d_mc(sA + stage * kW3StageA + int(rank) * (kW3StageA / 2), &tm_a, full + stage, kb * kBlockK,
-                           m0 + int(rank) * (kBlockM / 2), uint16_t((1u << kCluster) - 1));
-          else
-            tma_load_2d(sA + stage * kW3StageA, &tm_a, full + stage, kb * kBlockK, m0);
-          tma_load_2d(sB + stage * kW3StageB, &tm_b, full + stage, kb * kBlockK, n0);
-          tma_load_2d(sS + stage * (kW3StageS / 4), &tm_sa, full + stage, m0, kb);
-          if (++stage == kW3Stages) {
+          uint8_t* ss = sS + stage * kW4StageS;
+          *reinterpret_cast<float*>(ss + kBlockM * 4) = sbv;  // published by the arrive below (release)
+          mbar_expect_tx(full + stage, kStageA + kStageB + kBlockM * 4);
+          tma_load_2d(sA + stage * kStageA, &tm_a, full + stage, kb * kBlockK, m0);
+          tma_load_2d(sB + stage * kStageB, &tm_b, full + stage, kb * kBlockK, nb * kBlockN);
+          tma_load_2d(ss, &tm_sa, full + stage, m0, kb);
+          if (++stage == kW4Stages) {
             stage = 0;
             phase ^= 1;
           }
@@ -505,20 +325,18 @@ __global__ void __launch_bounds__(kWThreads, 1)
     const int w = lt / 32, lane = lt % 32;
     const int g8 = lane >> 2, tq = lane & 3;
     const int lrow = 64 * c + 16 * w + g8;  // this thread's rows in the tile: lrow, lrow + 8
-    const int my_units = cid < units ? (units - cid + nclusters - 1) / nclusters : 0;
     float total[64], acc0[64], acc1[64];
 #pragma unroll
     for (int i = 0; i < 64; ++i) total[i] = 0.0f;
-    const float* sb_row = SB;  // the current tile's B scales
-    int64_t m0 = 0, n0 = 0;     // the current tile's origin
-    // Waits for K block gi's stage, reads its scales, issues its four wgmma into `a`.
-    auto issue = [&](int gi, int kb, float(&a)[64]) {
-      const int st = gi % kW3Stages;
-      const uint32_t ph = uint32_t(gi / kW3Stages) & 1u;
-      (void)kb;
+    int64_t m0 = 0, n0 = 0;  // the current tile's origin
+    int tile_no = 0;
+    if (kLag > 0 && c == 1 && my_units > 0) asm volatile("bar.sync 2, 256;" ::: "memory");  // start kLag behind
+    auto issue = [&](int gi, float(&a)[64]) {
+      const int st = gi % kW4Stages;
+      const uint32_t ph = uint32_t(gi / kW4Stages) & 1u;
       mbar_wait(full + st, ph);
-      const uint8_t* a_tile = sA + st * kW3StageA + 64 * c * kBlockK;
-      const uint8_t* b_tile = sB + st * kW3StageB;
+      const uint8_t* a_tile = sA + st * kStageA + 64 * c * kBlockK;
+      const uint8_t* b_tile = sB + st * kStageB;
       wgmma_fence();
       wgmma_m64n128k32_e4m3_zero(a, smem_desc(a_tile), smem_desc(b_tile));
 #pragma unroll
@@ -528,20 +346,51 @@ __global__ void __launch_bounds__(kWThreads, 1)
 #pragma unroll
       for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(a[i])::"memory");
     };
+    auto store_and_release = [&]() {
+      int slice = 0;
+      uint16_t* C = tile_dest(dest, m0, slice);
+      uint32_t packed[32], nan_seen = 0;  // [2j]: row lrow, [2j + 1]: row lrow + 8, columns 8j + 2tq
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        packed[2 * j] = bf16x2_rn_raw(total[4 * j + 0], total[4 * j + 1], nan_seen);
+        packed[2 * j + 1] = bf16x2_rn_raw(total[4 * j + 2], total[4 * j + 3], nan_seen);
+      }
+      if (nan_seen) {
+#pragma unroll
+        for (int i = 0; i < 32; ++i) packed[i] = bf16x2_canon_nan(packed[i]);
+      }
+#pragma unroll
+      for (int i = 0; i < 64; ++i) total[i] = 0.0f;
+      if (C) {
+        const int64_t ldd = dest.ldd;
+        uint4* row0 = reinterpret_cast<uint4*>(C + (m0 + lrow) * ldd + n0) + tq;
+        uint4* row8 = reinterpret_cast<uint4*>(C + (m0 + lrow + 8) * ldd + n0) + tq;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          row0[4 * i] = quad_transpose4(packed[8 * i], packed[8 * i + 2], packed[8 * i + 4], packed[8 * i + 6], tq);
+          row8[4 * i] = quad_transpose4(packed[8 * i + 1], packed[8 * i + 3], packed[8 * i + 5], packed[8 * i + 7], tq);
+        }
+      }
+      if (dest.counters) {
+        asm volatile("bar.sync %0, 128;" ::"r"(3 + c) : "memory");  // this warpgroup's stores are issued
+        if (lt == 0) {
+          __threadfence();  // ... and visible before the count that the other warpgroup may complete
+          if (atomicAdd(tile_arrivals + (tile_no & 3), 1u) == 1u) {
+            tile_arrivals[tile_no & 3] = 0;
+            __threadfence();
+            atomicAdd(dest.counters + slice, 1u);  // the release the put waits on: both halves are stored
+          }
+        }
+      }
+    };
     // K block gi (in `a`, issued earlier) is finished: release its stage, promote, and store at a tile's end.
-    // The scales are read here (the stage is still held), not carried from the issue: fewer live registers.
-    auto retire = [&](int gi, int kb, bool last, float(&a)[64]) {
+    auto retire = [&](int gi, bool last, float(&a)[64]) {
 #pragma unroll
       for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(a[i])::"memory");
-      const int st = gi % kW3Stages;
-      float sbv;
-      asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(sbv) : "l"(sb_row + kb));
-      const float sa0 = sS[st * (kW3StageS / 4) + lrow], sa1 = sS[st * (kW3StageS / 4) + lrow + 8];
-      if (kCluster > 1) {
-        if (lane < kCluster) mbar_arrive_cluster(empty + st, uint32_t(lane));
-      } else if (lane == 0) {
-        mbar_arrive(empty + st);
-      }
+      const int st = gi % kW4Stages;
+      const float* ss = reinterpret_cast<const float*>(sS + st * kW4StageS);
+      const float sa0 = ss[lrow], sa1 = ss[lrow + 8], sbv = ss[kBlockM];
+      if (lane == 0) mbar_arrive(empty + st);
 #pragma unroll
       for (int j = 0; j < 16; ++j) {
         total[4 * j + 0] = nm::block_accumulate(total[4 * j + 0], a[4 * j + 0], sa0, sbv);
@@ -549,65 +398,38 @@ __global__ void __launch_bounds__(kWThreads, 1)
         total[4 * j + 2] = nm::block_accumulate(total[4 * j + 2], a[4 * j + 2], sa1, sbv);
         total[4 * j + 3] = nm::block_accumulate(total[4 * j + 3], a[4 * j + 3], sa1, sbv);
       }
-      if (last) {
-        uint32_t packed[32];  // the tile's bf16 first: frees `total` before any address arithmetic
-#pragma unroll
-        for (int j = 0; j < 16; ++j) {
-          packed[2 * j] = bf16x2_rn(total[4 * j + 0], total[4 * j + 1]);
-          packed[2 * j + 1] = bf16x2_rn(total[4 * j + 2], total[4 * j + 3]);
-        }
-#pragma unroll
-        for (int i = 0; i < 64; ++i) total[i] = 0.0f;
-        int slice = 0;
-        uint16_t* C = tile_dest(dest, m0, slice);
-        if (C) {
-          const int64_t ldd = dest.ldd;
-          uint16_t* c0 = C + (m0 + lrow) * ldd + n0 + 2 * tq;
-#pragma unroll
-          for (int j = 0; j < 16; ++j) {
-            *reinterpret_cast<uint32_t*>(c0 + 8 * j) = packed[2 * j];
-            *reinterpret_cast<uint32_t*>(c0 + 8 * ldd + 8 * j) = packed[2 * j + 1];
-          }
-        }
-        consumer_bar();  // both consumer warpgroups stored the tile
-        if (tid == 128 && dest.counters) {
-          __threadfence();
-          atomicAdd(dest.counters + slice, 1u);
-        }
-      }
+      if (kLag > 0 && c == 0 && gi == kLag - 1) asm volatile("bar.arrive 2, 256;" ::: "memory");
+      if (last) store_and_release();
     };
     // One tile per iteration, its kKB K blocks unrolled: every wgmma group is waited for inside the iteration
     // (ptxas serializes all wgmma (C7514) when a group stays in flight across a loop's back edge).
-    for (int gt = 0; gt < my_units; ++gt) {
-      const int u = cid + gt * nclusters;
-      const int nb = (u % pairs_n) * kCluster + int(rank);
-      m0 = m_begin + int64_t(u / pairs_n) * kBlockM;
-      n0 = int64_t(nb) * kBlockN;
-      sb_row = SB + int64_t(nb) * KB;
+    for (int gt = 0; gt < my_units; ++gt, ++tile_no) {
+      const int u = int(blockIdx.x) + gt * int(gridDim.x);
+      m0 = m_begin + int64_t(u / tiles_n) * kBlockM;
+      n0 = int64_t(u % tiles_n) * kBlockN;
       const int g0 = gt * kKB;
-      issue(g0, 0, acc0);
+      issue(g0, acc0);
 #pragma unroll
       for (int kb = 0; kb < kKB; kb += 2) {
         if (kb + 1 < kKB) {
-          issue(g0 + kb + 1, kb + 1, acc1);
+          issue(g0 + kb + 1, acc1);
           wgmma_wait1();
         } else {
           wgmma_wait0();
         }
-        retire(g0 + kb, kb, kb + 1 == kKB, acc0);
+        retire(g0 + kb, kb + 1 == kKB, acc0);
         if (kb + 1 < kKB) {
           if (kb + 2 < kKB) {
-            issue(g0 + kb + 2, kb + 2, acc0);
+            issue(g0 + kb + 2, acc0);
             wgmma_wait1();
           } else {
             wgmma_wait0();
           }
-          retire(g0 + kb + 1, kb + 1, kb + 2 == kKB, acc1);
+          retire(g0 + kb + 1, kb + 2 == kKB, acc1);
         }
       }
     }
   }
-  if (kCluster > 1) cluster_sync_all();
 #else
   (void)SB; (void)N; (void)K; (void)m_begin; (void)m_end; (void)dest; (void)tm_a; (void)tm_b; (void)tm_sa;
   __trap();

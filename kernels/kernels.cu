@@ -5,6 +5,9 @@
 #include "kernels/kernels.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
 
 #include "reference/no_release_pattern.hpp"
 #include "reference/numerics_inline.hpp"
@@ -13,8 +16,6 @@
 #include <cuda.h>  // CUtensorMap (types only: the encoder is fetched from the driver at run time)
 #include <cudaTypedefs.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <vector>
 #endif
@@ -560,48 +561,111 @@ __global__ void __launch_bounds__(kQuantThreads) quantize_kernel(const uint16_t*
   if (threadIdx.x == 0) q_scale[row] = nm::amax_scale(amax, false);
 }
 
-constexpr int kWidenRows = 8;  // rows per block step: 8 independent 16-byte loads in flight per thread
+// Four e4m3fn codes (byte i of w) times the row scale -> four bf16 (nm::wire_dequantize) without the conversion
+// unit: a code's 7 magnitude bits placed at fp32 bits 26..20 (sign at 31) are its value times 2^-120 exactly
+// (e4m3 subnormals become fp32 subnormals), so (bits * 2^120) * scale is decode(code) * scale with the one
+// rounding of the reference; then bf16x2 RNE. Valid for finite scales and codes that are not NaN (the product
+// is then finite or infinite, never NaN): has_nan_code() routes the rest to dequant4.
+__device__ __forceinline__ void dequant4_int(uint32_t w, float scale, uint32_t& o01, uint32_t& o23) {
+  float f[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t top = __byte_perm(w, 0u, 0x0444u | (uint32_t(i) << 12));  // code i in bits 31..24
+    const uint32_t bits = uint32_t(int32_t(top) >> 4) & 0x87f00000u;
+    f[i] = nm::mul_rn(nm::mul_rn(__uint_as_float(bits), 0x1p120f), scale);
+  }
+#if defined(GEMMAR_HW_FP8_CVT)
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(o01) : "f"(f[1]), "f"(f[0]));
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(o23) : "f"(f[3]), "f"(f[2]));
+#else
+  o01 = uint32_t(nm::f32_to_bf16(f[0])) | (uint32_t(nm::f32_to_bf16(f[1])) << 16);
+  o23 = uint32_t(nm::f32_to_bf16(f[2])) | (uint32_t(nm::f32_to_bf16(f[3])) << 16);
+#endif
+}
+// Nonzero iff one of the four codes of w is a NaN code (S.1111.111): a zero byte of (w & 0x7f..) ^ 0x7f..
+__device__ __forceinline__ uint32_t has_nan_code(uint32_t w) {
+  const uint32_t t = (w & 0x7f7f7f7fu) ^ 0x7f7f7f7fu;
+  return (t - 0x01010101u) & ~t & 0x80808080u;
+}
+// Eight codes (two words) -> eight bf16 (16 bytes): the integer decode unless a code is NaN or the scale is not
+// finite (then the conversion-unit path, bit-identical for every input).
+__device__ __forceinline__ uint4 dequant8(uint32_t w0, uint32_t w1, float scale, bool scale_finite) {
+  uint4 o;
+  if (scale_finite && !(has_nan_code(w0) | has_nan_code(w1))) {
+    dequant4_int(w0, scale, o.x, o.y);
+    dequant4_int(w1, scale, o.z, o.w);
+  } else {
+    dequant4(w0, scale, o.x, o.y);
+    dequant4(w1, scale, o.z, o.w);
+  }
+  return o;
+}
 
-// The fp8 wire's receive side (dequantize, and the pull over peer pointers). A block has one thread per 16-byte
-// code vector of a row (blockDim = n/16 rounded up to a warp, at most 512; wider rows loop); a block step
-// takes kWidenRows consecutive rows of the `count` sources, and every thread issues all its kWidenRows loads
-// before it converts (Little's law: bytes in flight, not threads, set the rate of a latency-bound pull, whose
-// grid is fixed by --pull-blocks). Stores: 32 contiguous bytes per thread, 1 KiB per warp. 32-bit indices.
-__global__ void __launch_bounds__(512) widen_kernel(Fp8Sources src, int count, int rows, int n) {
-  const int nv = n / 16;
+constexpr int kWidenThreadsLocal = 256;  // the local dequantize: many small blocks, several per SM
+constexpr int kWidenThreadsPull = 1024;  // the pull: its grid is fixed by --pull-blocks, so each block is as
+                                         // large as a block can be (bytes in flight per block, Little's law)
+// How a lane reads a row (measurement: GEMMAR_WIDEN_KERNEL=hw16|int16|int8|ceiling, default int8).
+enum WidenKind : int {
+  kWidenHw16 = 0,    // 16-byte code loads, the conversion-unit chain (dequant4), two 16-byte stores 32 bytes apart
+  kWidenInt16 = 1,   // the same accesses, the integer decode (dequant8)
+  kWidenInt8 = 2,    // 8-byte code loads, the integer decode, one 16-byte store: each warp store is contiguous
+  kWidenCeiling = 3  // 8-byte loads, 16-byte stores of the codes zero-extended, no arithmetic: this access
+                     // pattern's memory ceiling (measurement only; its output is not a dequantize)
+};
+
+// The fp8 wire's receive side (dequantize, and the pull over peer pointers): one warp per (source, row) at a
+// time, the rows of all `count` sources walked grid-stride by the warps, so every warp runs on its own (no
+// block barrier: loads of one warp overlap the conversions of another). A lane takes the row's code vectors
+// lane + 32j, issues 112 bytes of loads before it converts any, then stores. 32-bit indices
+// (checked by the launcher).
+template <int kKind>
+__global__ void __launch_bounds__(kWidenThreadsPull) widen_kernel(Fp8Sources src, int count, int rows, int n) {
+  constexpr int kCodeBytes = kKind == kWidenHw16 || kKind == kWidenInt16 ? 16 : 8;
+  constexpr int kVecs = 112 / kCodeBytes;  // loads in flight per lane
+  using CodeVec = typename std::conditional<kCodeBytes == 16, uint4, uint2>::type;
+  const int nv = n / kCodeBytes;
+  const int lane = int(threadIdx.x) % GEMMAR_WARP_SIZE;
+  const int warps = int(blockDim.x) / GEMMAR_WARP_SIZE;
   const int units = count * rows;
-  for (int base = int(blockIdx.x) * kWidenRows; base < units; base += int(gridDim.x) * kWidenRows) {
-    int s = base / rows, row = base - s * rows;
-    const uint4* qp[kWidenRows];
-    uint4* op[kWidenRows];
-    float sc[kWidenRows];
+  for (int unit = int(blockIdx.x) * warps + int(threadIdx.x) / GEMMAR_WARP_SIZE; unit < units;
+       unit += int(gridDim.x) * warps) {
+    const int s = unit / rows, row = unit - s * rows;
+    const CodeVec* qp = reinterpret_cast<const CodeVec*>(src.q[s] + int64_t(row) * n);
+    uint4* op = reinterpret_cast<uint4*>(src.out[s] + int64_t(row) * n);
+    const float sc = src.scale[s][row];
+    const bool sc_finite = (__float_as_uint(sc) & 0x7f800000u) != 0x7f800000u;
+    for (int v0 = lane; v0 < nv; v0 += GEMMAR_WARP_SIZE * kVecs) {
+      CodeVec q[kVecs];
 #pragma unroll
-    for (int r = 0; r < kWidenRows; ++r) {
-      const bool live = base + r < units;
-      const int ss = live ? s : 0, rr = live ? row : 0;
-      qp[r] = reinterpret_cast<const uint4*>(src.q[ss] + int64_t(rr) * n);
-      op[r] = reinterpret_cast<uint4*>(src.out[ss] + int64_t(rr) * n);
-      sc[r] = src.scale[ss][rr];
-      if (++row == rows) {
-        row = 0;
-        ++s;
+      for (int j = 0; j < kVecs; ++j) {
+        const int v = v0 + GEMMAR_WARP_SIZE * j;
+        if (v < nv) q[j] = qp[v];
       }
-    }
-    for (int v = int(threadIdx.x); v < nv; v += int(blockDim.x)) {
-      uint4 q[kWidenRows];
 #pragma unroll
-      for (int r = 0; r < kWidenRows; ++r)
-        if (base + r < units) q[r] = qp[r][v];
-#pragma unroll
-      for (int r = 0; r < kWidenRows; ++r) {
-        if (base + r >= units) continue;
-        uint4 a, b;
-        dequant4(q[r].x, sc[r], a.x, a.y);
-        dequant4(q[r].y, sc[r], a.z, a.w);
-        dequant4(q[r].z, sc[r], b.x, b.y);
-        dequant4(q[r].w, sc[r], b.z, b.w);
-        op[r][2 * v] = a;
-        op[r][2 * v + 1] = b;
+      for (int j = 0; j < kVecs; ++j) {
+        const int v = v0 + GEMMAR_WARP_SIZE * j;
+        if (v >= nv) break;
+        if constexpr (kCodeBytes == 16) {
+          const uint4 x = q[j];
+          uint4 a, b;
+          if constexpr (kKind == kWidenHw16) {
+            dequant4(x.x, sc, a.x, a.y);
+            dequant4(x.y, sc, a.z, a.w);
+            dequant4(x.z, sc, b.x, b.y);
+            dequant4(x.w, sc, b.z, b.w);
+          } else {
+            a = dequant8(x.x, x.y, sc, sc_finite);
+            b = dequant8(x.z, x.w, sc, sc_finite);
+          }
+          op[2 * v] = a;
+          op[2 * v + 1] = b;
+        } else if constexpr (kKind == kWidenInt8) {
+          op[v] = dequant8(q[j].x, q[j].y, sc, sc_finite);
+        } else {
+          const uint2 x = q[j];
+          op[v] = make_uint4(__byte_perm(x.x, 0u, 0x4140u), __byte_perm(x.x, 0u, 0x4342u),
+                             __byte_perm(x.y, 0u, 0x4140u), __byte_perm(x.y, 0u, 0x4342u));
+        }
       }
     }
   }
@@ -625,6 +689,21 @@ __global__ void fp8_selftest_kernel(uint64_t begin, uint64_t count, float inv, u
       uint32_t o01, o23;
       dequant4(code * 0x01010101u, scale, o01, o23);
       ok = ok && (o01 & 0xffffu) == nm::wire_dequantize(uint8_t(code), scale, false) && o01 == o23;
+      // The widen kernel's dequant8 (integer decode, or dequant4 for NaN codes and non-finite scales) at that
+      // scale and at 2^(e - 127) for e = u >> 24 (0: a zero scale, 255: +inf; subnormal and overflowing
+      // products included), and at NaN: one of the eight codes is this one, the others vary.
+      const uint32_t other = (code * 0x9e3779b1u) >> 8;
+      const float scales[3] = {scale, nm::bits_f32((u >> 24) << 23), nm::bits_f32(0x7fc00000u)};
+      for (const float sc : scales) {
+        const bool fin = (__float_as_uint(sc) & 0x7f800000u) != 0x7f800000u;
+        const uint4 o = dequant8(code | (other << 8), other, sc, fin);
+        const uint32_t words[2] = {code | (other << 8), other};
+        const uint32_t outs[4] = {o.x, o.y, o.z, o.w};
+        for (int e = 0; e < 8; ++e) {
+          const uint8_t c = uint8_t(words[e / 4] >> (8 * (e % 4)));
+          ok = ok && uint16_t(outs[e / 2] >> (16 * (e % 2))) == nm::wire_dequantize(c, sc, false);
+        }
+      }
     }
     if (!ok) {
       if (atomicAdd(bad, 1ull) == 0) *first = u;
@@ -740,20 +819,12 @@ int grid_for(int64_t work_items, int per_block) {
 #if defined(GEMMAR_GPU_CUDA)
 namespace {
 // The wgmma kernels run on compute capability 9.x (this build targets sm_90a). GEMMAR_GEMM_KERNEL selects:
-//   (unset) / "wgmma3c1"  128x128 tiles, 1 producer (setmaxnreg 40) + 2 consumer warpgroups (232), two
-//                         accumulator sets: K block g+1 is issued before g is waited for and promoted; 16 K
-//                         blocks unrolled per tile (K = 2048; other K runs wgmma2c1): the fastest measured
-//                         (H200, 2026-12-03, docs/results/h200-1gpu-2026-12-03-gemm)
-//   "wgmma3"              the same with clusters of 2 along N sharing A by TMA multicast
-//   "wgmma2c1"            256x128 tiles, 2 waves of 64 rows per consumer warpgroup, A scales by TMA
-//   "wgmma2"              wgmma2c1 with clusters of 2 along N sharing A by TMA multicast
-//   "wgmma2fma"           measurement only: wgmma2 with the promotion as one fma (not block_accumulate's roundings)
-//   "wgmma2oc1"/"wgmma2o" wgmma2(c1) with the consumer warpgroups taking turns on the tensor cores
-//   "wgmma"               the first wgmma kernel, 128x128 tiles (gemm_wgmma_kernel)
-//   "mma"                 the mma.sync kernel (kept as the fallback and for comparison)
-// wgmma2 needs 256-row alignment of the launch's row range and of the destination slices, otherwise the
-// 128x128 wgmma kernel runs. Clusters need an even number of 128-column tiles.
-enum class WgmmaKind { None, V1, V2C1, V2C2, V2C2Fma, V2C1Ord, V2C2Ord, V3C1, V3C2 };
+//   (unset) / "wgmma4"  gemm_wgmma4_kernel, warpgroups 2 K blocks apart (K = 2048; other K run "wgmma"): the
+//                       fastest measured (H200, 2026-12-03, docs/results/h200-1gpu-2026-12-03-gemm4)
+//   "wgmma4l0"          the same with the warpgroups in step (measurement: what the lag buys)
+//   "wgmma"             gemm_wgmma_kernel, any K
+//   "mma"               the mma.sync kernel (the fallback, and the AMD path's twin)
+enum class WgmmaKind { None, V1, V4, V4L0 };
 WgmmaKind wgmma_kind() {
   static int v = -1;
   if (v < 0) {
@@ -764,13 +835,8 @@ WgmmaKind wgmma_kind() {
                         prop.major == 9;
     if (!hopper || (env && std::strcmp(env, "mma") == 0)) v = int(WgmmaKind::None);
     else if (env && std::strcmp(env, "wgmma") == 0) v = int(WgmmaKind::V1);
-    else if (env && std::strcmp(env, "wgmma2") == 0) v = int(WgmmaKind::V2C2);
-    else if (env && std::strcmp(env, "wgmma3") == 0) v = int(WgmmaKind::V3C2);
-    else if (env && std::strcmp(env, "wgmma2c1") == 0) v = int(WgmmaKind::V2C1);
-    else if (env && std::strcmp(env, "wgmma2o") == 0) v = int(WgmmaKind::V2C2Ord);
-    else if (env && std::strcmp(env, "wgmma2oc1") == 0) v = int(WgmmaKind::V2C1Ord);
-    else if (env && std::strcmp(env, "wgmma2fma") == 0) v = int(WgmmaKind::V2C2Fma);
-    else v = int(WgmmaKind::V3C1);  // unset or "wgmma3c1"
+    else if (env && std::strcmp(env, "wgmma4l0") == 0) v = int(WgmmaKind::V4L0);
+    else v = int(WgmmaKind::V4);  // unset or "wgmma4"
   }
   return WgmmaKind(v);
 }
@@ -846,9 +912,9 @@ bool make_scale_map(CUtensorMap* map, const float* base, int64_t m, int64_t kb, 
 }
 
 template <typename Kern>
-gpuError_t launch_tma_gemm(Kern kern, int smem, int block_m, int cluster, const uint8_t* a, const uint8_t* b,
-                           const float* a_scale, const float* b_scale, int64_t m, int64_t n, int64_t k,
-                           int64_t m_begin, int64_t m_end, const GemmDest& dest, gpuStream_t s) {
+gpuError_t launch_tma_gemm(Kern kern, int smem, const uint8_t* a, const uint8_t* b, const float* a_scale,
+                           const float* b_scale, int64_t m, int64_t n, int64_t k, int64_t m_begin, int64_t m_end,
+                           const GemmDest& dest, gpuStream_t s) {
   static std::mutex mu;
   static std::vector<std::pair<const void*, int>> attr_done;  // (kernel, device)
   int devno = 0;
@@ -864,28 +930,12 @@ gpuError_t launch_tma_gemm(Kern kern, int smem, int block_m, int cluster, const 
   }
   if (m_end <= m_begin) return gpuSuccess;
   CUtensorMap ta, tb, tsa;
-  // A: each CTA of a cluster loads (and multicasts) block_m / cluster rows; boxes are at most 128 rows
-  // (wgmma2 without a cluster issues two).
-  const int a_box = std::min(128, block_m / cluster);
-  if (!make_tile_map(&ta, a, m, k, a_box) || !make_tile_map(&tb, b, n, k) ||
-      !make_scale_map(&tsa, a_scale, m, k / kBlockK, block_m))
+  if (!make_tile_map(&ta, a, m, k) || !make_tile_map(&tb, b, n, k) ||
+      !make_scale_map(&tsa, a_scale, m, k / kBlockK, kBlockM))
     return gpuErrorInvalidValue;
-  const int64_t units = ((m_end - m_begin) / block_m) * ((n / kBlockN) / cluster);
-  const int64_t clusters = std::min<int64_t>(units, sm_count_cached() / cluster);
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned(clusters * cluster));
-  cfg.blockDim = dim3(kWThreads);
-  cfg.dynamicSmemBytes = size_t(smem);
-  cfg.stream = s;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = unsigned(cluster);
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  const gpuError_t e = cudaLaunchKernelEx(&cfg, kern, ta, tb, tsa, b_scale, n, k, m_begin, m_end, dest);
-  if (e != gpuSuccess) return e;
+  const int64_t tiles = ((m_end - m_begin) / kBlockM) * (n / kBlockN);
+  const int grid = int(std::min<int64_t>(tiles, sm_count_cached()));
+  kern<<<unsigned(grid), kWThreads, size_t(smem), s>>>(ta, tb, tsa, b_scale, n, k, m_begin, m_end, dest);
   return gpuGetLastError();
 }
 }  // namespace
@@ -898,29 +948,13 @@ gpuError_t launch_gemm_blockscale(const uint8_t* a, const uint8_t* b, const floa
   int devno = 0;
   if (gpuGetDevice(&devno) != gpuSuccess || devno < 0 || devno >= kMaxWorld) devno = 0;
 #if defined(GEMMAR_GPU_CUDA)
-  WgmmaKind kind = wgmma_kind();
-  const bool even_n = (n / kBlockN) % 2 == 0;
-  if (kind == WgmmaKind::V3C2 || kind == WgmmaKind::V3C1) {
-    if (k == 16 * kBlockK) {  // K = 2048: the 16 K blocks of a tile are unrolled
-      const int cl = kind == WgmmaKind::V3C2 && even_n ? 2 : 1;
-      return launch_tma_gemm(cl == 2 ? gemm_wgmma3_kernel<2, 16> : gemm_wgmma3_kernel<1, 16>, kW3Smem, kBlockM, cl,
-                             a, b, a_scale, b_scale, m, n, k, m_begin, m_end, dest, s);
-    }
-    kind = WgmmaKind::V2C1;  // other K: the 256x128 kernel (or the 128x128 one where rows are not 256-aligned)
-  }
-  const bool v2_fits = m_begin % kW2BlockM == 0 && (m_end - m_begin) % kW2BlockM == 0 &&
-                       dest.slice_rows % kW2BlockM == 0;
-  if ((kind == WgmmaKind::V2C1Ord || kind == WgmmaKind::V2C2Ord) && v2_fits) {
-    const int cl = kind == WgmmaKind::V2C2Ord && even_n ? 2 : 1;
-    return launch_tma_gemm(cl == 2 ? gemm_wgmma2_kernel<2, false, true> : gemm_wgmma2_kernel<1, false, true>, kW2Smem,
-                           kW2BlockM, cl, a, b, a_scale, b_scale, m, n, k, m_begin, m_end, dest, s);
-  }
-  if ((kind == WgmmaKind::V2C1 || kind == WgmmaKind::V2C2 || kind == WgmmaKind::V2C2Fma) && v2_fits) {
-    const int cl = kind != WgmmaKind::V2C1 && even_n ? 2 : 1;
-    const bool fma = kind == WgmmaKind::V2C2Fma;
-    auto kern = fma ? (cl == 2 ? gemm_wgmma2_kernel<2, true> : gemm_wgmma2_kernel<1, true>)
-                    : (cl == 2 ? gemm_wgmma2_kernel<2> : gemm_wgmma2_kernel<1>);
-    return launch_tma_gemm(kern, kW2Smem, kW2BlockM, cl, a, b, a_scale, b_scale, m, n, k, m_begin, m_end, dest, s);
+  const WgmmaKind kind = wgmma_kind();
+  if (kind == WgmmaKind::V4 || kind == WgmmaKind::V4L0) {
+    bool aligned = dest.ldd % 8 == 0;  // 16-byte stores
+    for (int i = 0; i < kMaxWorld; ++i) aligned = aligned && reinterpret_cast<uintptr_t>(dest.dst[i]) % 16 == 0;
+    if (k == 16 * kBlockK && aligned)  // K = 2048: the 16 K blocks of a tile are unrolled
+      return launch_tma_gemm(kind == WgmmaKind::V4L0 ? gemm_wgmma4_kernel<16, 0> : gemm_wgmma4_kernel<16, 2>,
+                             kW4Smem, a, b, a_scale, b_scale, m, n, k, m_begin, m_end, dest, s);
   }
   if (kind != WgmmaKind::None) {
     static bool wattr_set[kMaxWorld] = {};
@@ -962,14 +996,42 @@ gpuError_t launch_quantize(const uint16_t* in, int64_t rows, int64_t n, uint8_t*
   return gpuGetLastError();
 }
 
-gpuError_t launch_widen(const Fp8Sources& src, int count, int64_t rows, int64_t n, int blocks, gpuStream_t s) {
+namespace {
+int widen_kind() {
+  static int k = -1;
+  if (k < 0) {
+    const char* env = std::getenv("GEMMAR_WIDEN_KERNEL");
+    k = !env                              ? kWidenInt8
+        : std::strcmp(env, "hw16") == 0   ? kWidenHw16
+        : std::strcmp(env, "int16") == 0  ? kWidenInt16
+        : std::strcmp(env, "ceiling") == 0 ? kWidenCeiling
+                                          : kWidenInt8;
+  }
+  return k;
+}
+template <int kKind>
+void launch_widen_kind(const Fp8Sources& src, int count, int64_t rows, int64_t n, int blocks, gpuStream_t s) {
+  if (blocks > 0) {
+    widen_kernel<kKind><<<unsigned(blocks), kWidenThreadsPull, 0, s>>>(src, count, int(rows), int(n));
+  } else {
+    const int64_t warps = kWidenThreadsLocal / GEMMAR_WARP_SIZE, units = int64_t(count) * rows;  // a warp each
+    const int grid = int(std::min<int64_t>((units + warps - 1) / warps, int64_t(sm_count_cached()) * 8));
+    widen_kernel<kKind><<<unsigned(grid), kWidenThreadsLocal, 0, s>>>(src, count, int(rows), int(n));
+  }
+}
+}  // namespace
+
+gpuError_t launch_widen(const Fp8Sources& src, int count, int64_t rows, int64_t n, int blocks, gpuStream_t s,
+                        bool ceiling) {
   if (count <= 0) return gpuSuccess;
-  if (int64_t(count) * rows >= (int64_t(1) << 31) || n >= (int64_t(1) << 31)) return gpuErrorInvalidValue;
-  const int64_t steps = (int64_t(count) * rows + kWidenRows - 1) / kWidenRows;
-  const int threads = int(std::min<int64_t>(512, ((n / 16 + 31) / 32) * 32));
-  // Default grid (the local dequantize): enough blocks to fill the device a few times over.
-  const int grid = blocks > 0 ? blocks : int(std::min<int64_t>(steps, int64_t(sm_count_cached()) * 4));
-  widen_kernel<<<unsigned(grid), unsigned(threads), 0, s>>>(src, count, int(rows), int(n));
+  if (int64_t(count) * rows >= (int64_t(1) << 31) || n >= (int64_t(1) << 31) || n % 16 != 0)
+    return gpuErrorInvalidValue;
+  switch (ceiling ? int(kWidenCeiling) : widen_kind()) {
+    case kWidenHw16: launch_widen_kind<kWidenHw16>(src, count, rows, n, blocks, s); break;
+    case kWidenInt16: launch_widen_kind<kWidenInt16>(src, count, rows, n, blocks, s); break;
+    case kWidenCeiling: launch_widen_kind<kWidenCeiling>(src, count, rows, n, blocks, s); break;
+    default: launch_widen_kind<kWidenInt8>(src, count, rows, n, blocks, s); break;
+  }
   return gpuGetLastError();
 }
 
@@ -1027,27 +1089,11 @@ const char* gemm_kernel_name() {
   return "mfma 32x32x16 fp8 (gfx94x/gfx950), 128x128x128 tiles";
 #else
   switch (wgmma_kind()) {
-    case WgmmaKind::V3C2:
-      return "wgmma m64n128k32 e4m3 + TMA/mbarrier, 128x128 tiles, two accumulator sets (next K block issued before "
-             "the promotion), clusters of 2 sharing A by TMA multicast, 1 producer (40 regs) + 2 consumer warpgroups "
-             "(232 regs), persistent, 6 stages";
-    case WgmmaKind::V3C1:
-      return "wgmma m64n128k32 e4m3 + TMA/mbarrier, 128x128 tiles, two accumulator sets, no cluster, setmaxnreg, "
-             "persistent, 6 stages";
-    case WgmmaKind::V2C2Fma:
-      return "wgmma2 with fma promotion (measurement only)";
-    case WgmmaKind::V2C2Ord:
-    case WgmmaKind::V2C1Ord:
-      return "wgmma m64n128k32 e4m3 + TMA/mbarrier, 256x128 tiles, consumer warpgroups take turns on the tensor "
-             "cores (one promotes while the other's wgmma run), clusters of 2 sharing A by TMA multicast (c1: none), "
-             "setmaxnreg 40/232, persistent, 4 stages";
-    case WgmmaKind::V2C2:
-      return "wgmma m64n128k32 e4m3 + TMA/mbarrier, 256x128 tiles, clusters of 2 sharing A by TMA multicast, "
-             "1 producer (40 regs) + 2 consumer warpgroups (232 regs), persistent, 4 stages "
-             "(128x128 wgmma kernel where rows are not 256-aligned)";
-    case WgmmaKind::V2C1:
-      return "wgmma m64n128k32 e4m3 + TMA/mbarrier, 256x128 tiles, no cluster, 1 producer + 2 consumer warpgroups, "
-             "setmaxnreg, persistent, 4 stages";
+    case WgmmaKind::V4:
+      return "wgmma m64n128k32 e4m3 + TMA/mbarrier, 128x128 tiles, two accumulator sets, consumer warpgroups 2 K "
+             "blocks apart, each storing (16-byte) and releasing on its own, setmaxnreg 40/232, persistent, 6 stages";
+    case WgmmaKind::V4L0:
+      return "wgmma4 with the consumer warpgroups in step (no lag; measurement)";
     case WgmmaKind::V1:
       return "wgmma m64n128k32 e4m3 + TMA/mbarrier, warp-specialised (1 producer + 2 consumer warpgroups), "
              "persistent, 128x128x128 tiles, 6 stages";

@@ -42,10 +42,13 @@ struct Fp8Sources {
   const float* scale[kMaxWorld];
   uint16_t* out[kMaxWorld];     // destination rows (bf16) of source i
 };
-// Widens `count` fp8 slices of `rows` rows into bf16: out = bf16(decode(q) * scale). The grid is `blocks`
-// (0 = one block per row); this is both the fp8/sdma dequantize (local sources) and the fp8/lsa pull
+// Widens `count` fp8 slices of `rows` rows into bf16: out = bf16(decode(q) * scale), one warp per row at a time.
+// blocks = 0: a grid that fills the device (256-thread blocks, up to 8 per SM); else `blocks` blocks of 1024
+// threads (the pull's fixed grid). This is both the fp8/sdma dequantize (local sources) and the fp8/lsa pull
 // (sources are peer pointers; blocks = --pull-blocks).
-gpuError_t launch_widen(const Fp8Sources& src, int count, int64_t rows, int64_t n, int blocks, gpuStream_t s);
+// ceiling = true: the same accesses without the arithmetic (the codes zero-extended; measurement only).
+gpuError_t launch_widen(const Fp8Sources& src, int count, int64_t rows, int64_t n, int blocks, gpuStream_t s,
+                        bool ceiling = false);
 
 struct Bf16Sources {
   const uint16_t* src[kMaxWorld];

@@ -257,10 +257,14 @@ struct PredictionBuilder {
       double link_us = us_at(in_b, r.gbps), hbm_us = us_at(out_b, x.hbm_rate());
       double us = L + std::max({link_us, hbm_us, p.pull.remote_latency_us});
       if (p.one_device) {
-        // The ranks' pull kernels run one after another, each alone on the device: Little's law with ONE
-        // kernel's blocks in flight, against the widening kernel's device rate (fp8 in, bf16 out). The two
-        // limits add in quadrature: a soft knee, monotone in the grid (more blocks always help a little).
-        link_us = x.share * in_b * p.pull.remote_latency_us / (cfg.pull_blocks * p.pull.bytes_in_flight_per_block);
+        // The W ranks' pull kernels run at once (graph branches on their own streams), so W x blocks blocks share
+        // the device, at most one per SM resident. Per resident block: Little's law, and the streaming rate of
+        // the SM it runs on; whichever binds. Against the widening kernel's device rate (fp8 in, bf16 out), the
+        // two limits add in quadrature: a soft knee, monotone in the grid, flat once every SM holds a block.
+        const double resident = std::min(x.share * cfg.pull_blocks, p.gemm.compute_units);
+        const double little_us = x.share * in_b * p.pull.remote_latency_us / (resident * p.pull.bytes_in_flight_per_block);
+        const double block_us = us_at(x.share * (in_b + out_b), resident * p.pull.block_gbps);
+        link_us = std::max(little_us, block_us);
         hbm_us = us_at(in_b + out_b, p.hbm.widen_gbps / x.share);
         us = L + std::hypot(link_us, hbm_us);
       }

@@ -131,6 +131,7 @@ Params parse_params(const nlohmann::json& doc, const std::string& origin) {
     p.copy_engine.d2d_gbps = r.number("copy_engine.d2d_gbps", R::Positive);
     p.hbm.quantize_gbps = r.number("hbm.quantize_gbps", R::Positive);
     p.hbm.widen_gbps = r.number("hbm.widen_gbps", R::Positive);
+    p.pull.block_gbps = r.number("pull.block_gbps", R::Positive);
     if (!p.one_device) r.fail("emulated_on_one_device", "link.medium hbm means the ranks share one device: must be true");
   }
   p.sync.kernel_launch_us = r.number("sync.kernel_launch_us", R::NonNegative);

@@ -40,6 +40,9 @@ struct Params {
   } sdma_fp8;
   struct {
     double bytes_in_flight_per_block = 0, remote_latency_us = 0, contention_k = 0;
+    // medium hbm only: one block's streaming rate (bytes read + written per second): a block runs on one SM/CU,
+    // so a grid of B blocks moves at most min(B, compute_units) x block_gbps
+    double block_gbps = 0;
   } pull;
   struct {
     double bytes_in_flight_per_wave = 0;

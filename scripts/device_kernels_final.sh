@@ -4,7 +4,8 @@
 #      with our GEMM, every iteration checked bit for bit, judged against the hardware's model; each fused run
 #      also timed against the vendor GEMM + the split all-reduce (unfused baseline)
 #   2. every fault class injected (fused-sdma, bf16 and fp8/sdma wires, M = 4096) and the pull grids the model
-#      flags: each must fail with its code
+#      flags (4 and 8 blocks per rank: the 8 ranks' pull kernels then hold fewer blocks than the 132 SMs; the
+#      h200-1gpu optimum band is [12, 1024], `gemmar model sweep --profile h200-1gpu`): each must fail with its code
 #   3. the portable mma.sync GEMM (GEMMAR_GEMM_KERNEL=mma, the AMD path's twin) end to end on every config
 #   4. `gemmar validate --gemm-impl cublaslt` at M = 16384 (the split modes on the vendor GEMM)
 #   5. the bench (scripts/device_kernels_check.sh): conversions self-test, copy and cuBLASLt ceilings, data kernels
@@ -24,7 +25,7 @@ echo "validate: $(( $(date +%s) - start )) s"
 {
   inject_faults silent-puts silent-scatter silent-gather stale-output no-release perturb-rank=3 wire-bypassed \
     fnuz-as-fn stale-replay frozen-flag
-  inject_pull_grids 8 16
+  inject_pull_grids 4 8
 } > "$OUT/faults.log" 2>&1
 echo "faults: $(( $(date +%s) - start )) s"
 GEMMAR_GEMM_KERNEL=mma run run --backend gpu --all-configs -m 4096 --iterations 3 --check-rows 128 \
