@@ -5,6 +5,7 @@
 #include "kernels/kernels.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
@@ -833,6 +834,11 @@ WgmmaKind wgmma_kind() {
     const char* env = std::getenv("GEMMAR_GEMM_KERNEL");
     const bool hopper = gpuGetDevice(&dev) == gpuSuccess && gpuGetDeviceProperties(&prop, dev) == gpuSuccess &&
                         prop.major == 9;
+    const bool known = !env || !*env || std::strcmp(env, "mma") == 0 || std::strcmp(env, "wgmma") == 0 ||
+                       std::strcmp(env, "wgmma4") == 0 || std::strcmp(env, "wgmma4l0") == 0;
+    if (!known)
+      std::fprintf(stderr, "gemmar: GEMMAR_GEMM_KERNEL=%s is not one of wgmma4|wgmma4l0|wgmma|mma: the default runs\n",
+                   env);
     if (!hopper || (env && std::strcmp(env, "mma") == 0)) v = int(WgmmaKind::None);
     else if (env && std::strcmp(env, "wgmma") == 0) v = int(WgmmaKind::V1);
     else if (env && std::strcmp(env, "wgmma4l0") == 0) v = int(WgmmaKind::V4L0);
@@ -1001,11 +1007,16 @@ int widen_kind() {
   static int k = -1;
   if (k < 0) {
     const char* env = std::getenv("GEMMAR_WIDEN_KERNEL");
-    k = !env                              ? kWidenInt8
-        : std::strcmp(env, "hw16") == 0   ? kWidenHw16
-        : std::strcmp(env, "int16") == 0  ? kWidenInt16
+    k = !env || !*env                      ? kWidenInt8
+        : std::strcmp(env, "hw16") == 0    ? kWidenHw16
+        : std::strcmp(env, "int16") == 0   ? kWidenInt16
         : std::strcmp(env, "ceiling") == 0 ? kWidenCeiling
-                                          : kWidenInt8;
+        : std::strcmp(env, "int8") == 0    ? kWidenInt8
+                                           : -1;
+    if (k < 0) {
+      std::fprintf(stderr, "gemmar: GEMMAR_WIDEN_KERNEL=%s is not one of int8|int16|hw16|ceiling: int8 runs\n", env);
+      k = kWidenInt8;
+    }
   }
   return k;
 }
