@@ -17,6 +17,15 @@ namespace gemmar {
 
 namespace {
 
+// A shape field of a JSON line as an integer; `absent` when missing, not a number, negative or beyond int64 (a
+// fuzzed 1e72 must not be converted: undefined behaviour).
+int64_t shape_dim(const nlohmann::json& j, const char* key, int64_t absent) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return absent;
+  const double x = it->get<double>();
+  return x >= 0 && x < 9.2e18 ? int64_t(x) : absent;
+}
+
 constexpr const char* kMarker = "RESULT_JSON";
 constexpr const char* kHumanMarker = "[gemm_ar]";
 constexpr size_t kMaxFailuresKept = 100;
@@ -311,8 +320,8 @@ LogReadStats read_log(std::istream& in, const std::string& name, const std::func
     };
     for (auto it = recent.rbegin(); it != recent.rend(); ++it) {
       if (lineno - it->line > 64) break;
-      if (it->echoed || it->mode != j.value("mode", std::string()) || it->m != int64_t(num("m")) ||
-          it->n != int64_t(num("n")) || it->k != int64_t(num("k")))
+      if (it->echoed || it->mode != j.value("mode", std::string()) || it->m != shape_dim(j, "m", -2) ||
+          it->n != shape_dim(j, "n", -2) || it->k != shape_dim(j, "k", -2))
         continue;
       const double t = num("max_rank_time_us");
       if (it->time && t >= 0 && std::fabs(*it->time - t) > 0.006 + 1e-6 * *it->time) continue;
@@ -364,7 +373,8 @@ LogReadStats read_log(std::istream& in, const std::string& name, const std::func
           std::optional<double> t;
           if (const double x = num("max_rank_time_us"); x >= 0) t = x;
           if (mode != j.end() && mode->is_string()) {
-            recent.push_back({mode->get<std::string>(), int64_t(num("m")), int64_t(num("n")), int64_t(num("k")), t, lineno});
+            recent.push_back({mode->get<std::string>(), shape_dim(j, "m", -1), shape_dim(j, "n", -1), shape_dim(j, "k", -1),
+                              t, lineno});
             if (recent.size() > 32) recent.pop_front();
           }
         }
