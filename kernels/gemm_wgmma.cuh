@@ -224,11 +224,6 @@ __device__ __forceinline__ uint32_t bf16x2_rn_raw(float a, float b, uint32_t& na
   nan_seen |= ((r & 0x7fff7fffu) + 0x007f007fu) & 0x80008000u;
   return r;
 }
-__device__ __forceinline__ uint32_t bf16x2_canon_nan(uint32_t r) {
-  if ((r & 0x7fffu) > 0x7f80u) r = (r & 0xffff0000u) | 0x7fc0u;
-  if (((r >> 16) & 0x7fffu) > 0x7f80u) r = (r & 0x0000ffffu) | 0x7fc00000u;
-  return r;
-}
 
 // Lane tq of a quad holds p[k] for k = 0..3: the bf16 pair of one row at columns 8(4i + k) + 2tq. After the
 // call it holds the 16 bytes at columns 8(4i + tq) .. 8(4i + tq) + 7 in column order (a 4 x 4 transpose of

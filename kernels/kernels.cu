@@ -36,6 +36,14 @@ constexpr int kStages = 3;                   // cp.async pipeline depth
 #endif
 constexpr int kGemmSmem = kStages * 2 * kTileBytes;
 
+// A bf16 pair whose NaN halves (any payload, as the hardware's cvt.rn.bf16x2.f32 gives them) become the canonical
+// 0x7fc0 of nm::f32_to_bf16.
+[[maybe_unused]] __device__ __forceinline__ uint32_t bf16x2_canon_nan(uint32_t r) {
+  if ((r & 0x7fffu) > 0x7f80u) r = (r & 0xffff0000u) | 0x7fc0u;
+  if (((r >> 16) & 0x7fffu) > 0x7f80u) r = (r & 0x0000ffffu) | 0x7fc00000u;
+  return r;
+}
+
 __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
   return uint32_t(nm::f32_to_bf16(lo)) | (uint32_t(nm::f32_to_bf16(hi)) << 16);
 }
@@ -484,9 +492,7 @@ __device__ __forceinline__ uint32_t e4m3x4_from_f32(float x0, float x1, float x2
 #if defined(GEMMAR_HW_FP8_CVT)
   uint32_t r;
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
-  if ((r & 0x7fffu) > 0x7f80u) r = (r & 0xffff0000u) | 0x7fc0u;
-  if (((r >> 16) & 0x7fffu) > 0x7f80u) r = (r & 0x0000ffffu) | 0x7fc00000u;
-  return r;
+  return bf16x2_canon_nan(r);
 #else
   return uint32_t(nm::f32_to_bf16(a)) | (uint32_t(nm::f32_to_bf16(b)) << 16);
 #endif
