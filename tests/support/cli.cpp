@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <sstream>
@@ -40,16 +41,27 @@ fs::path scratch_dir(const std::string& tag) {
 
 CliResult run_gemmar(const std::vector<std::string>& args, const std::optional<std::string>& input,
                      const std::vector<std::string>& env) {
+  return run_program(GEMMAR_BINARY, args, input, env);
+}
+
+CliResult run_program(const std::string& program, const std::vector<std::string>& args,
+                      const std::optional<std::string>& input, const std::vector<std::string>& env,
+                      const std::vector<std::string>& unset) {
   const fs::path dir = scratch_dir("cli");
   const fs::path in = dir / "stdin", out = dir / "stdout", err = dir / "stderr";
   write_text(in, input.value_or(""));
-  std::vector<std::string> argv_s{GEMMAR_BINARY};
+  std::vector<std::string> argv_s{program};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::vector<std::string> env_s;
-  for (char** e = environ; *e; ++e) env_s.emplace_back(*e);
+  for (char** e = environ; *e; ++e) {
+    const std::string entry(*e);
+    const bool removed = std::any_of(unset.begin(), unset.end(),
+                                     [&](const std::string& name) { return entry.rfind(name + "=", 0) == 0; });
+    if (!removed) env_s.push_back(entry);
+  }
   env_s.insert(env_s.end(), env.begin(), env.end());
   std::vector<char*> envp;
   for (auto& e : env_s) envp.push_back(e.data());

@@ -20,6 +20,11 @@ CliResult run_gemmar(const std::vector<std::string>& args, const std::optional<s
                      const std::vector<std::string>& env = {});
 // The same with the arguments split at spaces (for arguments without spaces).
 CliResult run_gemmar(const std::string& args);
+// Any program (an installed or unpacked gemmar, cmake) the same way; `unset` names variables removed from the
+// inherited environment (e.g. GEMMAR_REPORTS_DIR, so that a binary's own lookup is what is tested).
+CliResult run_program(const std::string& program, const std::vector<std::string>& args,
+                      const std::optional<std::string>& input = std::nullopt, const std::vector<std::string>& env = {},
+                      const std::vector<std::string>& unset = {});
 
 std::string slurp(const std::filesystem::path&);
 void write_text(const std::filesystem::path&, const std::string&);

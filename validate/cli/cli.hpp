@@ -41,5 +41,7 @@ int cmd_report(const Args&);
 int cmd_validate(const Args&);
 int cmd_verify(const Args&);
 int cmd_selftest(const Args&);
+// gemmar --version [--json] (validate/cli/version.cpp, linked into the executable only).
+int cmd_version(const Args&);
 
 }  // namespace gemmar::cli

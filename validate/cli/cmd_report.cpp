@@ -21,6 +21,7 @@
 #include "common/errors.hpp"
 #include "common/json_text.hpp"
 #include "validate/cli/cli.hpp"
+#include "validate/cli/data_dir.hpp"
 #include "validate/cli/report_inputs.hpp"
 #include "validate/record/python_json.hpp"
 #include "validate/record/run_record.hpp"
@@ -133,7 +134,7 @@ int cmd_report(const Args& args) {
   po::variables_map vm;
   if (!parse(args, desc, vm, std::cout,
              "gemmar report RESULTS... --out DIR [--force] [--json]\n"
-             "  env GEMMAR_PYTHON (default /usr/bin/python3), GEMMAR_REPORTS_DIR (default the source reports/)",
+             "  env GEMMAR_PYTHON (default /usr/bin/python3), GEMMAR_REPORTS_DIR (default <exe>/../share/gemmar/reports)",
              &pos))
     return kExitOk;
   GEMMAR_USAGE_CHECK(vm.count("results") && !vm["results"].as<std::vector<std::string>>().empty(),
@@ -153,7 +154,8 @@ int cmd_report(const Args& args) {
   check_output_dir(out, oc);
 
   const std::string python = env_or("GEMMAR_PYTHON", "/usr/bin/python3");
-  const fs::path reports_dir = env_or("GEMMAR_REPORTS_DIR", std::string(GEMMAR_SOURCE_DIR) + "/reports");
+  const DataLocation reports = locate(DataItem::Reports);
+  const fs::path& reports_dir = reports.path;
   const fs::path runner = reports_dir / "run_report.py";
   if (::access(python.c_str(), X_OK) != 0)
     throw EnvironmentError("report interpreter '" + python + "' not found or not executable (GEMMAR_PYTHON; "
@@ -161,8 +163,9 @@ int cmd_report(const Args& args) {
   {
     std::error_code ec;
     if (!fs::is_regular_file(runner, ec) || !fs::is_regular_file(reports_dir / "gemmar_report" / "__init__.py", ec))
-      throw EnvironmentError("report package not found in '" + reports_dir.string() +
-                             "' (run_report.py and gemmar_report/; GEMMAR_REPORTS_DIR)");
+      throw EnvironmentError("report package not found in '" + reports_dir.string() + "' (chosen by " +
+                             reports.chosen_by + "; it needs run_report.py and gemmar_report/: install gemmar "
+                             "with cmake --install or its .deb, or set GEMMAR_REPORTS_DIR)");
   }
 
   // An input beside --out (gemmar validate's results.json, read from its temp directory) is named relative

@@ -11,6 +11,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: gemmar <subcommand> [options]   (every subcommand takes --help and --json)\n"
+    "       gemmar --version [--json]         version, git commit, build flags and the data directory\n"
     "\n"
     "  reference floors|quant-study   CPU emulation of the pipeline's rounding: predicted relL2 floors\n"
     "  model [sweep]                  analytic timing model: phases, lower bound, pull-grid sweep\n"
@@ -30,7 +31,7 @@ int main(int argc, char** argv) {
       {"reference", cli::cmd_reference}, {"model", cli::cmd_model},   {"check", cli::cmd_check},
       {"run", cli::cmd_run},             {"report", cli::cmd_report}, {"validate", cli::cmd_validate},
       {"verify", cli::cmd_verify},
-      {"selftest", cli::cmd_selftest},
+      {"selftest", cli::cmd_selftest},   {"--version", cli::cmd_version},
   };
   if (argc < 2) {
     std::cerr << kUsage;

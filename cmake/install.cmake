@@ -1,0 +1,62 @@
+# cmake --install BUILD --prefix P: P/bin/gemmar and its data under P/share/gemmar (GEMMAR_INSTALL_DATADIR):
+#   reports/   the report package and its runner (gemmar report, gemmar validate)
+#   python/    every python/*.py: gemmar_dump.py and the others, for PYTHONPATH=P/share/gemmar/python
+#   profiles/  the hardware profiles; `--profile NAME` reads the copies embedded in the binary (model/CMakeLists.txt),
+#              these are for reading and for editing into a `--profile FILE`
+# Only gemmar (and the GPU bench in a GPU build) must be built: no rule depends on the tests.
+install(TARGETS gemmar RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+if(TARGET gemmar_gpu_bench)
+  install(TARGETS gemmar_gpu_bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+# Directories are globbed at install time, so a module added to python/ later is installed without a CMake edit.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/reports/ DESTINATION ${GEMMAR_INSTALL_DATADIR}/reports
+        FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/ DESTINATION ${GEMMAR_INSTALL_DATADIR}/python
+        FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/model/profiles/ DESTINATION ${GEMMAR_INSTALL_DATADIR}/profiles
+        FILES_MATCHING PATTERN "*.json")
+install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs
+        FILES_MATCHING PATTERN "*.md" PATTERN "results" EXCLUDE)
+
+# The .deb: `cpack --preset package` in a build configured with `cmake --preset package` (README "Install").
+# A CPU-only build is the package gemmar; a GPU build is the variant gemmar-cuda or gemmar-hip, which replaces it
+# (same /usr/bin/gemmar) and leaves the vendor runtime (CUDA toolkit, ROCm) to the vendor's own installation.
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME gemmar)
+if(GEMMAR_CUDA)
+  set(CPACK_PACKAGE_NAME gemmar-cuda)
+elseif(GEMMAR_HIP)
+  set(CPACK_PACKAGE_NAME gemmar-hip)
+endif()
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
+    "validates a fused fp8 GEMM + all-reduce: bit-exact CPU reference, timing model, GPU kernels, reports")
+set(CPACK_PACKAGE_CONTACT "gemmar developers")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_STRIP_FILES ON)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # gemmar_<version>_<arch>.deb
+set(CPACK_DEBIAN_PACKAGE_SECTION devel)
+# Debian 12's names. The shared libraries are checked against the binary by scripts/package_check.sh
+# (dpkg-shlibdeps); python3-matplotlib (with its numpy) draws the reports.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS
+    "libboost-program-options1.74.0 (>= 1.74.0), libre2-9, libgomp1, libstdc++6 (>= 12), libgcc-s1, libc6 (>= 2.35), python3, python3-matplotlib")
+if(NOT CPACK_PACKAGE_NAME STREQUAL "gemmar")
+  set(CPACK_DEBIAN_PACKAGE_PROVIDES gemmar)
+  set(CPACK_DEBIAN_PACKAGE_CONFLICTS gemmar)
+  set(CPACK_DEBIAN_PACKAGE_REPLACES gemmar)
+endif()
+# A package runs on other machines: refuse one built for this CPU (-march=native) or with sanitizers.
+set(GEMMAR_PACKAGE_REFUSAL "")
+if(GEMMAR_NATIVE AND NOT GEMMAR_MARCH)
+  set(GEMMAR_PACKAGE_REFUSAL "this build uses -march=native (GEMMAR_NATIVE=ON): configure the package with cmake --preset package (GEMMAR_NATIVE=OFF, or GEMMAR_MARCH=<level>)")
+elseif(GEMMAR_SANITIZE)
+  set(GEMMAR_PACKAGE_REFUSAL "this build has sanitizers (GEMMAR_SANITIZE=ON): configure the package with cmake --preset package")
+endif()
+file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/gemmar_cpack_checks.cmake CONTENT [[
+if(NOT "@GEMMAR_PACKAGE_REFUSAL@" STREQUAL "")
+  message(FATAL_ERROR "gemmar package: @GEMMAR_PACKAGE_REFUSAL@")
+endif()
+]] @ONLY)
+set(CPACK_PROJECT_CONFIG_FILE ${CMAKE_BINARY_DIR}/gemmar_cpack_checks.cmake)
+include(CPack)
