@@ -17,7 +17,7 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/model/profiles/ DESTINATION ${GEMMAR_INS
         FILES_MATCHING PATTERN "*.json")
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs
-        FILES_MATCHING PATTERN "*.md" PATTERN "results" EXCLUDE)
+        FILES_MATCHING PATTERN "*.md" PATTERN "results" EXCLUDE PATTERN "img" EXCLUDE)
 
 # The .deb: `cpack --preset package` in a build configured with `cmake --preset package` (README "Install").
 # A CPU-only build is the package gemmar; a GPU build is the variant gemmar-cuda or gemmar-hip, which replaces it
@@ -40,7 +40,7 @@ set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 # Debian 12's names. The shared libraries are checked against the binary by scripts/package_check.sh
 # (dpkg-shlibdeps); python3-matplotlib (with its numpy) draws the reports.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
-    "libboost-program-options1.74.0 (>= 1.74.0), libre2-9, libgomp1, libstdc++6 (>= 12), libgcc-s1, libc6 (>= 2.35), python3, python3-matplotlib")
+    "libboost-program-options1.74.0 (>= 1.74.0+ds1), libc6 (>= 2.35), libgcc-s1 (>= 3.0), libgomp1 (>= 6), libre2-9 (>= 0+hg23), libstdc++6 (>= 11), python3, python3-matplotlib")
 if(NOT CPACK_PACKAGE_NAME STREQUAL "gemmar")
   set(CPACK_DEBIAN_PACKAGE_PROVIDES gemmar)
   set(CPACK_DEBIAN_PACKAGE_CONFLICTS gemmar)

@@ -3,7 +3,7 @@
 # this machine lacks. Idempotent: asks apt only when something is missing.
 set -euo pipefail
 packages=(cmake make g++ pkg-config libeigen3-dev libboost-program-options-dev nlohmann-json3-dev libre2-dev
-          libgtest-dev googletest python3-matplotlib python3-numpy)
+          libgtest-dev googletest python3-matplotlib python3-numpy dpkg-dev)
 if [[ "${GEMMAR_DEVICE_COMPILE:-1}" != 0 ]]; then
   # The HIP compile check of the kernels (gfx942 ISA) needs clang-19, lld-19 and the HIP headers.
   packages+=(clang-19 lld-19 libamdhip64-dev)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Build with warnings as errors and run the CPU test suite (default tier, then the slow tier), then compile the
-# kernels' device code for gfx942 (clang-19) and sm_90a (nvcc, when present). Under CI (CI=true) or with
+# Build with warnings as errors and run the CPU test suite (default tier, then the slow tier), build, unpack and run
+# the .deb (scripts/package_check.sh), then compile the kernels' device code for gfx942 (clang-19) and sm_90a (nvcc,
+# when present). Under CI (CI=true) or with
 # GEMMAR_FULL_CI=1 it also runs every fuzz target for a bounded time (scripts/fuzz.sh, GEMMAR_FUZZ_SECONDS,
 # default 20 here) and the whole suite under AddressSanitizer + UBSan (scripts/asan.sh; GEMMAR_ASAN=0 skips
 # it). What CI runs (.ci/run).
@@ -22,6 +23,9 @@ cmake --build --preset ci -j"$(nproc)"
 # (the detection matrix over ~1000 emulated runs, the reference-shape floors, the CLI floors).
 ctest --preset ci -j"$(nproc)" --timeout 600 -LE slow
 ctest --preset ci -j"$(nproc)" --timeout 900 -L slow
+# The .deb (portable -march, no tests) built, unpacked with dpkg-deb -x and run from a temp dir: --version and
+# validate with its report (scripts/package_check.sh).
+scripts/package_check.sh
 # The CPU reference compiled for AVX-512 under -Werror on any x86-64 (compile only: an AVX2 machine cannot run
 # it), so a warning that only -march=native on an AVX-512 CPU raises cannot come back unseen.
 # GCC raises different warnings at the sanitizer job's -O1/-O2 than at -O3, hence the second build.
