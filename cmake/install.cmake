@@ -19,6 +19,24 @@ install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs
         FILES_MATCHING PATTERN "*.md" PATTERN "results" EXCLUDE PATTERN "img" EXCLUDE)
 
+# The build tree's data directory: links into the source tree where the build-tree gemmar looks
+# (<its directory>/GEMMAR_DATA_FROM_BIN), so it reads the reports and modules being edited (relative links: the
+# source and build trees may move together).
+get_target_property(gemmar_build_dir gemmar BINARY_DIR)
+cmake_path(APPEND gemmar_build_dir ${GEMMAR_DATA_FROM_BIN} OUTPUT_VARIABLE build_data_dir)
+cmake_path(NORMAL_PATH build_data_dir)
+file(MAKE_DIRECTORY ${build_data_dir})
+foreach(item reports:reports python:python profiles:model/profiles)
+  string(REPLACE ":" ";" item ${item})
+  list(GET item 0 name)
+  list(GET item 1 source)
+  file(RELATIVE_PATH target ${build_data_dir} ${PROJECT_SOURCE_DIR}/${source})
+  file(CREATE_LINK ${target} ${build_data_dir}/${name} RESULT link_result SYMBOLIC)
+  if(NOT link_result EQUAL 0)
+    message(FATAL_ERROR "cannot link ${build_data_dir}/${name} -> ${target}: ${link_result}")
+  endif()
+endforeach()
+
 # The .deb: `cpack --preset package` in a build configured with `cmake --preset package` (README "Install").
 # A CPU-only build is the package gemmar; a GPU build is the variant gemmar-cuda or gemmar-hip, which replaces it
 # (same /usr/bin/gemmar) and leaves the vendor runtime (CUDA toolkit, ROCm) to the vendor's own installation.
