@@ -3,8 +3,8 @@
 # cpack --preset package), unpack it with dpkg-deb -x into a temporary directory and run the unpacked binary from
 # there, with GEMMAR_REPORTS_DIR unset: --version (text and JSON), then `gemmar validate` with its report. Also
 # checks what the package declares: its file name, a Depends that covers every clause dpkg-shlibdeps derives from
-# the binary, each dependency a package known to dpkg, no AVX in the binary (it must run on any x86-64), and no
-# absolute path into the source or build tree's data. Called by scripts/test.sh; the package stays in
+# the binary, each dependency a package known to dpkg, no AVX in the binary (it must run on any x86-64), no RPATH
+# and no absolute path into the source or build tree's data. Called by scripts/test.sh; the package stays in
 # build-package/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,6 +48,8 @@ for d in "${declared[@]}"; do
 done
 avx=$(objdump -d --no-show-raw-insn "$gemmar" | grep -cE '%[yz]mm' || true)
 ((avx == 0)) || fail "$gemmar has $avx AVX instructions: the package must run on any x86-64 (GEMMAR_NATIVE=OFF)"
+rpath=$(objdump -p "$gemmar" | grep -E '^ *R(UN)?PATH' || true)
+[[ -z $rpath ]] || fail "$gemmar carries a library search path into the build machine: $rpath"
 for p in "$src/reports" "$src/python" "$src/model/profiles" "$src/build-package/share"; do
   ! grep -qaF "$p" "$gemmar" || fail "$gemmar holds the build machine's path $p"
 done
