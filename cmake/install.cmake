@@ -3,10 +3,11 @@
 #   python/    every python/*.py: gemmar_dump.py and the others, for PYTHONPATH=P/share/gemmar/python
 #   profiles/  the hardware profiles; `--profile NAME` reads the copies embedded in the binary (model/CMakeLists.txt),
 #              these are for reading and for editing into a `--profile FILE`
-# Only gemmar (and the GPU bench in a GPU build) must be built: no rule depends on the tests.
+# Only gemmar must be built (the GPU bench is installed when it was built): no rule depends on the tests.
 install(TARGETS gemmar RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 if(TARGET gemmar_gpu_bench)
-  install(TARGETS gemmar_gpu_bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  # OPTIONAL: a GPU build may have built gemmar alone.
+  install(TARGETS gemmar_gpu_bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} OPTIONAL)
 endif()
 # Directories are globbed at install time, so a module added to python/ later is installed without a CMake edit.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/reports/ DESTINATION ${GEMMAR_INSTALL_DATADIR}/reports
