@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "common/errors.hpp"
@@ -66,6 +67,7 @@ size_t candidate_start(const std::string& line, bool& marked) {
   marked = false;
   const size_t pos = line.find(kMarker);
   if (pos != std::string::npos) {
+    if (embedded_result_json(line, pos)) return std::string::npos;  // a repr quoting another run's output
     marked = true;
     size_t p = pos + std::strlen(kMarker);
     if (p < line.size() && (line[p] == ':' || line[p] == '=')) ++p;
@@ -78,7 +80,7 @@ size_t candidate_start(const std::string& line, bool& marked) {
 
 bool is_human_line(const std::string& line) {
   const size_t h = line.find(kHumanMarker);
-  return h != std::string::npos && line.find(" mode=", h) != std::string::npos;
+  return h != std::string::npos && !embedded_result_json(line, h) && line.find(" mode=", h) != std::string::npos;
 }
 
 // The first key that appears twice in one object of `text` (already parsed, so well-formed), if any.
@@ -157,6 +159,103 @@ nlohmann::json human_line_object(const std::string& line, const std::string& sou
 
 std::string clip(const std::string& s, size_t n = 200) { return s.size() <= n ? s : s.substr(0, n) + "..."; }
 
+// A JSON value printed over several lines: `json.dump(result, fh, indent=2, sort_keys=True)` (bench_gemm_ar.py
+// --json-out), or an array of records. Bracket depth is counted outside strings, across lines.
+struct JsonBlock {
+  bool active = false;
+  bool too_long = false;
+  std::string text;
+  std::string source;  // where it starts
+  int depth = 0;
+  bool in_string = false, escape = false;
+  void feed(const std::string& line, size_t cap) {
+    if (text.size() + line.size() + 1 > cap) too_long = true;
+    if (!too_long) text += line + "\n";
+    for (const char c : line) {
+      if (in_string) {
+        if (escape) escape = false;
+        else if (c == '\\') escape = true;
+        else if (c == '"') in_string = false;
+      } else if (c == '"') {
+        in_string = true;
+      } else if (c == '{' || c == '[') {
+        ++depth;
+      } else if (c == '}' || c == ']') {
+        --depth;
+      }
+    }
+  }
+};
+
+// A line that opens a JSON block: `{` or `[` alone (indent=2 output), or `[{` (an array of records on a line).
+bool opens_json_block(const std::string& payload) {
+  const size_t p = first_non_space(payload);
+  if (p != 0) return false;  // json.dump starts in column 0; indented braces belong to something else
+  std::string t = payload;
+  while (!t.empty() && (t.back() == ' ' || t.back() == '\t')) t.pop_back();
+  return t == "{" || t == "[" || t.rfind("[{", 0) == 0 || t.rfind("[ {", 0) == 0;
+}
+
+// The run records a finished block holds: the object itself, or each object of an array (source
+// "file:line[i]"). Objects without the benchmark's keys are not records; a block mentioning "mode" that does
+// not parse is one broken record.
+std::vector<LogEntry> json_block_entries(const JsonBlock& b, const LogReadOptions& opt) {
+  std::vector<LogEntry> out;
+  auto broken = [&](const std::string& why) {
+    LogEntry e;
+    e.source = b.source;
+    e.kind = "json_block";
+    e.error = b.source + ": " + why;
+    out.push_back(std::move(e));
+  };
+  if (b.too_long) {
+    if (b.text.find("\"mode\"") != std::string::npos)
+      broken("a JSON value longer than the " + std::to_string(opt.max_line_bytes) + "-byte cap, not read");
+    return out;
+  }
+  nlohmann::json j;
+  try {
+    j = parse_python_json(b.text);
+  } catch (const nlohmann::json::exception&) {
+    if (b.text.find("\"mode\"") != std::string::npos)
+      broken(b.depth > 0 ? "a JSON object that never closes (the file was cut)" : "a JSON object that does not parse");
+    return out;
+  }
+  if (const auto dup = duplicate_key(b.text)) {
+    broken("field '" + *dup + "' appears twice in one record (which value is meant?)");
+    return out;
+  }
+  auto one = [&](const nlohmann::json& x, const std::string& src) {
+    if (!looks_like_run(x)) return;
+    LogEntry e;
+    e.source = src;
+    e.kind = "json_block";
+    e.raw = x;
+    try {
+      e.record = run_record_from_json(x, src, opt.defaults);
+    } catch (const UsageError& err) {
+      e.error = err.what();
+    }
+    out.push_back(std::move(e));
+  };
+  if (j.is_array()) {
+    for (size_t i = 0; i < j.size(); ++i) one(j[i], b.source + "[" + std::to_string(i) + "]");
+  } else {
+    one(j, b.source);
+  }
+  return out;
+}
+
+// The exception line that ends a Python traceback: the first line in column 0 after it that is not another
+// traceback header. Tracebacks of one rank are followed by that rank's lines.
+bool ends_traceback(const std::string& payload) {
+  if (payload.empty() || payload[0] == ' ' || payload[0] == '\t' || payload[0] == '^' || payload[0] == '~')
+    return false;
+  for (const char* skip : {"Traceback (most recent call last)", "During handling of", "The above exception"})
+    if (payload.rfind(skip, 0) == 0) return false;
+  return true;
+}
+
 }  // namespace
 
 std::string strip_ansi(const std::string& s) {
@@ -210,7 +309,12 @@ std::optional<LogFailure> failure_in_line(const std::string& raw_line, const std
     const long code = std::strtol(line.c_str() + i, &end, 10);
     if (end == line.c_str() + i || code == 0) continue;
     f.kind = "exit_code";
+    f.exit_code = int(code);
+    // torchrun: "failed (exitcode: 1) local_rank: 0 (pid: 123) of binary: ..."
+    if (const size_t lr = line.find("local_rank:", pos); lr != std::string::npos)
+      f.exit_rank = std::atoi(line.c_str() + first_non_space(line, lr + 11));
     f.what = "a rank exited with code " + std::to_string(code) +
+             (f.exit_rank ? " (local_rank " + std::to_string(*f.exit_rank) + ")" : "") +
              (code < 0 ? " (killed by signal " + std::to_string(-code) + ")" : "");
     return f;
   }
@@ -261,6 +365,10 @@ std::optional<LogEntry> parse_log_line(const std::string& raw_line, const std::s
     return e;
   }
   if (!marked && !looks_like_run(e.raw)) return std::nullopt;
+  if (marked && e.raw.is_object() && !e.raw.contains("mode")) {
+    e.kind = "other";  // the op worker's {"case": ...} and other producers' records: not a gemm_ar run
+    return e;
+  }
   if (const auto dup = duplicate_key(text)) {
     e.error = source + ": field '" + *dup + "' appears twice in one record (which value is meant?)";
     return e;
@@ -331,59 +439,132 @@ LogReadStats read_log(std::istream& in, const std::string& name, const std::func
     return false;
   };
 
+  // Invalid records too: their [gemm_ar] echo is the same broken run, not a clean one.
+  auto remember = [&](const LogEntry& e) {
+    if (e.kind == "human" || !e.raw.is_object()) return;
+    const auto& j = e.raw;
+    const auto mode = j.find("mode");
+    if (mode == j.end() || !mode->is_string()) return;
+    std::optional<double> t;
+    if (const auto it = j.find("max_rank_time_us"); it != j.end() && it->is_number() && it->get<double>() >= 0)
+      t = it->get<double>();
+    recent.push_back({mode->get<std::string>(), shape_dim(j, "m", -1), shape_dim(j, "n", -1), shape_dim(j, "k", -1),
+                      t, lineno});
+    if (recent.size() > 32) recent.pop_front();
+  };
+  // A `[gemm_ar]` line that is not the benchmark's summary, or a RESULT_JSON quoted inside another line.
+  auto note_unread = [&](const std::string& payload, const std::string& source) {
+    if (payload.find(kMarker) != std::string::npos) {
+      ++st.context.embedded_records;
+    } else if (payload.find(kHumanMarker) != std::string::npos) {
+      if (st.context.unread_gemm_ar_lines++ == 0) st.context.first_unread_gemm_ar = source + ": " + clip(payload, 120);
+    }
+  };
+
+  JsonBlock block;
+  struct OpenTraceback {
+    size_t failure;
+    int64_t line;
+  };
+  std::map<int, OpenTraceback> open_tracebacks;  // by rank (-1: no prefix)
+
+  // A record (valid or not) takes the `[rank R] VALIDATION FAILED` lines printed since the previous one.
+  auto sink_record = [&](LogEntry&& e) {
+    if (e.kind != "other" && !st.context.pending_rank_failures.empty()) {
+      e.rank_failures = std::move(st.context.pending_rank_failures);
+      st.context.pending_rank_failures.clear();
+      if (e.record) {
+        nlohmann::json list = nlohmann::json::array();
+        for (const auto& f : e.rank_failures)
+          list.push_back({{"rank", f.rank}, {"rel_l2", f.rel_l2}, {"gemm_only", f.gemm_only}, {"source", f.source}});
+        e.record->raw["rank_validation_failures"] = list;
+      }
+    }
+    if (e.kind != "other") (e.record ? st.records : st.invalid)++;
+    sink(std::move(e));
+  };
+  auto finish_block = [&]() {
+    for (auto& e : json_block_entries(block, opt)) sink_record(std::move(e));
+    block = JsonBlock{};
+  };
+  // The traceback a rank opened ends at that rank's next column-0 line: the exception, kept with the failure.
+  auto traceback_line = [&](const std::string& payload, std::optional<int> rank) {
+    const auto it = open_tracebacks.find(rank.value_or(-1));
+    if (it == open_tracebacks.end()) return;
+    if (lineno - it->second.line > 2000) {
+      open_tracebacks.erase(it);
+      return;
+    }
+    if (!ends_traceback(payload)) return;
+    LogFailure& f = st.failures[it->second.failure];
+    f.exception = clip(payload, 600);
+    if (payload.find("ChildFailedError") != std::string::npos) {
+      f.kind = "child_failed";  // torchrun's own traceback: a rank failed, the launcher reports it
+      f.what = "torchrun's ChildFailedError: at least one rank failed";
+    } else {
+      f.what = "the benchmark raised " + f.exception;
+    }
+    open_tracebacks.erase(it);
+  };
+
   auto finish_line = [&]() {
     ++lineno;
     ++st.lines;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     const std::string source = name + ":" + std::to_string(lineno);
+    const std::string clean = strip_ansi(line);
+    size_t payload_at = 0;
+    const std::optional<int> prefix_rank = rank_prefix(clean, payload_at);
+    // torchrun writes "[rank0]: text": the one space after the colon is the prefix's, not the text's.
+    std::string payload = prefix_rank ? clean.substr(payload_at) : clean;
+    if (prefix_rank && !payload.empty() && payload[0] == ' ') payload.erase(0, 1);
+    auto done = [&]() {
+      line.clear();
+      overflow = false;
+    };
+    if (block.active) {
+      block.feed(payload, opt.max_line_bytes);
+      if (block.depth <= 0) finish_block();
+      return done();
+    }
+    traceback_line(payload, prefix_rank);
+    // sweep.py's and the ranks' own lines first: a point's `  FAILED: <last line>` is the sweep's finding.
+    if (!overflow && read_context_line(payload, prefix_rank, source, st.context)) return done();
     if (auto f = failure_in_line(line, source)) {
-      if (st.failures.size() < kMaxFailuresKept) st.failures.push_back(std::move(*f));
+      if (st.failures.size() < kMaxFailuresKept) {
+        if (f->kind == "traceback") open_tracebacks[prefix_rank.value_or(-1)] = {st.failures.size(), lineno};
+        st.failures.push_back(std::move(*f));
+      }
+    }
+    if (!overflow && !prefix_rank && opens_json_block(payload)) {
+      block.active = true;
+      block.source = source;
+      block.feed(payload, opt.max_line_bytes);
+      if (block.depth <= 0) finish_block();
+      return done();
     }
     if (overflow) {
       bool marked = false;
-      if (candidate_start(strip_ansi(line), marked) != std::string::npos) {
+      if (candidate_start(clean, marked) != std::string::npos) {
         LogEntry e;
         e.source = source;
         e.error = source + ": line longer than the " + std::to_string(opt.max_line_bytes) +
                   "-byte cap, not read as a record (split the output or raise the cap)";
-        ++st.invalid;
-        sink(std::move(e));
+        sink_record(std::move(e));
       }
     } else if (auto e = parse_log_line(line, source, opt)) {
-      std::string payload;
-      if (e->rank) {
-        payload = strip_ansi(line);
-        size_t p = 0;
-        rank_prefix(payload, p);
-        payload = payload.substr(p);
-      }
       if (rank_duplicate(*e, payload)) {
         ++st.rank_duplicates;
       } else if (human_echo(*e)) {
         ++st.human_echoes;
       } else {
-        // Invalid records too: their [gemm_ar] echo is the same broken run, not a clean one.
-        if (e->kind != "human" && e->raw.is_object()) {
-          const auto& j = e->raw;
-          auto num = [&](const char* k) {
-            const auto it = j.find(k);
-            return it != j.end() && it->is_number() ? it->get<double>() : -1.0;
-          };
-          const auto mode = j.find("mode");
-          std::optional<double> t;
-          if (const double x = num("max_rank_time_us"); x >= 0) t = x;
-          if (mode != j.end() && mode->is_string()) {
-            recent.push_back({mode->get<std::string>(), shape_dim(j, "m", -1), shape_dim(j, "n", -1), shape_dim(j, "k", -1),
-                              t, lineno});
-            if (recent.size() > 32) recent.pop_front();
-          }
-        }
-        (e->record ? st.records : st.invalid)++;
-        sink(std::move(*e));
+        remember(*e);
+        sink_record(std::move(*e));
       }
+    } else {
+      note_unread(payload, source);
     }
-    line.clear();
-    overflow = false;
+    done();
   };
 
   while (in) {
@@ -413,6 +594,7 @@ LogReadStats read_log(std::istream& in, const std::string& name, const std::func
   }
   if (in.bad()) throw UsageError(name + ": read error after line " + std::to_string(lineno));
   if (!line.empty() || overflow) finish_line();
+  if (block.active) finish_block();  // a JSON object cut at the end of the file
   return st;
 }
 
