@@ -232,7 +232,7 @@ int cmd_check(const Args& args) {
     if (unread_gemm_ar > 0)
       throw UsageError(list + ": no runs found: " + std::to_string(unread_gemm_ar) +
                        " [gemm_ar] line(s) that are not bench_gemm_ar.py's `[gemm_ar] mode=... validated=...` summary "
-                       "(no n, k or validated; e.g. " + first_unread +
+                       "(pytest's own prints have no n, k or validated; e.g. " + first_unread +
                        "); judge the benchmark's RESULT_JSON lines or its --json-out file instead");
     throw UsageError(list + ": no runs found (no RESULT_JSON lines, no [gemm_ar] lines and no JSON objects with "
                             "benchmark fields)");

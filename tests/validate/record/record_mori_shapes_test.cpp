@@ -129,6 +129,11 @@ TEST(MoriShapes, PytestOwnGemmArPrintsAreCountedNeverRuns) {
   EXPECT_TRUE(r.entries.empty());
   EXPECT_EQ(r.stats.context.unread_gemm_ar_lines, 2);
   EXPECT_NE(r.stats.context.first_unread_gemm_ar.find("1148.8 us"), std::string::npos);
+  // The benchmark's summary with a token that does not parse is not read either: never a failing run.
+  const auto odd = read_text("[gemm_ar] mode=fused-sdma m=4096 n=7168 k=2048 max_rank_time=n/a relL2=2.35e-03 "
+                             "validated=True\n");
+  EXPECT_TRUE(odd.entries.empty());
+  EXPECT_EQ(odd.stats.context.unread_gemm_ar_lines, 1);
 }
 
 TEST(MoriShapes, TracebackKeepsTheExceptionItEndsWith) {
