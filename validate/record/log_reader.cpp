@@ -369,8 +369,10 @@ std::optional<LogEntry> parse_log_line(const std::string& raw_line, const std::s
     return e;
   }
   if (!marked && !looks_like_run(e.raw)) return std::nullopt;
-  if (marked && e.raw.is_object() && !e.raw.contains("mode")) {
-    e.kind = "other";  // the op worker's {"case": ...} and other producers' records: not a gemm_ar run
+  // The op worker's {"case": ...} records, and objects with none of the benchmark's keys: another producer's,
+  // not a broken run. A record with the benchmark's keys but no mode stays INVALID_RECORD (mode is missing).
+  if (marked && e.raw.is_object() && !e.raw.contains("mode") && (e.raw.contains("case") || !looks_like_run(e.raw))) {
+    e.kind = "other";
     return e;
   }
   if (const auto dup = duplicate_key(text)) {
