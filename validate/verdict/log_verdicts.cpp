@@ -60,7 +60,9 @@ Verdict benchmark_failed_verdict(const std::vector<LogFailure>& failures, bool r
                      "false, and torchrun reports that exit (ChildFailedError). No exception was raised; the run's "
                      "NOT_VALIDATED finding says what failed.");
   const LogFailure& first = headline(failures);
-  std::string msg = "The benchmark run failed: " + first.what + (first.exception.empty() ? " ('" + first.line + "')" : "");
+  std::string what = first.what;
+  while (!what.empty() && (what.back() == '.' || what.back() == ' ')) what.pop_back();  // an exception's own period
+  std::string msg = "The benchmark run failed: " + what + (first.exception.empty() ? " ('" + first.line + "')" : "");
   std::set<std::string> kinds{first.kind};
   for (const auto& f : failures) {
     if (!kinds.insert(f.kind).second) continue;

@@ -222,3 +222,20 @@ write("baseline_old_ptpc.log", BENCH_OLD, [rj(result_old("split-sdma", 16384, 12
 cur = result_now("split-sdma", 16384, 1465.5, 2.3512e-3)
 cur.update({"k": 1024, "block_m": 256})
 write("blockscale_vs_old.log", BENCH_NOW, [rj(cur)])
+
+# --- the keys of mori's committed sweep results (benchmark/cco/flydsl/gemm_ar/sweep_dsv41.jsonl @9aaef3e9):
+# later bench versions add atomic_order, publish, gather_bands, fuse_reduce_push, resolved_tile_order,
+# sdma_queues; sweep.py adds label. Values made up.
+with open(D + "committed_sweep_keys.jsonl", "w") as f:
+    for mode, t, rel, chunks, fence, order in (("gemm-only", 370.9, 1.6577e-3, None, None, "linear"),
+                                               ("fused-sdma", 1142.8, 2.3504e-3, 8, "none", "rotated")):
+        d = result_now(mode, 16384, t, rel, chunks=chunks, fence=fence)
+        for k in ("gemm_impl", "tile"):
+            del d[k]
+        d.update({"atomic_order": "acq_rel", "publish": "writethrough", "gather_bands": 8, "fuse_reduce_push": False,
+                  "gather_dtype": "bf16", "gather_transport": "sdma", "fuse_quantize": False,
+                  "resolved_tile_order": order, "sdma_queues": 8})
+        f.write(json.dumps(d, sort_keys=True)[:-1] + ', "label": "pro-tp8"}\n')
+# --- rank lines, then rank 0 dies before its RESULT_JSON: no finished run, so its exit 1 is a failure.
+write("rank_lines_then_crash.log", BENCH_NOW, [
+    "[rank 3] VALIDATION FAILED relL2=4.123e-03"] + torchrun_child_failed("bench_gemm_ar.py"))

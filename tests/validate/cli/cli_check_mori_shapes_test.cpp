@@ -65,6 +65,20 @@ TEST(CheckMoriShapes, PerRankFailuresAreNamedAndRankZerosExitIsByDesign) {
   EXPECT_TRUE(has(g.out, "wrong-scale-order signature")) << g.out;
 }
 
+TEST(CheckMoriShapes, RankLinesWithoutAFinishedRunLeaveTheExitAFailure) {
+  const auto r = check("rank_lines_then_crash.log");
+  EXPECT_EQ(r.rc, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "BENCHMARK_FAILED")) << r.out;
+  EXPECT_FALSE(has(r.out, "BENCHMARK_EXIT")) << r.out;
+}
+
+TEST(CheckMoriShapes, CommittedSweepRecordsWithLaterKeysAreRead) {
+  const auto r = check("committed_sweep_keys.jsonl");
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "2 run(s): 2 pass, 0 fail")) << r.out;
+  EXPECT_FALSE(has(r.out, "RACY_PUBLISH")) << r.out;  // chunks 8, fence none: today's default
+}
+
 TEST(CheckMoriShapes, OpWorkerRecordsAreSelfTestsNotInvalidRecords) {
   const auto ok = check("op_worker.log");
   EXPECT_EQ(ok.rc, 0) << ok.out << ok.err;
