@@ -387,53 +387,76 @@ std::optional<LogEntry> parse_log_line(const std::string& raw_line, const std::s
   return e;
 }
 
-LogReadStats read_log(std::istream& in, const std::string& name, const std::function<void(LogEntry&&)>& sink,
-                      const LogReadOptions& opt) {
-  LogReadStats st;
-  std::string line;
-  bool overflow = false;
-  int64_t lineno = 0;
-  std::vector<char> buf(size_t(1) << 16);
+namespace {
 
-  // W ranks printing the same line: the payload (after the rank prefix) seen, and by which ranks. A rank seen
-  // again starts a new run. Bounded: the oldest groups are dropped.
-  struct Group {
+// The reader's state across lines: rank groups (W ranks printing one line are one run), recent records (a
+// [gemm_ar] echo is not a second run), an open JSON block, open tracebacks, and what it has found so far.
+class LineReader {
+ public:
+  LineReader(const std::string& name, const std::function<void(LogEntry&&)>& sink, const LogReadOptions& opt)
+      : name_(name), sink_(sink), opt_(opt) {}
+
+  // Appends bytes of the current line (never more than the cap: the rest is dropped, overflow noted).
+  void append(const char* p, size_t take) {
+    if (overflow_) return;
+    if (line_.size() + take > opt_.max_line_bytes) {
+      // Keep only the head: enough to tell a record from noise, never the whole line.
+      line_.append(p, std::min(take, opt_.max_line_bytes - line_.size()));
+      overflow_ = true;
+    } else {
+      line_.append(p, take);
+    }
+  }
+  bool pending() const { return !line_.empty() || overflow_; }
+  void finish_line();
+  LogReadStats finish() {
+    if (pending()) finish_line();
+    if (block_.active) finish_block();  // a JSON object cut at the end of the file
+    return std::move(st_);
+  }
+  LogReadStats& stats() { return st_; }
+  int64_t lineno() const { return lineno_; }
+
+ private:
+  struct Group {  // one payload and the ranks that printed it
     std::string payload;
     std::set<int> ranks;
     int64_t line;
   };
-  std::deque<Group> groups;
-  // Recent records, so the [gemm_ar] line that repeats a RESULT_JSON line is not a second run.
-  struct Recent {
+  struct Recent {  // a record, so its [gemm_ar] echo is recognised
     std::string mode;
     int64_t m, n, k;
     std::optional<double> time;
     int64_t line;
     bool echoed = false;
   };
-  std::deque<Recent> recent;
+  struct OpenTraceback {
+    size_t failure;
+    int64_t line;
+  };
 
-  auto rank_duplicate = [&](const LogEntry& e, const std::string& payload) {
+  // A rank seen again starts a new run. Bounded: the oldest groups are dropped.
+  bool rank_duplicate(const LogEntry& e, const std::string& payload) {
     if (!e.rank) return false;
-    for (auto it = groups.rbegin(); it != groups.rend(); ++it) {
+    for (auto it = groups_.rbegin(); it != groups_.rend(); ++it) {
       if (it->payload != payload) continue;
-      if (lineno - it->line > 4096 || it->ranks.count(*e.rank)) break;
+      if (lineno_ - it->line > 4096 || it->ranks.count(*e.rank)) break;
       it->ranks.insert(*e.rank);
       return true;
     }
-    groups.push_back({payload, {*e.rank}, lineno});
-    if (groups.size() > 256) groups.pop_front();
+    groups_.push_back({payload, {*e.rank}, lineno_});
+    if (groups_.size() > 256) groups_.pop_front();
     return false;
-  };
-  auto human_echo = [&](const LogEntry& e) {
+  }
+  bool human_echo(const LogEntry& e) {
     if (e.kind != "human" || !e.raw.is_object()) return false;
     const auto& j = e.raw;
     auto num = [&](const char* k) {
       const auto it = j.find(k);
       return it != j.end() && it->is_number() ? it->get<double>() : -2.0;
     };
-    for (auto it = recent.rbegin(); it != recent.rend(); ++it) {
-      if (lineno - it->line > 64) break;
+    for (auto it = recent_.rbegin(); it != recent_.rend(); ++it) {
+      if (lineno_ - it->line > 64) break;
       if (it->echoed || it->mode != j.value("mode", std::string()) || it->m != shape_dim(j, "m", -2) ||
           it->n != shape_dim(j, "n", -2) || it->k != shape_dim(j, "k", -2))
         continue;
@@ -443,10 +466,9 @@ LogReadStats read_log(std::istream& in, const std::string& name, const std::func
       return true;
     }
     return false;
-  };
-
+  }
   // Invalid records too: their [gemm_ar] echo is the same broken run, not a clean one.
-  auto remember = [&](const LogEntry& e) {
+  void remember(const LogEntry& e) {
     if (e.kind == "human" || !e.raw.is_object()) return;
     const auto& j = e.raw;
     const auto mode = j.find("mode");
@@ -454,31 +476,23 @@ LogReadStats read_log(std::istream& in, const std::string& name, const std::func
     std::optional<double> t;
     if (const auto it = j.find("max_rank_time_us"); it != j.end() && it->is_number() && it->get<double>() >= 0)
       t = it->get<double>();
-    recent.push_back({mode->get<std::string>(), shape_dim(j, "m", -1), shape_dim(j, "n", -1), shape_dim(j, "k", -1),
-                      t, lineno});
-    if (recent.size() > 32) recent.pop_front();
-  };
+    recent_.push_back({mode->get<std::string>(), shape_dim(j, "m", -1), shape_dim(j, "n", -1), shape_dim(j, "k", -1),
+                      t, lineno_});
+    if (recent_.size() > 32) recent_.pop_front();
+  }
   // A `[gemm_ar]` line that is not the benchmark's summary, or a RESULT_JSON quoted inside another line.
-  auto note_unread = [&](const std::string& payload, const std::string& source) {
+  void note_unread(const std::string& payload, const std::string& source) {
     if (payload.find(kMarker) != std::string::npos) {
-      ++st.context.embedded_records;
+      ++st_.context.embedded_records;
     } else if (payload.find(kHumanMarker) != std::string::npos) {
-      if (st.context.unread_gemm_ar_lines++ == 0) st.context.first_unread_gemm_ar = source + ": " + clip(payload, 120);
+      if (st_.context.unread_gemm_ar_lines++ == 0) st_.context.first_unread_gemm_ar = source + ": " + clip(payload, 120);
     }
-  };
-
-  JsonBlock block;
-  struct OpenTraceback {
-    size_t failure;
-    int64_t line;
-  };
-  std::map<int, OpenTraceback> open_tracebacks;  // by rank (-1: no prefix)
-
+  }
   // A record (valid or not) takes the `[rank R] VALIDATION FAILED` lines printed since the previous one.
-  auto sink_record = [&](LogEntry&& e) {
-    if (e.kind != "other" && !st.context.pending_rank_failures.empty()) {
-      e.rank_failures = std::move(st.context.pending_rank_failures);
-      st.context.pending_rank_failures.clear();
+  void sink_record(LogEntry&& e) {
+    if (e.kind != "other" && !st_.context.pending_rank_failures.empty()) {
+      e.rank_failures = std::move(st_.context.pending_rank_failures);
+      st_.context.pending_rank_failures.clear();
       if (e.record) {
         nlohmann::json list = nlohmann::json::array();
         for (const auto& f : e.rank_failures)
@@ -486,23 +500,23 @@ LogReadStats read_log(std::istream& in, const std::string& name, const std::func
         e.record->raw["rank_validation_failures"] = list;
       }
     }
-    if (e.kind != "other") (e.record ? st.records : st.invalid)++;
-    sink(std::move(e));
-  };
-  auto finish_block = [&]() {
-    for (auto& e : json_block_entries(block, opt)) sink_record(std::move(e));
-    block = JsonBlock{};
-  };
+    if (e.kind != "other") (e.record ? st_.records : st_.invalid)++;
+    sink_(std::move(e));
+  }
+  void finish_block() {
+    for (auto& e : json_block_entries(block_, opt_)) sink_record(std::move(e));
+    block_ = JsonBlock{};
+  }
   // The traceback a rank opened ends at that rank's next column-0 line: the exception, kept with the failure.
-  auto traceback_line = [&](const std::string& payload, std::optional<int> rank) {
-    const auto it = open_tracebacks.find(rank.value_or(-1));
-    if (it == open_tracebacks.end()) return;
-    if (lineno - it->second.line > 2000) {
-      open_tracebacks.erase(it);
+  void traceback_line(const std::string& payload, std::optional<int> rank) {
+    const auto it = open_tracebacks_.find(rank.value_or(-1));
+    if (it == open_tracebacks_.end()) return;
+    if (lineno_ - it->second.line > 2000) {
+      open_tracebacks_.erase(it);
       return;
     }
     if (!ends_traceback(payload)) return;
-    LogFailure& f = st.failures[it->second.failure];
+    LogFailure& f = st_.failures[it->second.failure];
     f.exception = clip(payload, 600);
     if (payload.find("ChildFailedError") != std::string::npos) {
       f.kind = "child_failed";  // torchrun's own traceback: a rank failed, the launcher reports it
@@ -510,97 +524,110 @@ LogReadStats read_log(std::istream& in, const std::string& name, const std::func
     } else {
       f.what = "the benchmark raised " + f.exception;
     }
-    open_tracebacks.erase(it);
-  };
+    open_tracebacks_.erase(it);
+  }
+  void note_failure(const std::string& source, std::optional<int> rank) {
+    auto f = failure_in_line(line_, source);
+    if (!f || st_.failures.size() >= kMaxFailuresKept) return;
+    if (f->kind == "traceback") open_tracebacks_[rank.value_or(-1)] = {st_.failures.size(), lineno_};
+    st_.failures.push_back(std::move(*f));
+  }
+  void read_candidate(const std::string& clean, const std::string& payload, const std::string& source);
 
-  auto finish_line = [&]() {
-    ++lineno;
-    ++st.lines;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    const std::string source = name + ":" + std::to_string(lineno);
-    const std::string clean = strip_ansi(line);
-    size_t payload_at = 0;
-    const std::optional<int> prefix_rank = rank_prefix(clean, payload_at);
-    // torchrun writes "[rank0]: text": the one space after the colon is the prefix's, not the text's.
-    std::string payload = prefix_rank ? clean.substr(payload_at) : clean;
-    if (prefix_rank && !payload.empty() && payload[0] == ' ') payload.erase(0, 1);
-    auto done = [&]() {
-      line.clear();
-      overflow = false;
-    };
-    if (block.active) {
-      block.feed(payload, opt.max_line_bytes);
-      if (block.depth <= 0) finish_block();
-      return done();
-    }
+  const std::string& name_;
+  const std::function<void(LogEntry&&)>& sink_;
+  const LogReadOptions& opt_;
+  LogReadStats st_;
+  std::string line_;
+  bool overflow_ = false;
+  int64_t lineno_ = 0;
+  std::deque<Group> groups_;
+  std::deque<Recent> recent_;
+  JsonBlock block_;
+  std::map<int, OpenTraceback> open_tracebacks_;  // by rank (-1: no prefix)
+};
+
+void LineReader::finish_line() {
+  ++lineno_;
+  ++st_.lines;
+  if (!line_.empty() && line_.back() == '\r') line_.pop_back();
+  const std::string source = name_ + ":" + std::to_string(lineno_);
+  const std::string clean = strip_ansi(line_);
+  size_t payload_at = 0;
+  const std::optional<int> prefix_rank = rank_prefix(clean, payload_at);
+  // torchrun writes "[rank0]: text": the one space after the colon is the prefix's, not the text's.
+  std::string payload = prefix_rank ? clean.substr(payload_at) : clean;
+  if (prefix_rank && !payload.empty() && payload[0] == ' ') payload.erase(0, 1);
+  if (block_.active) {
+    block_.feed(payload, opt_.max_line_bytes);
+    if (block_.depth <= 0) finish_block();
+  } else {
     traceback_line(payload, prefix_rank);
     // sweep.py's and the ranks' own lines first: a point's `  FAILED: <last line>` is the sweep's finding.
-    if (!overflow && read_context_line(payload, prefix_rank, source, st.context)) return done();
-    if (auto f = failure_in_line(line, source)) {
-      if (st.failures.size() < kMaxFailuresKept) {
-        if (f->kind == "traceback") open_tracebacks[prefix_rank.value_or(-1)] = {st.failures.size(), lineno};
-        st.failures.push_back(std::move(*f));
-      }
-    }
-    if (!overflow && !prefix_rank && opens_json_block(payload)) {
-      block.active = true;
-      block.source = source;
-      block.feed(payload, opt.max_line_bytes);
-      if (block.depth <= 0) finish_block();
-      return done();
-    }
-    if (overflow) {
-      bool marked = false;
-      if (candidate_start(clean, marked) != std::string::npos) {
-        LogEntry e;
-        e.source = source;
-        e.error = source + ": line longer than the " + std::to_string(opt.max_line_bytes) +
-                  "-byte cap, not read as a record (split the output or raise the cap)";
-        sink_record(std::move(e));
-      }
-    } else if (auto e = parse_log_line(line, source, opt)) {
-      if (rank_duplicate(*e, payload)) {
-        ++st.rank_duplicates;
-      } else if (human_echo(*e)) {
-        ++st.human_echoes;
+    if (overflow_ || !read_context_line(payload, prefix_rank, source, st_.context)) {
+      note_failure(source, prefix_rank);
+      if (!overflow_ && !prefix_rank && opens_json_block(payload)) {
+        block_.active = true;
+        block_.source = source;
+        block_.feed(payload, opt_.max_line_bytes);
+        if (block_.depth <= 0) finish_block();
       } else {
-        remember(*e);
-        sink_record(std::move(*e));
+        read_candidate(clean, payload, source);
       }
-    } else {
-      note_unread(payload, source);
     }
-    done();
-  };
+  }
+  line_.clear();
+  overflow_ = false;
+}
 
+void LineReader::read_candidate(const std::string& clean, const std::string& payload, const std::string& source) {
+  if (overflow_) {
+    bool marked = false;
+    if (candidate_start(clean, marked) == std::string::npos) return;
+    LogEntry e;
+    e.source = source;
+    e.error = source + ": line longer than the " + std::to_string(opt_.max_line_bytes) +
+              "-byte cap, not read as a record (split the output or raise the cap)";
+    sink_record(std::move(e));
+  } else if (auto e = parse_log_line(line_, source, opt_)) {
+    if (rank_duplicate(*e, payload)) {
+      ++st_.rank_duplicates;
+    } else if (human_echo(*e)) {
+      ++st_.human_echoes;
+    } else {
+      remember(*e);
+      sink_record(std::move(*e));
+    }
+  } else {
+    note_unread(payload, source);
+  }
+}
+
+}  // namespace
+
+LogReadStats read_log(std::istream& in, const std::string& name, const std::function<void(LogEntry&&)>& sink,
+                      const LogReadOptions& opt) {
+  LineReader reader(name, sink, opt);
+  std::vector<char> buf(size_t(1) << 16);
+  int64_t bytes = 0;
   while (in) {
     in.read(buf.data(), std::streamsize(buf.size()));
     const std::streamsize got = in.gcount();
     if (got <= 0) break;
-    st.bytes += got;
+    bytes += got;
     const char* p = buf.data();
     const char* end = p + got;
     while (p < end) {
       const char* nl = static_cast<const char*>(std::memchr(p, '\n', size_t(end - p)));
-      const char* stop = nl ? nl : end;
-      if (!overflow) {
-        const size_t take = size_t(stop - p);
-        if (line.size() + take > opt.max_line_bytes) {
-          // Keep only the head: enough to tell a record from noise, never the whole line.
-          line.append(p, std::min(take, opt.max_line_bytes - line.size()));
-          overflow = true;
-        } else {
-          line.append(p, take);
-        }
-      }
+      reader.append(p, size_t((nl ? nl : end) - p));
       if (!nl) break;
-      finish_line();
+      reader.finish_line();
       p = nl + 1;
     }
   }
-  if (in.bad()) throw UsageError(name + ": read error after line " + std::to_string(lineno));
-  if (!line.empty() || overflow) finish_line();
-  if (block.active) finish_block();  // a JSON object cut at the end of the file
+  if (in.bad()) throw UsageError(name + ": read error after line " + std::to_string(reader.lineno()));
+  LogReadStats st = reader.finish();
+  st.bytes = bytes;
   return st;
 }
 
