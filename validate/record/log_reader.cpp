@@ -558,6 +558,10 @@ void LineReader::finish_line() {
   // torchrun writes "[rank0]: text": the one space after the colon is the prefix's, not the text's.
   std::string payload = prefix_rank ? clean.substr(payload_at) : clean;
   if (prefix_rank && !payload.empty() && payload[0] == ' ') payload.erase(0, 1);
+  // A lone `{` that was not JSON must not swallow the log: a record, a rank's line or a traceback ends it.
+  if (block_.active && (prefix_rank || payload.find(kMarker) != std::string::npos || is_human_line(payload) ||
+                        payload.find("Traceback (most recent call last)") != std::string::npos))
+    block_ = JsonBlock{};
   if (block_.active) {
     block_.feed(payload, opt_.max_line_bytes);
     if (block_.depth <= 0) finish_block();

@@ -66,6 +66,10 @@ TEST(MoriShapes, JsonOutFileIsOneRecordAndAnArrayIsOnePerElement) {
   const auto cut = read_text("{\n  \"mode\": \"fused-sdma\",\n  \"m\": 4096,\n");
   ASSERT_EQ(cut.entries.size(), 1u);
   EXPECT_NE(cut.entries[0].error.find("never closes"), std::string::npos) << cut.entries[0].error;
+  // A lone `{` that never closes does not swallow the records after it.
+  const auto lone = read_text("{\nRESULT_JSON {\"mode\": \"split-sdma\", \"m\": 4096, \"n\": 7168, \"k\": 2048}\n");
+  ASSERT_EQ(lone.entries.size(), 1u);
+  EXPECT_TRUE(lone.entries[0].record) << lone.entries[0].error;
   // Other JSON (a config printed over several lines) is not a record.
   EXPECT_TRUE(read_text("{\n  \"lr\": 0.1\n}\n").entries.empty());
 }
