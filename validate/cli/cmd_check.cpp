@@ -200,7 +200,7 @@ int cmd_check(const Args& args) {
   // shows and how many runs it held.
   std::vector<LogEntry> entries;
   std::vector<Verdict> log_verdicts;  // BENCHMARK_FAILED / SWEEP_* / RUNS_MISSING, after the runs
-  int64_t unread_gemm_ar = 0;
+  int64_t unread_gemm_ar = 0, quoted_records = 0;
   std::string first_unread;
   for (const auto& path : inputs) {
     const size_t before = entries.size();
@@ -221,6 +221,7 @@ int cmd_check(const Args& args) {
     if (st.context.sweep.seen()) log_verdicts.push_back(sweep_verdict(st.context.sweep, name));
     if (unread_gemm_ar == 0) first_unread = st.context.first_unread_gemm_ar;
     unread_gemm_ar += st.context.unread_gemm_ar_lines;
+    quoted_records += st.context.embedded_records;
     if (expect && runs_found < size_t(*expect))
       log_verdicts.push_back(failed_entry_verdict(
           name + ":" + std::to_string(st.lines), "RUNS_MISSING",
@@ -236,6 +237,10 @@ int cmd_check(const Args& args) {
                        " [gemm_ar] line(s) that are not bench_gemm_ar.py's `[gemm_ar] mode=... validated=...` summary "
                        "(pytest's own prints have no n, k or validated; e.g. " + first_unread +
                        "); judge the benchmark's RESULT_JSON lines or its --json-out file instead");
+    if (quoted_records > 0)
+      throw UsageError(list + ": no runs found: " + std::to_string(quoted_records) +
+                       " RESULT_JSON only quoted inside other lines (a repr such as pytest's CompletedProcess(... "
+                       "stdout='...')), not read as records; judge the benchmark's own output");
     throw UsageError(list + ": no runs found (no RESULT_JSON lines, no [gemm_ar] lines and no JSON objects with "
                             "benchmark fields)");
   }

@@ -104,6 +104,10 @@ TEST(CheckMoriShapes, PytestReprAndPytestPrintsMakeNoRuns) {
   EXPECT_EQ(repr.rc, 0) << repr.out << repr.err;
   EXPECT_FALSE(has(repr.out, "INVALID_RECORD")) << repr.out;
   EXPECT_TRUE(has(repr.out, "1 run(s): 1 pass, 0 fail")) << repr.out;
+  const auto quoted = run_gemmar({"check", "-"}, "E   where 1 = CompletedProcess(args=[], returncode=1, "
+                                                "stdout='RESULT_JSON {\"mode\": \"fused-sdma\"}\\n', stderr='')\n");
+  EXPECT_EQ(quoted.rc, 2) << quoted.out << quoted.err;
+  EXPECT_TRUE(has(quoted.err, "1 RESULT_JSON only quoted inside other lines")) << quoted.err;
   const auto human = check("pytest_human.log");
   EXPECT_EQ(human.rc, 2) << human.out << human.err;
   EXPECT_TRUE(has(human.err, "2 [gemm_ar] line(s) that are not bench_gemm_ar.py's")) << human.err;
