@@ -14,6 +14,7 @@
 #include "validate/record/log_reader.hpp"
 #include "validate/record/trace_reader.hpp"
 #include "validate/verdict/across_runs.hpp"
+#include "validate/verdict/log_verdicts.hpp"
 #include "validate/verdict/verdict.hpp"
 
 namespace gemmar::cli {
@@ -126,19 +127,6 @@ void attach_traces(std::vector<RunRecord*>& runs, const std::vector<std::string>
   }
 }
 
-// BENCHMARK_FAILED: one entry per input whose log shows the benchmark run failed, at the first such line.
-Verdict benchmark_failed(const std::vector<LogFailure>& failures) {
-  const LogFailure& first = failures.front();
-  std::string msg = "The benchmark run failed: " + first.what + " ('" + first.line + "')";
-  std::set<std::string> kinds{first.kind};
-  for (const auto& f : failures) {
-    if (!kinds.insert(f.kind).second) continue;
-    msg += "; also " + f.what + " at " + f.source;
-  }
-  msg += ". Its RESULT_JSON lines (if any) do not describe a finished run: fix the failure and rerun.";
-  return failed_entry_verdict(first.source, "BENCHMARK_FAILED", msg);
-}
-
 }  // namespace
 
 int cmd_check(const Args& args) {
@@ -211,23 +199,48 @@ int cmd_check(const Args& args) {
   // Entries in input order; invalid ones become failing verdicts in place. Per input: the failures its log
   // shows and how many runs it held.
   std::vector<LogEntry> entries;
-  std::vector<Verdict> log_verdicts;  // BENCHMARK_FAILED / RUNS_MISSING, after the runs
+  std::vector<Verdict> log_verdicts;  // BENCHMARK_FAILED / SWEEP_* / RUNS_MISSING, after the runs
+  int64_t unread_gemm_ar = 0, quoted_records = 0;
+  std::string first_unread;
   for (const auto& path : inputs) {
     const size_t before = entries.size();
     const LogReadStats st = read_log_file(path, [&](LogEntry&& e) { entries.push_back(std::move(e)); }, ro);
     const std::string name = path == "-" ? "stdin" : path;
-    if (!st.failures.empty()) log_verdicts.push_back(benchmark_failed(st.failures));
-    const size_t found = entries.size() - before;
-    if (expect && found < size_t(*expect))
+    size_t runs_found = 0;
+    // A finished run that did not validate (rank 0 then exits 1 by design). Rank lines with no record after
+    // them do not count: rank 0 never printed its result, so its exit is a failure of its own.
+    bool not_validated = false;
+    for (size_t i = before; i < entries.size(); ++i) {
+      const LogEntry& e = entries[i];
+      if (e.kind == "other") continue;
+      ++runs_found;
+      not_validated = not_validated || !e.rank_failures.empty() ||
+                      (e.record && e.record->validated && !*e.record->validated);
+    }
+    if (!st.failures.empty()) log_verdicts.push_back(benchmark_failed_verdict(st.failures, not_validated));
+    if (st.context.sweep.seen()) log_verdicts.push_back(sweep_verdict(st.context.sweep, name));
+    if (unread_gemm_ar == 0) first_unread = st.context.first_unread_gemm_ar;
+    unread_gemm_ar += st.context.unread_gemm_ar_lines;
+    quoted_records += st.context.embedded_records;
+    if (expect && runs_found < size_t(*expect))
       log_verdicts.push_back(failed_entry_verdict(
           name + ":" + std::to_string(st.lines), "RUNS_MISSING",
-          name + " holds " + std::to_string(found) + " run(s) in " + std::to_string(st.lines) +
+          name + " holds " + std::to_string(runs_found) + " run(s) in " + std::to_string(st.lines) +
               " lines, fewer than the --expect " + std::to_string(*expect) +
               ": the benchmark stopped early or its output was cut; look at the end of the log."));
   }
   if (entries.empty() && log_verdicts.empty()) {
     std::string list;
     for (const auto& p : inputs) list += (list.empty() ? "" : ", ") + (p == "-" ? std::string("stdin") : p);
+    if (unread_gemm_ar > 0)
+      throw UsageError(list + ": no runs found: " + std::to_string(unread_gemm_ar) +
+                       " [gemm_ar] line(s) that are not bench_gemm_ar.py's `[gemm_ar] mode=... validated=...` summary "
+                       "(pytest's own prints have no n, k or validated; e.g. " + first_unread +
+                       "); judge the benchmark's RESULT_JSON lines or its --json-out file instead");
+    if (quoted_records > 0)
+      throw UsageError(list + ": no runs found: " + std::to_string(quoted_records) +
+                       " RESULT_JSON only quoted inside other lines (a repr such as pytest's CompletedProcess(... "
+                       "stdout='...')), not read as records; judge the benchmark's own output");
     throw UsageError(list + ": no runs found (no RESULT_JSON lines, no [gemm_ar] lines and no JSON objects with "
                             "benchmark fields)");
   }
@@ -243,7 +256,9 @@ int cmd_check(const Args& args) {
   std::vector<Verdict> verdicts;
   verdicts.reserve(entries.size() + log_verdicts.size());
   for (const auto& e : entries)
-    verdicts.push_back(e.record ? judge(*e.record, jo) : invalid_record_verdict(e.source, e.error, e.raw));
+    verdicts.push_back(e.kind == "other" ? other_record_verdict(e)
+                       : e.record        ? judge(*e.record, jo)
+                                         : invalid_record_verdict(e.source, e.error, e.raw));
   judge_repeats(verdicts);
   for (auto& v : log_verdicts) verdicts.push_back(std::move(v));
 

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "common/errors.hpp"
@@ -66,6 +67,7 @@ size_t candidate_start(const std::string& line, bool& marked) {
   marked = false;
   const size_t pos = line.find(kMarker);
   if (pos != std::string::npos) {
+    if (embedded_result_json(line, pos)) return std::string::npos;  // a repr quoting another run's output
     marked = true;
     size_t p = pos + std::strlen(kMarker);
     if (p < line.size() && (line[p] == ':' || line[p] == '=')) ++p;
@@ -78,7 +80,7 @@ size_t candidate_start(const std::string& line, bool& marked) {
 
 bool is_human_line(const std::string& line) {
   const size_t h = line.find(kHumanMarker);
-  return h != std::string::npos && line.find(" mode=", h) != std::string::npos;
+  return h != std::string::npos && !embedded_result_json(line, h) && line.find(" mode=", h) != std::string::npos;
 }
 
 // The first key that appears twice in one object of `text` (already parsed, so well-formed), if any.
@@ -157,6 +159,103 @@ nlohmann::json human_line_object(const std::string& line, const std::string& sou
 
 std::string clip(const std::string& s, size_t n = 200) { return s.size() <= n ? s : s.substr(0, n) + "..."; }
 
+// A JSON value printed over several lines: `json.dump(result, fh, indent=2, sort_keys=True)` (bench_gemm_ar.py
+// --json-out), or an array of records. Bracket depth is counted outside strings, across lines.
+struct JsonBlock {
+  bool active = false;
+  bool too_long = false;
+  std::string text;
+  std::string source;  // where it starts
+  int depth = 0;
+  bool in_string = false, escape = false;
+  void feed(const std::string& line, size_t cap) {
+    if (text.size() + line.size() + 1 > cap) too_long = true;
+    if (!too_long) text += line + "\n";
+    for (const char c : line) {
+      if (in_string) {
+        if (escape) escape = false;
+        else if (c == '\\') escape = true;
+        else if (c == '"') in_string = false;
+      } else if (c == '"') {
+        in_string = true;
+      } else if (c == '{' || c == '[') {
+        ++depth;
+      } else if (c == '}' || c == ']') {
+        --depth;
+      }
+    }
+  }
+};
+
+// A line that opens a JSON block: `{` or `[` alone (indent=2 output), or `[{` (an array of records on a line).
+bool opens_json_block(const std::string& payload) {
+  const size_t p = first_non_space(payload);
+  if (p != 0) return false;  // json.dump starts in column 0; indented braces belong to something else
+  std::string t = payload;
+  while (!t.empty() && (t.back() == ' ' || t.back() == '\t')) t.pop_back();
+  return t == "{" || t == "[" || t.rfind("[{", 0) == 0 || t.rfind("[ {", 0) == 0;
+}
+
+// The run records a finished block holds: the object itself, or each object of an array (source
+// "file:line[i]"). Objects without the benchmark's keys are not records; a block mentioning "mode" that does
+// not parse is one broken record.
+std::vector<LogEntry> json_block_entries(const JsonBlock& b, const LogReadOptions& opt) {
+  std::vector<LogEntry> out;
+  auto broken = [&](const std::string& why) {
+    LogEntry e;
+    e.source = b.source;
+    e.kind = "json_block";
+    e.error = b.source + ": " + why;
+    out.push_back(std::move(e));
+  };
+  if (b.too_long) {
+    if (b.text.find("\"mode\"") != std::string::npos)
+      broken("a JSON value longer than the " + std::to_string(opt.max_line_bytes) + "-byte cap, not read");
+    return out;
+  }
+  nlohmann::json j;
+  try {
+    j = parse_python_json(b.text);
+  } catch (const nlohmann::json::exception&) {
+    if (b.text.find("\"mode\"") != std::string::npos)
+      broken(b.depth > 0 ? "a JSON object that never closes (the file was cut)" : "a JSON object that does not parse");
+    return out;
+  }
+  if (const auto dup = duplicate_key(b.text)) {
+    broken("field '" + *dup + "' appears twice in one record (which value is meant?)");
+    return out;
+  }
+  auto one = [&](const nlohmann::json& x, const std::string& src) {
+    if (!looks_like_run(x)) return;
+    LogEntry e;
+    e.source = src;
+    e.kind = "json_block";
+    e.raw = x;
+    try {
+      e.record = run_record_from_json(x, src, opt.defaults);
+    } catch (const UsageError& err) {
+      e.error = err.what();
+    }
+    out.push_back(std::move(e));
+  };
+  if (j.is_array()) {
+    for (size_t i = 0; i < j.size(); ++i) one(j[i], b.source + "[" + std::to_string(i) + "]");
+  } else {
+    one(j, b.source);
+  }
+  return out;
+}
+
+// The exception line that ends a Python traceback: the first line in column 0 after it that is not another
+// traceback header. Tracebacks of one rank are followed by that rank's lines.
+bool ends_traceback(const std::string& payload) {
+  if (payload.empty() || payload[0] == ' ' || payload[0] == '\t' || payload[0] == '^' || payload[0] == '~')
+    return false;
+  for (const char* skip : {"Traceback (most recent call last)", "During handling of", "The above exception"})
+    if (payload.rfind(skip, 0) == 0) return false;
+  return true;
+}
+
 }  // namespace
 
 std::string strip_ansi(const std::string& s) {
@@ -210,7 +309,12 @@ std::optional<LogFailure> failure_in_line(const std::string& raw_line, const std
     const long code = std::strtol(line.c_str() + i, &end, 10);
     if (end == line.c_str() + i || code == 0) continue;
     f.kind = "exit_code";
+    f.exit_code = int(code);
+    // torchrun: "failed (exitcode: 1) local_rank: 0 (pid: 123) of binary: ..."
+    if (const size_t lr = line.find("local_rank:", pos); lr != std::string::npos)
+      f.exit_rank = std::atoi(line.c_str() + first_non_space(line, lr + 11));
     f.what = "a rank exited with code " + std::to_string(code) +
+             (f.exit_rank ? " (local_rank " + std::to_string(*f.exit_rank) + ")" : "") +
              (code < 0 ? " (killed by signal " + std::to_string(-code) + ")" : "");
     return f;
   }
@@ -239,10 +343,14 @@ std::optional<LogEntry> parse_log_line(const std::string& raw_line, const std::s
     e.kind = "human";
     try {
       e.raw = human_line_object(line, source);
-      if (!e.raw.contains("mode")) return std::nullopt;
+    } catch (const UsageError&) {
+      return std::nullopt;  // a [gemm_ar] line of another shape: counted as unread, never a failing run
+    }
+    if (!e.raw.contains("mode")) return std::nullopt;
+    try {
       e.record = run_record_from_json(e.raw, source, opt.defaults);
     } catch (const UsageError& err) {
-      e.error = err.what();
+      e.error = err.what();  // the benchmark's summary with an impossible value
     }
     return e;
   }
@@ -261,6 +369,12 @@ std::optional<LogEntry> parse_log_line(const std::string& raw_line, const std::s
     return e;
   }
   if (!marked && !looks_like_run(e.raw)) return std::nullopt;
+  // The op worker's {"case": ...} records, and objects with none of the benchmark's keys: another producer's,
+  // not a broken run. A record with the benchmark's keys but no mode stays INVALID_RECORD (mode is missing).
+  if (marked && e.raw.is_object() && !e.raw.contains("mode") && (e.raw.contains("case") || !looks_like_run(e.raw))) {
+    e.kind = "other";
+    return e;
+  }
   if (const auto dup = duplicate_key(text)) {
     e.error = source + ": field '" + *dup + "' appears twice in one record (which value is meant?)";
     return e;
@@ -273,53 +387,76 @@ std::optional<LogEntry> parse_log_line(const std::string& raw_line, const std::s
   return e;
 }
 
-LogReadStats read_log(std::istream& in, const std::string& name, const std::function<void(LogEntry&&)>& sink,
-                      const LogReadOptions& opt) {
-  LogReadStats st;
-  std::string line;
-  bool overflow = false;
-  int64_t lineno = 0;
-  std::vector<char> buf(size_t(1) << 16);
+namespace {
 
-  // W ranks printing the same line: the payload (after the rank prefix) seen, and by which ranks. A rank seen
-  // again starts a new run. Bounded: the oldest groups are dropped.
-  struct Group {
+// The reader's state across lines: rank groups (W ranks printing one line are one run), recent records (a
+// [gemm_ar] echo is not a second run), an open JSON block, open tracebacks, and what it has found so far.
+class LineReader {
+ public:
+  LineReader(const std::string& name, const std::function<void(LogEntry&&)>& sink, const LogReadOptions& opt)
+      : name_(name), sink_(sink), opt_(opt) {}
+
+  // Appends bytes of the current line (never more than the cap: the rest is dropped, overflow noted).
+  void append(const char* p, size_t take) {
+    if (overflow_) return;
+    if (line_.size() + take > opt_.max_line_bytes) {
+      // Keep only the head: enough to tell a record from noise, never the whole line.
+      line_.append(p, std::min(take, opt_.max_line_bytes - line_.size()));
+      overflow_ = true;
+    } else {
+      line_.append(p, take);
+    }
+  }
+  bool pending() const { return !line_.empty() || overflow_; }
+  void finish_line();
+  LogReadStats finish() {
+    if (pending()) finish_line();
+    if (block_.active) finish_block();  // a JSON object cut at the end of the file
+    return std::move(st_);
+  }
+  LogReadStats& stats() { return st_; }
+  int64_t lineno() const { return lineno_; }
+
+ private:
+  struct Group {  // one payload and the ranks that printed it
     std::string payload;
     std::set<int> ranks;
     int64_t line;
   };
-  std::deque<Group> groups;
-  // Recent records, so the [gemm_ar] line that repeats a RESULT_JSON line is not a second run.
-  struct Recent {
+  struct Recent {  // a record, so its [gemm_ar] echo is recognised
     std::string mode;
     int64_t m, n, k;
     std::optional<double> time;
     int64_t line;
     bool echoed = false;
   };
-  std::deque<Recent> recent;
+  struct OpenTraceback {
+    size_t failure;
+    int64_t line;
+  };
 
-  auto rank_duplicate = [&](const LogEntry& e, const std::string& payload) {
+  // A rank seen again starts a new run. Bounded: the oldest groups are dropped.
+  bool rank_duplicate(const LogEntry& e, const std::string& payload) {
     if (!e.rank) return false;
-    for (auto it = groups.rbegin(); it != groups.rend(); ++it) {
+    for (auto it = groups_.rbegin(); it != groups_.rend(); ++it) {
       if (it->payload != payload) continue;
-      if (lineno - it->line > 4096 || it->ranks.count(*e.rank)) break;
+      if (lineno_ - it->line > 4096 || it->ranks.count(*e.rank)) break;
       it->ranks.insert(*e.rank);
       return true;
     }
-    groups.push_back({payload, {*e.rank}, lineno});
-    if (groups.size() > 256) groups.pop_front();
+    groups_.push_back({payload, {*e.rank}, lineno_});
+    if (groups_.size() > 256) groups_.pop_front();
     return false;
-  };
-  auto human_echo = [&](const LogEntry& e) {
+  }
+  bool human_echo(const LogEntry& e) {
     if (e.kind != "human" || !e.raw.is_object()) return false;
     const auto& j = e.raw;
     auto num = [&](const char* k) {
       const auto it = j.find(k);
       return it != j.end() && it->is_number() ? it->get<double>() : -2.0;
     };
-    for (auto it = recent.rbegin(); it != recent.rend(); ++it) {
-      if (lineno - it->line > 64) break;
+    for (auto it = recent_.rbegin(); it != recent_.rend(); ++it) {
+      if (lineno_ - it->line > 64) break;
       if (it->echoed || it->mode != j.value("mode", std::string()) || it->m != shape_dim(j, "m", -2) ||
           it->n != shape_dim(j, "n", -2) || it->k != shape_dim(j, "k", -2))
         continue;
@@ -329,90 +466,172 @@ LogReadStats read_log(std::istream& in, const std::string& name, const std::func
       return true;
     }
     return false;
-  };
-
-  auto finish_line = [&]() {
-    ++lineno;
-    ++st.lines;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    const std::string source = name + ":" + std::to_string(lineno);
-    if (auto f = failure_in_line(line, source)) {
-      if (st.failures.size() < kMaxFailuresKept) st.failures.push_back(std::move(*f));
+  }
+  // Invalid records too: their [gemm_ar] echo is the same broken run, not a clean one.
+  void remember(const LogEntry& e) {
+    if (e.kind == "human" || !e.raw.is_object()) return;
+    const auto& j = e.raw;
+    const auto mode = j.find("mode");
+    if (mode == j.end() || !mode->is_string()) return;
+    std::optional<double> t;
+    if (const auto it = j.find("max_rank_time_us"); it != j.end() && it->is_number() && it->get<double>() >= 0)
+      t = it->get<double>();
+    recent_.push_back({mode->get<std::string>(), shape_dim(j, "m", -1), shape_dim(j, "n", -1), shape_dim(j, "k", -1),
+                      t, lineno_});
+    if (recent_.size() > 32) recent_.pop_front();
+  }
+  // A `[gemm_ar]` line that is not the benchmark's summary, or a RESULT_JSON quoted inside another line.
+  void note_unread(const std::string& payload, const std::string& source) {
+    if (payload.find(kMarker) != std::string::npos) {
+      ++st_.context.embedded_records;
+    } else if (payload.find(kHumanMarker) != std::string::npos) {
+      if (st_.context.unread_gemm_ar_lines++ == 0) st_.context.first_unread_gemm_ar = source + ": " + clip(payload, 120);
     }
-    if (overflow) {
-      bool marked = false;
-      if (candidate_start(strip_ansi(line), marked) != std::string::npos) {
-        LogEntry e;
-        e.source = source;
-        e.error = source + ": line longer than the " + std::to_string(opt.max_line_bytes) +
-                  "-byte cap, not read as a record (split the output or raise the cap)";
-        ++st.invalid;
-        sink(std::move(e));
+  }
+  // A record (valid or not) takes the `[rank R] VALIDATION FAILED` lines printed since the previous one.
+  void sink_record(LogEntry&& e) {
+    if (e.kind != "other" && !st_.context.pending_rank_failures.empty()) {
+      e.rank_failures = std::move(st_.context.pending_rank_failures);
+      st_.context.pending_rank_failures.clear();
+      if (e.record) {
+        nlohmann::json list = nlohmann::json::array();
+        for (const auto& f : e.rank_failures)
+          list.push_back({{"rank", f.rank}, {"rel_l2", f.rel_l2}, {"gemm_only", f.gemm_only}, {"source", f.source}});
+        e.record->raw["rank_validation_failures"] = list;
       }
-    } else if (auto e = parse_log_line(line, source, opt)) {
-      std::string payload;
-      if (e->rank) {
-        payload = strip_ansi(line);
-        size_t p = 0;
-        rank_prefix(payload, p);
-        payload = payload.substr(p);
-      }
-      if (rank_duplicate(*e, payload)) {
-        ++st.rank_duplicates;
-      } else if (human_echo(*e)) {
-        ++st.human_echoes;
+    }
+    if (e.kind != "other") (e.record ? st_.records : st_.invalid)++;
+    sink_(std::move(e));
+  }
+  void finish_block() {
+    for (auto& e : json_block_entries(block_, opt_)) sink_record(std::move(e));
+    block_ = JsonBlock{};
+  }
+  // The traceback a rank opened ends at that rank's next column-0 line: the exception, kept with the failure.
+  void traceback_line(const std::string& payload, std::optional<int> rank) {
+    const auto it = open_tracebacks_.find(rank.value_or(-1));
+    if (it == open_tracebacks_.end()) return;
+    if (lineno_ - it->second.line > 2000) {
+      open_tracebacks_.erase(it);
+      return;
+    }
+    if (!ends_traceback(payload)) return;
+    LogFailure& f = st_.failures[it->second.failure];
+    f.exception = clip(payload, 600);
+    if (payload.find("ChildFailedError") != std::string::npos) {
+      f.kind = "child_failed";  // torchrun's own traceback: a rank failed, the launcher reports it
+      f.what = "torchrun's ChildFailedError: at least one rank failed";
+    } else {
+      f.what = "the benchmark raised " + f.exception;
+    }
+    open_tracebacks_.erase(it);
+  }
+  void note_failure(const std::string& source, std::optional<int> rank) {
+    auto f = failure_in_line(line_, source);
+    if (!f || st_.failures.size() >= kMaxFailuresKept) return;
+    if (f->kind == "traceback") open_tracebacks_[rank.value_or(-1)] = {st_.failures.size(), lineno_};
+    st_.failures.push_back(std::move(*f));
+  }
+  void read_candidate(const std::string& clean, const std::string& payload, const std::string& source);
+
+  const std::string& name_;
+  const std::function<void(LogEntry&&)>& sink_;
+  const LogReadOptions& opt_;
+  LogReadStats st_;
+  std::string line_;
+  bool overflow_ = false;
+  int64_t lineno_ = 0;
+  std::deque<Group> groups_;
+  std::deque<Recent> recent_;
+  JsonBlock block_;
+  std::map<int, OpenTraceback> open_tracebacks_;  // by rank (-1: no prefix)
+};
+
+void LineReader::finish_line() {
+  ++lineno_;
+  ++st_.lines;
+  if (!line_.empty() && line_.back() == '\r') line_.pop_back();
+  const std::string source = name_ + ":" + std::to_string(lineno_);
+  const std::string clean = strip_ansi(line_);
+  size_t payload_at = 0;
+  const std::optional<int> prefix_rank = rank_prefix(clean, payload_at);
+  // torchrun writes "[rank0]: text": the one space after the colon is the prefix's, not the text's.
+  std::string payload = prefix_rank ? clean.substr(payload_at) : clean;
+  if (prefix_rank && !payload.empty() && payload[0] == ' ') payload.erase(0, 1);
+  // A lone `{` that was not JSON must not swallow the log: a record, a rank's line or a traceback ends it.
+  if (block_.active && (prefix_rank || payload.find(kMarker) != std::string::npos || is_human_line(payload) ||
+                        payload.find("Traceback (most recent call last)") != std::string::npos))
+    block_ = JsonBlock{};
+  if (block_.active) {
+    block_.feed(payload, opt_.max_line_bytes);
+    if (block_.depth <= 0) finish_block();
+  } else {
+    traceback_line(payload, prefix_rank);
+    // sweep.py's and the ranks' own lines first: a point's `  FAILED: <last line>` is the sweep's finding.
+    if (overflow_ || !read_context_line(payload, prefix_rank, source, st_.context)) {
+      note_failure(source, prefix_rank);
+      if (!overflow_ && !prefix_rank && opens_json_block(payload)) {
+        block_.active = true;
+        block_.source = source;
+        block_.feed(payload, opt_.max_line_bytes);
+        if (block_.depth <= 0) finish_block();
       } else {
-        // Invalid records too: their [gemm_ar] echo is the same broken run, not a clean one.
-        if (e->kind != "human" && e->raw.is_object()) {
-          const auto& j = e->raw;
-          auto num = [&](const char* k) {
-            const auto it = j.find(k);
-            return it != j.end() && it->is_number() ? it->get<double>() : -1.0;
-          };
-          const auto mode = j.find("mode");
-          std::optional<double> t;
-          if (const double x = num("max_rank_time_us"); x >= 0) t = x;
-          if (mode != j.end() && mode->is_string()) {
-            recent.push_back({mode->get<std::string>(), shape_dim(j, "m", -1), shape_dim(j, "n", -1), shape_dim(j, "k", -1),
-                              t, lineno});
-            if (recent.size() > 32) recent.pop_front();
-          }
-        }
-        (e->record ? st.records : st.invalid)++;
-        sink(std::move(*e));
+        read_candidate(clean, payload, source);
       }
     }
-    line.clear();
-    overflow = false;
-  };
+  }
+  line_.clear();
+  overflow_ = false;
+}
 
+void LineReader::read_candidate(const std::string& clean, const std::string& payload, const std::string& source) {
+  if (overflow_) {
+    bool marked = false;
+    if (candidate_start(clean, marked) == std::string::npos) return;
+    LogEntry e;
+    e.source = source;
+    e.error = source + ": line longer than the " + std::to_string(opt_.max_line_bytes) +
+              "-byte cap, not read as a record (split the output or raise the cap)";
+    sink_record(std::move(e));
+  } else if (auto e = parse_log_line(line_, source, opt_)) {
+    if (rank_duplicate(*e, payload)) {
+      ++st_.rank_duplicates;
+    } else if (human_echo(*e)) {
+      ++st_.human_echoes;
+    } else {
+      remember(*e);
+      sink_record(std::move(*e));
+    }
+  } else {
+    note_unread(payload, source);
+  }
+}
+
+}  // namespace
+
+LogReadStats read_log(std::istream& in, const std::string& name, const std::function<void(LogEntry&&)>& sink,
+                      const LogReadOptions& opt) {
+  LineReader reader(name, sink, opt);
+  std::vector<char> buf(size_t(1) << 16);
+  int64_t bytes = 0;
   while (in) {
     in.read(buf.data(), std::streamsize(buf.size()));
     const std::streamsize got = in.gcount();
     if (got <= 0) break;
-    st.bytes += got;
+    bytes += got;
     const char* p = buf.data();
     const char* end = p + got;
     while (p < end) {
       const char* nl = static_cast<const char*>(std::memchr(p, '\n', size_t(end - p)));
-      const char* stop = nl ? nl : end;
-      if (!overflow) {
-        const size_t take = size_t(stop - p);
-        if (line.size() + take > opt.max_line_bytes) {
-          // Keep only the head: enough to tell a record from noise, never the whole line.
-          line.append(p, std::min(take, opt.max_line_bytes - line.size()));
-          overflow = true;
-        } else {
-          line.append(p, take);
-        }
-      }
+      reader.append(p, size_t((nl ? nl : end) - p));
       if (!nl) break;
-      finish_line();
+      reader.finish_line();
       p = nl + 1;
     }
   }
-  if (in.bad()) throw UsageError(name + ": read error after line " + std::to_string(lineno));
-  if (!line.empty() || overflow) finish_line();
+  if (in.bad()) throw UsageError(name + ": read error after line " + std::to_string(reader.lineno()));
+  LogReadStats st = reader.finish();
+  st.bytes = bytes;
   return st;
 }
 

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "validate/record/log_findings.hpp"
 #include "validate/record/run_record.hpp"
 
 namespace gemmar {
@@ -24,8 +25,14 @@ struct LogEntry {
   std::optional<RunRecord> record;  // set when the line is a valid run record
   std::string error;                // otherwise: why it is not (one sentence naming the field)
   nlohmann::json raw;               // the parsed object when the line was valid JSON
-  std::string kind;                 // "result_json" | "bare" | "human" (the `[gemm_ar] mode=...` line)
+  // "result_json" | "bare" | "human" (the `[gemm_ar] mode=...` line) | "json_block" (a multi-line object or
+  // an array element, e.g. --json-out) | "other" (a RESULT_JSON object that is no run: the op worker's
+  // `{"case": ...}` records; neither record nor error, judged by their own fields)
+  std::string kind;
   std::optional<int> rank;          // the torchrun prefix's rank ([rank3]: / [default3]:), when present
+  // `[rank R] (GEMM )VALIDATION FAILED` lines printed since the previous record: they belong to this one
+  // (bench_gemm_ar.py prints them before rank 0's RESULT_JSON). Also in record->raw["rank_validation_failures"].
+  std::vector<RankValidationFailure> rank_failures;
 };
 
 // A line showing that the benchmark run itself failed, whatever its RESULT_JSON lines say.
@@ -34,6 +41,9 @@ struct LogFailure {
   std::string kind;    // "traceback" | "child_failed" | "exit_code" | "stale_queue" | "signal"
   std::string what;    // one sentence: what it means and what to do
   std::string line;    // the line itself (colour-stripped, at most 200 bytes)
+  std::optional<int> exit_code;  // kind exit_code: the code, and the rank torchrun names, when it does
+  std::optional<int> exit_rank;
+  std::string exception;  // kind traceback / child_failed: the exception line that ends the traceback
 };
 
 struct LogReadOptions {
@@ -49,6 +59,7 @@ struct LogReadStats {
   int64_t rank_duplicates = 0;  // lines another rank had already printed (merged into that run)
   int64_t human_echoes = 0;     // `[gemm_ar]` lines that repeat the RESULT_JSON line before them
   std::vector<LogFailure> failures;
+  LogContext context;  // sweep stdout, rank validation lines, unread [gemm_ar] lines, embedded records
 };
 
 // Calls `sink` once per candidate line, in order. `name` is what sources are prefixed with.

@@ -124,12 +124,28 @@ void check_knob(const nlohmann::json& j, const char* key, const std::string& sou
 
 }  // namespace
 
-bool racy_publish(const RunRecord& r) {
-  if (!r.fence) return false;
-  const std::string& f = *r.fence;
-  if (f == "raw-wt" || f == "raw-wt-agent" || f == "raw-wt-leader") return true;
-  return f == "none" && is_fused(r.config.mode) && r.chunks && *r.chunks > 1;
+std::string racy_publish_reason(const RunRecord& r) {
+  if (r.config.mode != Mode::FusedSdma) return "";
+  if (r.fence && r.fence->rfind("raw-wt", 0) == 0)
+    return "fence=" + *r.fence + " is a write-through fence bench_gemm_ar.py keeps only to reproduce its race "
+           "(its docstring: \"Every raw-wt fence mode is known-racy\")";
+  if (r.chunks && *r.chunks > 1 && !r.quant_inference.empty())  // quant not printed: a pre-fix version
+    return "chunks=" + std::to_string(*r.chunks) + " on a benchmark version from before the --quant flag, when "
+           "chunks > 1 \"produced wrong output about 3 runs in 10\" (aiter's under-counted s_waitcnt, fixed with "
+           "the switch to 8 chunks: mori python/mori/ops/gemm_ar/README.md, \"The chunks race\")";
+  return "";
 }
+
+bool racy_publish(const RunRecord& r) { return !racy_publish_reason(r).empty(); }
+
+namespace {
+// Keys only bench_gemm_ar.py prints (ROCm/mori benchmark/cco/flydsl/gemm_ar/bench_gemm_ar.py, every version).
+bool has_benchmark_keys(const nlohmann::json& j) {
+  for (const char* k : {"per_rank_time_us", "critical_rank", "chunks", "fence", "tile_order", "block_m"})
+    if (j.contains(k)) return true;
+  return false;
+}
+}  // namespace
 
 RunRecord run_record_from_json(const nlohmann::json& j, const std::string& source, const RecordDefaults& defaults) {
   if (!j.is_object()) throw UsageError(source + ": a run record must be a JSON object, got " + j.type_name());
@@ -158,7 +174,17 @@ RunRecord run_record_from_json(const nlohmann::json& j, const std::string& sourc
     r.world_assumed = true;
   }
   r.shape.world = int(*world);
-  if (present(j, "quant")) r.config.quant = parse_enum_field(j, "quant", source, parse_quant);
+  if (present(j, "quant")) {
+    r.config.quant = parse_enum_field(j, "quant", source, parse_quant);
+  } else if (has_benchmark_keys(j)) {
+    r.config.quant = Quant::Ptpc;
+    r.quant_inference = "quant not printed: ptpc inferred (bench_gemm_ar.py before its --quant flag, e.g. ROCm/mori "
+                        "@0b26ebf8, made only per-token/per-channel operands)";
+  } else {
+    r.quant_known = false;
+    r.quant_inference = "quant not printed and not inferable from the record's keys: quant unknown (floors taken "
+                        "at blockscale; no baseline matches it)";
+  }
   if (present(j, "gather_dtype")) r.config.gather_dtype = parse_enum_field(j, "gather_dtype", source, parse_wire);
   if (present(j, "gather_transport"))
     r.config.gather_transport = parse_enum_field(j, "gather_transport", source, parse_transport);
@@ -319,7 +345,7 @@ nlohmann::json run_record_to_json(const RunRecord& r) {
   j["m"] = r.shape.m;
   j["n"] = r.shape.n;
   j["k"] = r.shape.k;
-  j["quant"] = to_string(r.config.quant);
+  if (r.quant_known) j["quant"] = to_string(r.config.quant);
   j["gather_dtype"] = to_string(r.config.gather_dtype);
   j["gather_transport"] = to_string(r.config.gather_transport);
   j["fuse_quantize"] = r.config.fuse_quantize;

@@ -44,6 +44,11 @@ struct RunRecord {
   std::optional<std::string> tile_order;  // auto | rotated | linear
   // world_size was absent (older benchmark versions): shape.world is the reader's default (--world, 8).
   bool world_assumed = false;
+  // quant was absent. Inferred ptpc when the record has bench_gemm_ar.py's own keys (every version before its
+  // --quant flag made per-token/per-channel operands); otherwise unknown: config.quant stays blockscale for
+  // the floors only, the table says "quant?" and a baseline of any quant is a QUANT_MISMATCH, never a match.
+  bool quant_known = true;
+  std::string quant_inference;  // the note saying which (empty when quant was printed)
   // --- gemmar's optional fields (any producer may add them).
   std::optional<int> pull_blocks;   // defaults to config.pull_blocks (64) when absent
   std::vector<double> per_rank_rel_l2;
@@ -92,8 +97,13 @@ struct RecordDefaults {
 // or whose maximum is not max_rank_time_us; a critical_rank that is not the slowest rank. rel_l2 may be NaN
 // (the check did not run).
 RunRecord run_record_from_json(const nlohmann::json& j, const std::string& source, const RecordDefaults& = {});
-// True when the fence/chunks combination is one the benchmark itself documents as racy (raw-wt,
-// raw-wt-agent, raw-wt-leader; none on a fused run with chunks > 1): a passing run proves nothing.
+// Why the fence/chunks combination is one mori's own history shows racy, or empty: a raw-wt* fence on a
+// fused-sdma run (bench_gemm_ar.py, every version: "Every raw-wt fence mode is known-racy"), or chunks > 1 on
+// a fused-sdma run of a version before the s_waitcnt fix (records without quant: those versions pinned chunks
+// to 1 because > 1 "produced wrong output about 3 runs in 10"; the fix, README "The chunks race: it was the
+// GEMM, and it is gone", made 8 the default). Never fused-lsa: its epilogue stores straight into the peers, no
+// copy engine reads C, and the fence does not apply.
+std::string racy_publish_reason(const RunRecord&);
 bool racy_publish(const RunRecord&);
 // The benchmark's field names plus gemmar's; NaN written as NaN (like Python's json.dumps).
 nlohmann::json run_record_to_json(const RunRecord&);

@@ -39,6 +39,23 @@ std::string pct(double frac) {
   return buf;
 }
 
+std::string ratio(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1fx", x);
+  return buf;
+}
+
+// The run's quant as a reader should see it: "quant?" when the record did not say and it cannot be inferred.
+std::string quant_label(const RunRecord& r, const Config& cfg) { return r.quant_known ? to_string(cfg.quant) : "quant unknown"; }
+
+std::string record_config_label(const RunRecord& r) {
+  std::string s = config_label(r.config);
+  if (r.quant_known) return s;
+  const std::string q = "/" + to_string(r.config.quant);
+  if (const size_t at = s.find(q); at != std::string::npos) s.replace(at, q.size(), "/quant?");
+  return s;
+}
+
 // The phase of a slow run that is furthest over its prediction, when the record has phases_us and one of
 // them exceeds the model by more than the band: "the pull phase took 320.0 us against the model's 228.1 us
 // (+91.9 us, +40.3%)". Names are matched as the model spells them (gemm, drain, reduce, quantize, gather,
@@ -129,6 +146,7 @@ std::string match_key(const RunRecord& r, const Config& cfg, bool with_quant) {
   Config c = cfg;
   if (!with_quant) c.quant = Quant::Blockscale;
   os << r.shape.m << ',' << r.shape.n << ',' << r.shape.k << ',' << r.shape.world << '|' << config_label(c);
+  if (with_quant && !r.quant_known) os << "|quant?";  // matches no baseline of a known quant, nor one unknown
   if (is_pull_wire(eff)) os << "|pull=" << cfg.pull_blocks;
   // Eager and graph times do not compare, nor does a run that stopped after the scatter with a full one.
   os << '|' << (r.timing.empty() ? "graph" : r.timing) << '|' << r.stop_after.value_or("all");
@@ -181,6 +199,7 @@ struct Judge {
     silent_transfer();
     against_floor();
     rank_divergence_numerics();
+    explain_not_validated();
   }
 
   // --- NOT_VALIDATED: the benchmark's own check did not run or did not pass.
@@ -206,6 +225,53 @@ struct Judge {
                : ": rerun with validation on and look at the output for NaN before trusting its time.";
     if (r.rel_l2 && std::isnan(*r.rel_l2) && r.validated && !*r.validated) msg += " " + fnuz_hint(r.rel_l2) + ".";
     add("NOT_VALIDATED", Severity::Error, msg);
+  }
+
+  // NOT_VALIDATED, explained: the `[rank R] (GEMM )VALIDATION FAILED relL2=X` lines bench_gemm_ar.py printed
+  // before this record (the reader attaches them), how far each is from the floor, and mori's known
+  // signatures. RESULT_JSON's rel_l2 is rank 0's own; validated is the minimum over ranks, so a clean rel_l2
+  // with validated=false means another rank failed.
+  void explain_not_validated() {
+    auto it = std::find_if(v.findings.begin(), v.findings.end(), [](const Finding& f) { return f.code == "NOT_VALIDATED"; });
+    if (it == v.findings.end()) return;
+    std::string& msg = it->message;
+    const bool other_numerics = std::any_of(v.findings.begin(), v.findings.end(), [](const Finding& f) {
+      return f.code != "NOT_VALIDATED" && f.severity == Severity::Error;
+    });
+    std::string detail;
+    double worst_failed = 0;
+    bool gemm_lines = false;
+    if (r.raw.is_object() && r.raw.contains("rank_validation_failures")) {
+      const auto& list = r.raw["rank_validation_failures"];
+      std::string ranks, values;
+      for (const auto& f : list) {
+        const double x = f.value("rel_l2", 0.0);
+        worst_failed = std::max(worst_failed, x);
+        gemm_lines = gemm_lines || f.value("gemm_only", false);
+        ranks += (ranks.empty() ? "" : ", ") + std::to_string(f.value("rank", 0));
+        values += (values.empty() ? "" : ", ") + sci(x) + (expected ? " (" + ratio(x / *expected) + " the floor)" : "");
+      }
+      detail = std::string(list.size() == 1 ? " Rank " : " Ranks ") + ranks + " printed " +
+               (gemm_lines ? "GEMM VALIDATION FAILED (its own partial against the reference)" : "VALIDATION FAILED") +
+               " with relL2 " + values + (expected ? ", floor " + sci(*expected) : "") + " (" +
+               list.front().value("source", std::string()) + ").";
+    } else if (r.rel_l2 && std::isfinite(*r.rel_l2) && r.validated && !*r.validated &&
+               verdict_rules::benchmark_accepts(*r.rel_l2, fp8)) {
+      detail = " rel_l2 is rank 0's own and passes; validated is the minimum over ranks, so another rank failed "
+               "(its [rank R] VALIDATION FAILED line is not in this log).";
+    }
+    const double sig = std::max(worst_failed, r.rel_l2 && std::isfinite(*r.rel_l2) ? *r.rel_l2 : 0.0);
+    if ((cfg.mode == Mode::GemmOnly || gemm_lines) && cfg.quant == Quant::Blockscale && sig >= 0.17 && sig <= 0.32)
+      detail += " relL2 " + sci(sig) + " on the GEMM alone is mori's wrong-scale-order signature: the A 1x128 "
+                "scale read in the other order (column-major [M, K/128] flattened with reshape(-1) gave 0.26; "
+                "tests/python/cco/test_gemm_ar_op.py @1531cfe8, README \"Scales\"): check how the scales were "
+                "laid out, not the collective.";
+    if (detail.empty()) return;
+    if (!other_numerics) {
+      const std::string see = " (see the numerics findings)";
+      if (const size_t at = msg.find(see); at != std::string::npos) msg.erase(at, see.size());
+    }
+    msg += detail;
   }
 
   // --- COLLECTIVE_MISMATCH / UNWRITTEN_OUTPUT: what gemmar's own checks of the output tensors found.
@@ -443,17 +509,14 @@ struct Judge {
             "); it does not compare with full runs.");
   }
 
-  // --- RACY_PUBLISH: a fence/chunks combination the benchmark itself documents as racy.
+  // --- RACY_PUBLISH: a fence/chunks combination mori's own history shows racy (run_record.hpp says which).
   void racy_publish_rule() {
-    if (!racy_publish(r)) return;
-    const std::string what = *r.fence == "none"
-                                 ? "fence=none with chunks=" + std::to_string(r.chunks.value_or(1)) +
-                                       ": the copy engine reads C while the GEMM still writes it, with no release"
-                                 : "fence=" + *r.fence + " is a write-through fence the benchmark keeps only to "
-                                                         "reproduce its race";
+    const std::string why = racy_publish_reason(r);
+    if (why.empty()) return;
     add("RACY_PUBLISH", Severity::Warning,
-        what + ": known racy (it passes the threshold some runs in ten), so a pass today says nothing about the "
-               "next run; use --fence agent (correct, cheapest) or run it many times and compare rel_l2.");
+        why + ": the copy engine may read C before the GEMM's stores land, so a pass today says nothing about the "
+              "next run; use the default fence and chunks of a current mori, or run it many times and compare "
+              "rel_l2.");
   }
 
   // Which rank was slowest and by how much: the time counterpart of the per-rank relL2 spread.
@@ -648,10 +711,11 @@ struct Judge {
       const RunRecord& b = *other_quant.front();
       const double bt = *b.max_rank_time_us;
       add("QUANT_MISMATCH", Severity::Warning,
-          "The baseline has this shape and config only as " + to_string(b.config.quant) + " (" + b.source + ", " +
-              us(bt) + ", this " + to_string(cfg.quant) + " run " + pct(t / bt - 1.0) +
-              "), so the difference is the quant mode, not machine drift: compare against a " +
-              to_string(cfg.quant) + " baseline.");
+          "The baseline has this shape and config only as " + quant_label(b, b.config) + " (" + b.source + ", " +
+              us(bt) + ", this " + quant_label(r, cfg) + " run " + pct(t / bt - 1.0) +
+              "), so the difference may be the quant mode, not machine drift: compare against a " +
+              quant_label(r, cfg) + " baseline" +
+              (r.quant_known && b.quant_known ? "" : " (a record that does not print its quant cannot be matched)") + ".");
     }
   }
 };
@@ -677,6 +741,7 @@ Verdict judge(const RunRecord& r, const Expectations& e) {
   if (r.world_assumed)
     j.note("world_size absent (an older benchmark version): assumed " + std::to_string(r.shape.world) +
            "; --world sets it");
+  if (!r.quant_inference.empty()) j.note(r.quant_inference);
   if (r.raw.is_object() && r.raw.contains("trace") && r.raw["trace"].is_object()) {
     const auto& tr = r.raw["trace"];
     std::string n = "judged with trace " + tr.value("file", std::string("?")) + " (" + tr.value("format", std::string("?")) +
@@ -745,6 +810,33 @@ nlohmann::json finite_or_null(const std::optional<double>& x) {
 }
 }  // namespace
 
+namespace {
+// Runs apart from log-level entries (BENCHMARK_FAILED, SWEEP_*, RUNS_MISSING) and other producers' records.
+struct Tally {
+  int run_pass = 0, run_fail = 0, other = 0, log = 0;
+};
+Tally tally(const std::vector<Verdict>& vs) {
+  Tally t;
+  for (const auto& v : vs) {
+    if (v.context.is_object() && v.context.value("log_level", false)) ++t.log;
+    else if (v.context.is_object() && v.context.value("other_record", false)) ++t.other;
+    else (v.pass ? t.run_pass : t.run_fail)++;
+  }
+  return t;
+}
+std::string summary_line(const std::vector<Verdict>& vs) {
+  const Tally t = tally(vs);
+  int fail = 0;
+  for (const auto& v : vs) fail += v.pass ? 0 : 1;
+  std::string s = std::to_string(t.run_pass + t.run_fail) + " run(s): " + std::to_string(t.run_pass) + " pass, " +
+                  std::to_string(t.run_fail) + " fail";
+  if (t.other) s += "; " + std::to_string(t.other) + " other record(s)";
+  if (t.log) s += "; " + std::to_string(t.log) + " log finding(s)";
+  if (t.other || t.log) s += "; " + std::to_string(fail) + " failing entr" + (fail == 1 ? "y" : "ies") + " in all";
+  return s;
+}
+}  // namespace
+
 nlohmann::json to_json(const std::vector<Verdict>& vs) {
   nlohmann::json runs = nlohmann::json::array();
   int pass = 0, fail = 0;
@@ -754,7 +846,7 @@ nlohmann::json to_json(const std::vector<Verdict>& vs) {
       f.push_back({{"code", x.code}, {"severity", to_string(x.severity)}, {"message", x.message}});
     nlohmann::json run = {{"source", v.source}, {"verdict", v.pass ? "pass" : "fail"}, {"findings", f}};
     if (!is_invalid(v)) {
-      run["config"] = config_label(v.record.config);
+      run["config"] = record_config_label(v.record);
       run["m"] = v.record.shape.m;
       run["n"] = v.record.shape.n;
       run["k"] = v.record.shape.k;
@@ -767,7 +859,11 @@ nlohmann::json to_json(const std::vector<Verdict>& vs) {
     (v.pass ? pass : fail)++;
     runs.push_back(std::move(run));
   }
-  return {{"runs", runs}, {"summary", {{"runs", vs.size()}, {"pass", pass}, {"fail", fail}}}};
+  const Tally t = tally(vs);
+  return {{"runs", runs},
+          {"summary", {{"runs", t.run_pass + t.run_fail}, {"pass", pass}, {"fail", fail}, {"entries", vs.size()},
+                       {"runs_pass", t.run_pass}, {"runs_fail", t.run_fail}, {"other_records", t.other},
+                       {"log_findings", t.log}}}};
 }
 
 std::string verdict_table(const std::vector<Verdict>& vs) {
@@ -779,7 +875,7 @@ std::string verdict_table(const std::vector<Verdict>& vs) {
     const bool inv = is_invalid(v);
     const bool traced = !inv && v.record.raw.is_object() && v.record.raw.contains("trace");
     row.c[0] = v.source + (traced ? " [trace]" : "");
-    row.c[1] = inv ? "-" : config_label(v.record.config);
+    row.c[1] = inv ? "-" : record_config_label(v.record);
     if (!inv && is_pull_wire(effective_config(v.record.config)))
       row.c[1] += "/pull=" + std::to_string(v.context.value("pull_blocks", v.record.pull_blocks.value_or(v.record.config.pull_blocks)));
     if (!inv && v.record.timing == "eager") row.c[1] += "/eager";
@@ -832,9 +928,7 @@ std::string verdict_table(const std::vector<Verdict>& vs) {
     for (const auto& f : vs[ri - 1].findings)
       os << "    " << to_string(f.severity) << " " << f.code << ": " << f.message << '\n';
   }
-  int fail = 0;
-  for (const auto& v : vs) fail += v.pass ? 0 : 1;
-  os << vs.size() << " run(s): " << (vs.size() - size_t(fail)) << " pass, " << fail << " fail\n";
+  os << summary_line(vs) << '\n';
   return os.str();
 }
 
