@@ -101,8 +101,9 @@ struct Checker {
           pa += sums[size_t(r)].partial_blk_abs[i * size_t(nb) + size_t(b)];
         }
       const double o = sums[size_t(s)].out_row[i];
-      // out_row's own abs sum is bounded by the partials' (|sum of bf16| <= (1 + u) sum |partials|).
-      const double bound = guard_reduce_bound(pa * (1 + kUnitBf16), pa, N, W) + guard_gamma(nb, kUnitFp32) * pa;
+      // The block sums were added up once more (nb terms): gamma(nb) on their abs sum.
+      const double bound =
+          guard_reduce_bound(sums[size_t(s)].out_row_abs[i], pa, N, W) + guard_gamma(nb, kUnitFp32) * pa;
       if (!(std::fabs(o - p) <= bound)) bad.push_back(c.rows[i]);
     }
     return bad;
@@ -220,7 +221,8 @@ void check_sizes(const GuardContext& c, const GuardSums& g, bool collective) {
                "guard: GEMM prediction size");
   if (!collective) return;
   GEMMAR_CHECK(g.partial_col.size() == W * N && g.partial_col_abs.size() == W * N && g.out_col.size() == W * N &&
-                   g.out_col_abs.size() == W * N && g.out_row.size() == R,
+                   g.out_col_abs.size() == W * N && g.out_row.size() == R &&
+                   g.out_row_abs.size() == R,
                "guard: column / row sums size");
   GEMMAR_CHECK(!uses_fp8_wire(c.config) || g.wire_col.size() == N, "guard: fp8 wire sums size");
 }
@@ -324,6 +326,7 @@ GuardSums guard_rank_sums(const GuardContext& c, int rank, const std::vector<uin
   g.partial_blk.resize(R * size_t(nb));
   g.partial_blk_abs.resize(R * size_t(nb));
   g.out_row.resize(R);
+  g.out_row_abs.resize(R);
   const bool fp8 = uses_fp8_wire(c.config);
   std::vector<uint8_t> codes(static_cast<size_t>(N));
   std::vector<uint16_t> deq(static_cast<size_t>(N));
@@ -331,7 +334,7 @@ GuardSums guard_rank_sums(const GuardContext& c, int rank, const std::vector<uin
     const int64_t s = c.rows[i] / S;
     const uint16_t* p = partial.data() + i * size_t(N);
     const uint16_t* o = output.data() + i * size_t(N);
-    double orow = 0;
+    double orow = 0, orow_abs = 0;
     for (int64_t b = 0; b < nb; ++b) {
       double bs = 0, ba = 0;
       for (int64_t col = b * kGuardColumnBlock; col < std::min(N, (b + 1) * kGuardColumnBlock); ++col) {
@@ -339,6 +342,7 @@ GuardSums guard_rank_sums(const GuardContext& c, int rank, const std::vector<uin
         bs += x;
         ba += std::fabs(x);
         orow += y;
+        orow_abs += std::fabs(y);
         pc[size_t(s * N + col)] += x;
         pca[size_t(s * N + col)] += std::fabs(x);
         oc[size_t(s * N + col)] += y;
@@ -348,6 +352,7 @@ GuardSums guard_rank_sums(const GuardContext& c, int rank, const std::vector<uin
       g.partial_blk_abs[i * size_t(nb) + size_t(b)] = float(ba);
     }
     g.out_row[i] = float(orow);
+    g.out_row_abs[i] = float(orow_abs);
   }
   auto to_f = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
   g.partial_col = to_f(pc);

@@ -44,7 +44,7 @@ struct GuardSums {
   std::vector<float> partial_col, partial_col_abs;  // this rank's bf16 partial, per slice
   std::vector<float> out_col, out_col_abs;          // this rank's output, per slice
   std::vector<float> partial_blk, partial_blk_abs;  // this rank's partial per row and column block
-  std::vector<float> out_row;                       // this rank's output per row (localisation)
+  std::vector<float> out_row, out_row_abs;          // this rank's output per row (localisation)
   std::vector<float> gemm_pred, gemm_pred_abs;      // A_row . bsum_b and |A_row| . babs_b (empty: no GEMM check)
   // fp8 wire only, the owner's own slice: column sums of bf16(code * scale) as the wire carries it, and the sum
   // of its row scales (the bound's subnormal term).
