@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <string>
 
 #include "reference/emulation.hpp"
 #include "reference/formats.hpp"
@@ -190,6 +193,28 @@ TEST(ReferenceGuard, NaNInAViewFailsItsCheck) {
   c.outputs[2][300 * size_t(shape.n)] = 0x7fc0;  // the owner's own value too: the reduce check fails
   const auto f = codes(guard_check(c.ctx, sums_of(c)));
   EXPECT_NE(std::find(f.begin(), f.end(), "GUARD_REDUCE"), f.end());
+}
+
+// python/gemmar_guard.py carries the same bound formulas in plain Python (no torch needed to import them): both
+// must give the same numbers, or the serving guard and gemmar's would judge differently.
+TEST(ReferenceGuard, PythonGuardBoundsEqualTheseBounds) {
+  const std::string py = std::string(GEMMAR_TEST_DATA_DIR) + "/../../python";
+  const std::string cmd = "/usr/bin/python3 -c \"import sys; sys.path.insert(0, '" + py +
+                          "'); import gemmar_guard as g; print(repr(g.reduce_bound(3.5, 7.25, 2048, 8)), "
+                          "repr(g.wire_bound(3.5, 0.125, 2048)), repr(g.wire_bound(3.5, 0.125, 2048, True)), "
+                          "repr(g.gemm_bound(2.5, 100.0, 1024, 2048, g.gemm_roundings(2048))))\"";
+  FILE* f = popen(cmd.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  char buf[512] = {};
+  const size_t got = fread(buf, 1, sizeof(buf) - 1, f);
+  ASSERT_EQ(pclose(f), 0) << cmd;
+  std::istringstream in(std::string(buf, got));
+  double r = 0, w = 0, wz = 0, g = 0;
+  in >> r >> w >> wz >> g;
+  EXPECT_DOUBLE_EQ(r, guard_reduce_bound(3.5, 7.25, 2048, 8));
+  EXPECT_DOUBLE_EQ(w, guard_wire_bound(3.5, 0.125, 2048, Fp8Format::E4M3FN));
+  EXPECT_DOUBLE_EQ(wz, guard_wire_bound(3.5, 0.125, 2048, Fp8Format::E4M3FNUZ));
+  EXPECT_DOUBLE_EQ(g, guard_gemm_bound(2.5, 100.0, 1024, 2048, guard_gemm_roundings(Quant::Blockscale, 2048)));
 }
 
 TEST(ReferenceGuard, WrongNumberOfRanksIsAnInternalError) {
