@@ -27,6 +27,8 @@ struct RunRequest {
   std::string dump_dir;
   // The self-test's inputs instead of the seed's operands: every rank's partial is exactly rank+1.
   bool selftest_fill = false;
+  // `--guard` (docs/guard.md): every checked call is also judged by the per-call guard's checksums alone.
+  bool guard = false;
 };
 
 }  // namespace gemmar

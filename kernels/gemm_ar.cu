@@ -16,6 +16,7 @@
 
 #include "common/errors.hpp"
 #include "kernels/gpu_compat.hpp"
+#include "kernels/guard.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/vendor_gemm.hpp"
 #include "reference/no_release_pattern.hpp"
@@ -156,6 +157,11 @@ class Pipeline {
     fnuz_hw_ = std::string(prop.gcnArchName).rfind("gfx942", 0) == 0;
 #endif
     allocate();
+    if (plan.guard && !plan.selftest_fill) {
+      std::vector<int> devs;
+      for (const auto& rb : ranks_) devs.push_back(rb.dev);
+      guard_ = std::make_unique<DeviceGuard>(W_, M_, N_, K_, uses_fp8_wire(eff_), devs);
+    }
     upload(gen);
   }
 
@@ -266,6 +272,7 @@ class Pipeline {
       }
       sync_all();
       if (it < 0) continue;
+      if (guard_ && plan_.guard_sink) plan_.guard_sink(it, guard_->read());
       std::map<std::string, double> ph;
       float ms = 0;
       double untimed = 0;  // the faults' setup phases: not part of the pipeline being measured
@@ -519,6 +526,10 @@ class Pipeline {
         GPU_CHECK(dev::launch_fp8_recode(rb.b, N_ * K_, true, rb.comp));
         GPU_CHECK(dev::launch_scale_f32(rb.sb, (N_ / 128) * (K_ / 128), 4.0f, rb.comp));
       }
+      // The weights' checksum, from B as loaded (before any fault touches the device copy).
+      if (guard_)
+        guard_->set_weights(r, reference::guard_weights(reference::dequantized_b(op, Quant::Blockscale, Fp8Format::E4M3FN),
+                                                        N_, K_));
       if (plan_.inject.perturbed_rank == r)
         GPU_CHECK(dev::launch_scale_f32(rb.sb, (N_ / 128) * (K_ / 128), 1.25f, rb.comp));
       GPU_CHECK(gpuStreamSynchronize(rb.comp));
@@ -882,7 +893,29 @@ class Pipeline {
     }
   }
 
+  // The per-call guard (kernels/guard.hpp) after everything of the launch, as its own timed phase.
+  void guard_leg(Timing* tm) {
+    barrier(nullptr, "");
+    const bool direct = eff_.mode == Mode::FusedLsa;
+    for (int r = 0; r < W_; ++r) {
+      auto& rb = ranks_[r];
+      set(rb.dev);
+      GuardRankView v;
+      for (int p = 0; p < W_; ++p)
+        v.partial_slice[p] = direct ? ranks_[p].recv + int64_t(r) * S_ * N_ : slice_of(rb.c, p);
+      v.output = plan_.inject.stale_output ? rb.out_alt : rb.out;  // what a reader of the output sees
+      v.wire = rb.q;
+      v.wire_scale = rb.qs;
+      v.a = rb.a;
+      v.a_scale = rb.sa;
+      v.a_fnuz_half = fnuz_hw_;
+      guard_->enqueue(r, v, rb.comp);
+    }
+    barrier(tm, "guard");
+  }
+
   void finish(Timing* tm) {
+    if (guard_) guard_leg(tm);
     if (tm)
       for (int r = 0; r < W_; ++r) {
         set(ranks_[r].dev);
@@ -959,6 +992,7 @@ class Pipeline {
   int W_ = 0, ndev_used_ = 1;
   int64_t M_ = 0, N_ = 0, K_ = 0, S_ = 0;
   bool fnuz_hw_ = false;
+  std::unique_ptr<DeviceGuard> guard_;  // --guard
   bool vendor_ = false;
   std::vector<RankBufs> ranks_;
   gpuStream_t ctl_ = nullptr;

@@ -12,6 +12,7 @@
 #include "common/config.hpp"
 #include "common/faults.hpp"
 #include "common/run_request.hpp"
+#include "reference/guard.hpp"
 #include "reference/operands.hpp"
 
 namespace gemmar::kernels {
@@ -40,6 +41,9 @@ struct DeviceRun : RunRequest {
   // reduce (k = 1) and its gather (k = 2) in iteration it; read from device memory by the captured spin kernels
   // and rewritten before every replay (a value passed as a kernel argument would be frozen into the capture).
   std::vector<std::vector<float>> straggle_schedule_us;
+  // `guard` (RunRequest): the per-call guard's kernels (kernels/guard.hpp) run at the end of every launch, inside
+  // the graph, and after every timed replay (iteration >= 0) every rank's sums go to this sink.
+  std::function<void(int iteration, std::vector<reference::GuardSums>&& sums)> guard_sink;
 };
 
 struct RunOutput {

@@ -15,7 +15,6 @@ namespace gemmar::reference {
 namespace {
 
 constexpr int64_t kFusedTileN = 256;    // columns per epilogue push in the fused modes
-constexpr float kPerturbFactor = 1.25f;
 
 // The no-release pattern (reference/no_release_pattern.hpp, shared with the GPU's injection).
 struct ReleasePattern {

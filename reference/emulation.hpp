@@ -48,6 +48,9 @@ namespace gemmar::reference {
 //    replay's signal and every peer copies the owner's slice as the previous replay left it: its reduced bf16
 //    rows, or its fp8 codes and row scale. Every gather transport (a copy-engine put and an lsa pull alike).
 
+// perturbed_rank's factor on that rank's fp32 partial.
+inline constexpr float kPerturbFactor = 1.25f;
+
 // Per rank, row-major [rows.size(), N].
 using Partials = std::vector<std::vector<float>>;
 using Bf16Outputs = std::vector<std::vector<uint16_t>>;

@@ -72,6 +72,9 @@ void add_run_options(po::options_description& d, RunCommand cmd) {
       ("profile", po::value<std::string>()->default_value(""),
        "model profile to judge against (default: from the backend and device: mi355x/mi300x on AMD, h200 on "
        "NVIDIA, h200-1gpu for W ranks on one NVIDIA device, mi355x for the CPU emulation)")
+      ("guard", po::bool_switch()->default_value(false),
+       "also judge every checked call (GPU: every replay) by the per-call guard's checksums alone (docs/guard.md): "
+       "GUARD_* findings")
       ("ranks-per-device", po::value<int>()->default_value(0),
        "GPU: ranks emulated per device (0: one per device when W devices exist, else all on one)");
 }
@@ -120,6 +123,7 @@ RunPlan read_run_plan(const po::variables_map& vm, RunCommand cmd) {
   req.profile = vm["profile"].as<std::string>();
   req.gemm_impl = parse_gemm_impl(vm["gemm-impl"].as<std::string>());
   req.ranks_per_device = vm["ranks-per-device"].as<int>();
+  req.guard = vm["guard"].as<bool>();
   GEMMAR_USAGE_CHECK(req.ranks_per_device >= 0, "--ranks-per-device: must be >= 0");
   if (vm.count("dump")) {
     req.dump_dir = vm["dump"].as<std::string>();

@@ -13,6 +13,7 @@
 #include "reference/emulation.hpp"
 #include "reference/formats.hpp"
 #include "reference/gemm.hpp"
+#include "validate/harness/guard_run.hpp"
 #include "validate/harness/verify.hpp"
 
 namespace gemmar {
@@ -130,11 +131,17 @@ class CpuBackend final : public Backend {
       for (int r = 0; r < W; ++r)
         timing.delay_us[size_t(r)] = reference::straggle_delay_us(req.seed, it, r, req.straggle_us);
       reference::Bf16Outputs o;
+      // Scale 1 on even iterations.
+      const reference::Partials& call_partials = it % 2 == 0 ? partials : scaled_partials(partials, req.seed, it);
       if (req.inject.stale_output) o = stale;
-      else if (it % 2 == 0) o = reference::emulate_collective(cr, partials);  // scale 1 on even iterations
-      else o = reference::emulate_collective(cr, scaled_partials(partials, req.seed, it));
+      else o = reference::emulate_collective(cr, call_partials);
       if (next_check < checked.size() && checked[next_check] == it) {
         ++next_check;
+        if (req.guard && !req.selftest_fill) {
+          if (!out.guard) out.guard.emplace();
+          tally_guard_call(*out.guard, reference::guard_context(req.shape, req.config, rows), it,
+                           cpu_guard_sums(req, rows, it, call_partials, o));
+        }
         if (it == 0) out.outputs = o;
         out.iteration_index.push_back(it);
         out.iteration_outputs.push_back(std::move(o));
@@ -304,6 +311,7 @@ RunOutcome run_and_check(Backend& backend, const RunRequest& req) {
     rec.unfused_baseline = res.unfused_baseline;
     rec.unfused_baseline_us = *res.unfused_baseline_us;
   }
+  if (req.guard) rec.guard = res.guard.value_or(GuardReport{});
   rec.raw = run_record_to_json(rec);
 
   // The same path as `gemmar check`: the record's own fields decide the expectations.

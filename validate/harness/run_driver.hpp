@@ -45,6 +45,10 @@ struct BackendResult {
   std::string gemm_impl;
   std::optional<double> unfused_baseline_us;
   std::string unfused_baseline;
+  // `--guard`: the per-call guard's tally over the calls it checked (validate/harness/guard_run.hpp). The CPU
+  // emulation checks each checked iteration over `rows`; the GPU every replay, over every padded row, from the
+  // sums its device kernels computed.
+  std::optional<GuardReport> guard;
 };
 
 class Backend {

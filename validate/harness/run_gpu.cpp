@@ -12,9 +12,11 @@
 
 #ifdef GEMMAR_HAVE_GPU
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "kernels/gemm_ar.hpp"
+#include "validate/harness/guard_run.hpp"
 #include "reference/emulation.hpp"
 #include "reference/operands.hpp"
 #endif
@@ -61,6 +63,16 @@ class GpuBackend final : public Backend {
       cache_key_ = key;
     }
     const auto operands = [&](int rank, kernels::RankOperands& dst) { dst = cache_[rank]; };
+    // --guard: every replay's sums judged as they come (every padded row), only the tally kept.
+    std::optional<GuardReport> guard;
+    if (req.guard && !req.selftest_fill) {
+      guard.emplace();
+      const reference::GuardContext ctx =
+          reference::guard_context(plan.shape, req.config, reference::all_rows(plan.shape, req.config.quant));
+      plan.guard_sink = [&guard, ctx](int it, std::vector<reference::GuardSums>&& sums) {
+        tally_guard_call(*guard, ctx, it, sums);
+      };
+    }
     const kernels::RunOutput o = kernels::run_gemm_ar(plan, operands);
 
     BackendResult res;
@@ -80,12 +92,15 @@ class GpuBackend final : public Backend {
                            : kernels::device_count() >= req.shape.world ? 1 : req.shape.world;
     res.poisoned_elements = o.unwritten_outputs;
     res.gemm_impl = to_string(o.gemm_impl);
+    res.guard = guard;
     if (is_fused(effective_config(req.config).mode) && req.inject.label() == "none" && !req.selftest_fill) {
       // The unfused baseline of this fused run, same process, same operands: the vendor GEMM (ours where the
       // build has none), then the split all-reduce of the same wire. Timed only, once per (shape, wire).
       kernels::DeviceRun base = plan;
       base.config.mode = Mode::SplitSdma;
       base.inject = Faults{};
+      base.guard = false;
+      base.guard_sink = nullptr;
       base.rows.clear();
       base.straggle_us = 0;
       base.straggle_schedule_us.clear();

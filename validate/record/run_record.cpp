@@ -122,6 +122,40 @@ void check_knob(const nlohmann::json& j, const char* key, const std::string& sou
   bad_field(source, key, "must be " + want + ", got " + (v.is_number() ? v.dump() : type_name(v)));
 }
 
+nlohmann::json guard_to_json(const GuardReport& g) {
+  nlohmann::json codes = nlohmann::json::object();
+  for (const auto& [code, c] : g.codes)
+    codes[code] = {{"calls", c.calls}, {"first_iteration", c.first_iteration}, {"message", c.message}};
+  return {{"calls", g.calls}, {"flagged_calls", g.flagged_calls}, {"codes", codes}};
+}
+
+GuardReport guard_from_json(const nlohmann::json& j, const std::string& source) {
+  if (!j.is_object()) bad_field(source, "guard", std::string("must be an object, got ") + type_name(j));
+  GuardReport g;
+  auto count = [&](const nlohmann::json& o, const char* key, const std::string& where) {
+    if (!present(o, key)) return 0;
+    const int64_t v = get_int(o, key, source);
+    if (v < 0 || v > (int64_t(1) << 30)) bad_field(source, where + "." + key, "must be a count in [0, 2^30]");
+    return int(v);
+  };
+  g.calls = count(j, "calls", "guard");
+  g.flagged_calls = count(j, "flagged_calls", "guard");
+  if (present(j, "codes")) {
+    const auto& c = j.at("codes");
+    if (!c.is_object()) bad_field(source, "guard.codes", std::string("must be an object, got ") + type_name(c));
+    for (const auto& [code, v] : c.items()) {
+      const std::string where = "guard.codes." + code;
+      if (!v.is_object()) bad_field(source, where, std::string("must be an object, got ") + type_name(v));
+      GuardCode gc;
+      gc.calls = count(v, "calls", where);
+      gc.first_iteration = count(v, "first_iteration", where);
+      if (present(v, "message")) gc.message = get_string(v, "message", source);
+      g.codes[code] = gc;
+    }
+  }
+  return g;
+}
+
 }  // namespace
 
 std::string racy_publish_reason(const RunRecord& r) {
@@ -311,6 +345,7 @@ RunRecord run_record_from_json(const nlohmann::json& j, const std::string& sourc
       r.wrong_elements_per_iteration.push_back(int64_t(v));
     }
   r.stale_elements = count("stale_elements");
+  if (present(j, "guard")) r.guard = guard_from_json(j.at("guard"), source);
   if (present(j, "nondeterministic_iterations")) {
     const auto& v = j.at("nondeterministic_iterations");
     if (!v.is_array()) bad_field(source, "nondeterministic_iterations", std::string("must be an array, got ") + type_name(v));
@@ -387,6 +422,7 @@ nlohmann::json run_record_to_json(const RunRecord& r) {
     j["nondeterministic_iterations"] = a;
   }
   if (r.straggle_us) j["straggle_us"] = *r.straggle_us;
+  if (r.guard) j["guard"] = guard_to_json(*r.guard);
   if (r.unfused_baseline_us) {
     j["unfused_baseline_us"] = *r.unfused_baseline_us;
     if (r.max_rank_time_us && *r.max_rank_time_us > 0)

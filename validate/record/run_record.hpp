@@ -25,6 +25,19 @@ struct NondeterministicIteration {
   std::vector<int> ranks;
 };
 
+// `gemmar run --guard` (docs/guard.md): the per-call guard's outcome over the run's checked calls. Per finding
+// code, how many calls it flagged, the first such iteration and its message.
+struct GuardCode {
+  int calls = 0;
+  int first_iteration = 0;
+  std::string message;
+};
+struct GuardReport {
+  int calls = 0;          // calls (iterations / replays) the guard checked
+  int flagged_calls = 0;  // calls with at least one finding
+  std::map<std::string, GuardCode> codes;
+};
+
 struct RunRecord {
   std::string source;  // "file:line" (or "run:N") for messages
   // --- The benchmark's fields. Absent optional fields stay nullopt; NaN is kept as NaN.
@@ -83,6 +96,7 @@ struct RunRecord {
   std::optional<int64_t> stale_elements;
   std::vector<NondeterministicIteration> nondeterministic_iterations;
   std::optional<double> straggle_us;
+  std::optional<GuardReport> guard;     // `--guard`: what the per-call guard found
   nlohmann::json raw;                   // the whole input object (fields gemmar does not model are kept)
 };
 

@@ -12,6 +12,7 @@
 #include "common/errors.hpp"
 #include "model/model.hpp"
 #include "reference/floors.hpp"
+#include "validate/verdict/guard_rules.hpp"
 
 namespace gemmar {
 
@@ -759,6 +760,7 @@ Verdict judge(const RunRecord& r, const Expectations& e) {
     j.numerics();
   }
   j.racy_publish_rule();
+  for (Finding& f : verdict_rules::guard_findings(r)) j.add(f.code, f.severity, std::move(f.message));
   j.per_rank_time();
   if (!e.profile) {
     j.add("INVALID_RECORD", Severity::Error,

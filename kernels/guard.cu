@@ -1,0 +1,342 @@
+#include "kernels/guard.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "common/errors.hpp"
+#include "kernels/gpu_compat.hpp"
+#include "reference/numerics_inline.hpp"
+
+namespace gemmar::kernels {
+namespace {
+
+namespace nm = gemmar::numerics;
+
+#define GUARD_GPU_CHECK(expr)                                                                             \
+  do {                                                                                                   \
+    const gpuError_t guard_err_ = (expr);                                                                \
+    if (guard_err_ != gpuSuccess)                                                                        \
+      throw ::gemmar::EnvironmentError(std::string("GPU call failed: ") + #expr + ": " +                  \
+                                           gpuGetErrorString(guard_err_) + " (" + __FILE__ + ":" +       \
+                                           std::to_string(__LINE__) + ")",                               \
+                                       __FILE__, __LINE__);                                              \
+  } while (0)
+
+constexpr int kColBlock = int(reference::kGuardColumnBlock);  // columns per row block: 2 per thread
+constexpr int kSumThreads = kColBlock / 2;                   // 512
+constexpr int kRowChunk = 128;                               // rows per block of the sums (S is a multiple)
+constexpr int kSumWarps = kSumThreads / GEMMAR_WARP_SIZE;
+
+struct SliceSources {
+  const uint16_t* slice[kGuardMaxWorld];
+};
+
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = GEMMAR_WARP_SIZE / 2; o > 0; o >>= 1) v = nm::add_rn(v, gemmar::gpu::shfl_xor(v, o));
+  return v;
+}
+
+// Loads element pair (row, col..col+1) as fp32: bf16 rows of slice sources, or the fp8 wire's codes widened as
+// the receivers widen them (bf16(decode(code) * scale)).
+struct Bf16Loader {
+  SliceSources src;
+  int64_t slice_rows, n;
+  __device__ void load(int64_t row, int64_t col, float& x0, float& x1) const {
+    const int64_t p = row / slice_rows;
+    const uint32_t v = *reinterpret_cast<const uint32_t*>(src.slice[p] + (row - p * slice_rows) * n + col);
+    x0 = nm::bf16_to_f32(uint16_t(v & 0xffffu));
+    x1 = nm::bf16_to_f32(uint16_t(v >> 16));
+  }
+};
+struct WireLoader {
+  const uint8_t* q;
+  const float* scale;
+  int64_t n;
+  __device__ void load(int64_t row, int64_t col, float& x0, float& x1) const {
+    const float s = scale[row];
+    x0 = nm::bf16_to_f32(nm::wire_dequantize(q[row * n + col], s, false));
+    x1 = nm::bf16_to_f32(nm::wire_dequantize(q[row * n + col + 1], s, false));
+  }
+};
+
+// Grid (column blocks, row chunks): per chunk and column, the sums over the chunk's rows (col_part[chunk * n +
+// col], sequential over rows); per row and column block, the row sums (blk[row * nb + b], a fixed-order tree).
+template <typename Loader>
+__global__ void __launch_bounds__(kSumThreads) guard_sums_kernel(Loader ld, int64_t n, int nb, float* col_part,
+                                                                 float* col_part_abs, float* blk, float* blk_abs) {
+  __shared__ float red[kSumWarps][kRowChunk];
+  __shared__ float red_abs[kSumWarps][kRowChunk];
+  const int b = blockIdx.x;
+  const int64_t chunk = blockIdx.y;
+  const int t = threadIdx.x;
+  const int64_t col = int64_t(b) * kColBlock + 2 * t;
+  const bool live = col < n;
+  float c0 = 0, c1 = 0, a0 = 0, a1 = 0;
+  for (int i = 0; i < kRowChunk; ++i) {
+    const int64_t row = chunk * kRowChunk + i;
+    float x0 = 0, x1 = 0;
+    if (live) ld.load(row, col, x0, x1);
+    c0 = nm::add_rn(c0, x0);
+    c1 = nm::add_rn(c1, x1);
+    a0 = nm::add_rn(a0, nm::abs_f32(x0));
+    a1 = nm::add_rn(a1, nm::abs_f32(x1));
+    if (blk) {
+      const float s = warp_sum(nm::add_rn(x0, x1));
+      const float sa = warp_sum(nm::add_rn(nm::abs_f32(x0), nm::abs_f32(x1)));
+      if (t % GEMMAR_WARP_SIZE == 0) {
+        red[t / GEMMAR_WARP_SIZE][i] = s;
+        red_abs[t / GEMMAR_WARP_SIZE][i] = sa;
+      }
+    }
+  }
+  if (live) {
+    col_part[chunk * n + col] = c0;
+    col_part[chunk * n + col + 1] = c1;
+    col_part_abs[chunk * n + col] = a0;
+    col_part_abs[chunk * n + col + 1] = a1;
+  }
+  if (!blk) return;
+  __syncthreads();
+  if (t < kRowChunk) {
+    float s = 0, sa = 0;
+    for (int w = 0; w < kSumWarps; ++w) {
+      s = nm::add_rn(s, red[w][t]);
+      sa = nm::add_rn(sa, red_abs[w][t]);
+    }
+    const int64_t row = chunk * kRowChunk + t;
+    blk[row * nb + b] = s;
+    blk_abs[row * nb + b] = sa;
+  }
+}
+
+// Per slice and column: the chunks of the slice summed in order. Grid-stride over slices * n.
+__global__ void guard_finish_cols_kernel(const float* part, const float* part_abs, int64_t chunks_per_slice,
+                                         int slices, int64_t n, float* col, float* col_abs) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < slices * n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t s = i / n, c = i % n;
+    float v = 0, a = 0;
+    for (int64_t k = 0; k < chunks_per_slice; ++k) {
+      v = nm::add_rn(v, part[(s * chunks_per_slice + k) * n + c]);
+      a = nm::add_rn(a, part_abs[(s * chunks_per_slice + k) * n + c]);
+    }
+    col[i] = v;
+    col_abs[i] = a;
+  }
+}
+
+// Per row: the row blocks summed in order (the output's row sums); and the sum of the wire's row scales.
+__global__ void guard_finish_rows_kernel(const float* blk, const float* blk_abs, int64_t rows, int nb, float* row,
+                                         float* row_abs) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < rows; i += int64_t(gridDim.x) * blockDim.x) {
+    float v = 0, a = 0;
+    for (int b = 0; b < nb; ++b) {
+      v = nm::add_rn(v, blk[i * nb + b]);
+      a = nm::add_rn(a, blk_abs[i * nb + b]);
+    }
+    row[i] = v;
+    row_abs[i] = a;
+  }
+}
+__global__ void guard_scale_sum_kernel(const float* scale, int64_t rows, float* out) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    float v = 0;
+    for (int64_t i = 0; i < rows; ++i) v = nm::add_rn(v, scale[i]);
+    *out = v;
+  }
+}
+
+// The GEMM check: pred[row * nb + b] = sum_k A_deq[row, k] * bsum[b * K + k] (and |A_deq| . babs), one thread per
+// (row, block) of a tile of kPredRows rows x kPredBlocks blocks, K staged through shared memory kPredK at a time.
+constexpr int kPredRows = 32, kPredBlocks = 8, kPredK = 128;
+__global__ void __launch_bounds__(kPredRows * kPredBlocks)
+    guard_gemm_pred_kernel(const uint8_t* a, const float* a_scale, bool fnuz_half, const float* bsum,
+                           const float* babs, int64_t m, int64_t k, int nb, float* pred, float* pred_abs) {
+  __shared__ float sa[kPredRows][kPredK + 1];
+  __shared__ float sb[kPredBlocks][kPredK], sbabs[kPredBlocks][kPredK];
+  const int t = threadIdx.x;
+  const int r = t / kPredBlocks, bl = t % kPredBlocks;
+  const int64_t row0 = int64_t(blockIdx.x) * kPredRows;
+  const int b = int(blockIdx.y) * kPredBlocks + bl;
+  float s = 0, sabs = 0;
+  for (int64_t k0 = 0; k0 < k; k0 += kPredK) {
+    for (int i = t; i < kPredRows * kPredK; i += kPredRows * kPredBlocks) {
+      const int rr = i / kPredK, kk = i % kPredK;
+      const int64_t row = row0 + rr;
+      const uint8_t code = a[row * k + k0 + kk];
+      // gfx942: the stored fnuz code reads as half the fn value it encodes; times 2 is exact.
+      float v = nm::dequantize_operand(code, a_scale[(k0 / 128) * m + row], fnuz_half);
+      if (fnuz_half) v = nm::mul_rn(v, 2.0f);
+      sa[rr][kk] = v;
+    }
+    for (int i = t; i < kPredBlocks * kPredK; i += kPredRows * kPredBlocks) {
+      const int bb = int(blockIdx.y) * kPredBlocks + i / kPredK, kk = i % kPredK;
+      sb[i / kPredK][kk] = bb < nb ? bsum[bb * k + k0 + kk] : 0.0f;
+      sbabs[i / kPredK][kk] = bb < nb ? babs[bb * k + k0 + kk] : 0.0f;
+    }
+    __syncthreads();
+    for (int kk = 0; kk < kPredK; ++kk) {
+      s = nm::add_rn(s, nm::mul_rn(sa[r][kk], sb[bl][kk]));
+      sabs = nm::add_rn(sabs, nm::mul_rn(nm::abs_f32(sa[r][kk]), sbabs[bl][kk]));
+    }
+    __syncthreads();
+  }
+  if (b < nb) {
+    pred[(row0 + r) * nb + b] = s;
+    pred_abs[(row0 + r) * nb + b] = sabs;
+  }
+}
+
+template <typename T>
+T* guard_alloc(int64_t count) {
+  void* p = nullptr;
+  GUARD_GPU_CHECK(gpuMalloc(&p, size_t(std::max<int64_t>(count, 1)) * sizeof(T)));
+  return static_cast<T*>(p);
+}
+
+}  // namespace
+
+struct DeviceGuard::Impl {
+  struct Rank {
+    int dev = 0;
+    float *part = nullptr, *part_abs = nullptr;                 // [m / 128][n] scratch
+    float *pcol = nullptr, *pcol_abs = nullptr, *ocol = nullptr, *ocol_abs = nullptr;  // [W][n]
+    float *pblk = nullptr, *pblk_abs = nullptr, *oblk = nullptr, *oblk_abs = nullptr;  // [m][nb]
+    float *orow = nullptr, *orow_abs = nullptr;                 // [m]
+    float *wcol = nullptr, *wcol_abs = nullptr, *wscale = nullptr;  // [n], [n], [1]
+    float *pred = nullptr, *pred_abs = nullptr;                 // [m][nb]
+    float *bsum = nullptr, *babs = nullptr;                     // [nb][k]
+    bool has_weights = false;
+    std::vector<float*> all() const {
+      return {part, part_abs, pcol, pcol_abs, ocol, ocol_abs, pblk, pblk_abs, oblk, oblk_abs,
+              orow, orow_abs, wcol, wcol_abs, wscale, pred, pred_abs, bsum, babs};
+    }
+  };
+  int W;
+  int64_t M, N, K, S;
+  int nb;
+  bool fp8;
+  std::vector<Rank> ranks;
+};
+
+DeviceGuard::DeviceGuard(int world, int64_t m, int64_t n, int64_t k, bool fp8_wire, const std::vector<int>& rank_device)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& g = *impl_;
+  GEMMAR_USAGE_CHECK(world >= 1 && world <= kGuardMaxWorld && m % (int64_t(world) * kRowChunk) == 0 && n % 2 == 0 &&
+                         k % 128 == 0 && int(rank_device.size()) == world,
+                     "--guard: the device guard needs M a multiple of world*128, N even, K a multiple of 128");
+  g.W = world;
+  g.M = m;
+  g.N = n;
+  g.K = k;
+  g.S = m / world;
+  g.nb = int(reference::guard_column_blocks(n));
+  g.fp8 = fp8_wire;
+  g.ranks.resize(size_t(world));
+  for (int r = 0; r < world; ++r) {
+    Impl::Rank& rk = g.ranks[size_t(r)];
+    rk.dev = rank_device[size_t(r)];
+    GUARD_GPU_CHECK(gpuSetDevice(rk.dev));
+    const int64_t chunks = m / kRowChunk;
+    rk.part = guard_alloc<float>(chunks * n);
+    rk.part_abs = guard_alloc<float>(chunks * n);
+    for (float** p : {&rk.pcol, &rk.pcol_abs, &rk.ocol, &rk.ocol_abs}) *p = guard_alloc<float>(int64_t(world) * n);
+    for (float** p : {&rk.pblk, &rk.pblk_abs, &rk.oblk, &rk.oblk_abs, &rk.pred, &rk.pred_abs})
+      *p = guard_alloc<float>(m * g.nb);
+    rk.orow = guard_alloc<float>(m);
+    rk.orow_abs = guard_alloc<float>(m);
+    rk.wcol = guard_alloc<float>(n);
+    rk.wcol_abs = guard_alloc<float>(n);
+    rk.wscale = guard_alloc<float>(1);
+    rk.bsum = guard_alloc<float>(int64_t(g.nb) * k);
+    rk.babs = guard_alloc<float>(int64_t(g.nb) * k);
+  }
+}
+
+DeviceGuard::~DeviceGuard() {
+  for (const auto& rk : impl_->ranks) {
+    (void)gpuSetDevice(rk.dev);
+    for (float* p : rk.all())
+      if (p) (void)gpuFree(p);
+  }
+}
+
+void DeviceGuard::set_weights(int rank, const reference::GuardWeights& w) {
+  Impl& g = *impl_;
+  Impl::Rank& rk = g.ranks.at(size_t(rank));
+  GEMMAR_CHECK(w.k == g.K && w.blocks == g.nb, "guard: weights' checksum of the wrong shape");
+  GUARD_GPU_CHECK(gpuSetDevice(rk.dev));
+  GUARD_GPU_CHECK(gpuMemcpy(rk.bsum, w.bsum.data(), w.bsum.size() * 4, gpuMemcpyHostToDevice));
+  GUARD_GPU_CHECK(gpuMemcpy(rk.babs, w.babs.data(), w.babs.size() * 4, gpuMemcpyHostToDevice));
+  rk.has_weights = true;
+}
+
+void DeviceGuard::enqueue(int rank, const GuardRankView& v, void* stream) {
+  const Impl& g = *impl_;
+  const Impl::Rank& rk = g.ranks.at(size_t(rank));
+  auto s = static_cast<gpuStream_t>(stream);
+  const dim3 grid(unsigned(g.nb), unsigned(g.M / kRowChunk));
+  const int fin_grid = 1024;
+  // The partial: column sums per slice, row-block sums.
+  Bf16Loader pl{{}, g.S, g.N};
+  for (int p = 0; p < g.W; ++p) pl.src.slice[p] = v.partial_slice[p];
+  guard_sums_kernel<<<grid, kSumThreads, 0, s>>>(pl, g.N, g.nb, rk.part, rk.part_abs, rk.pblk, rk.pblk_abs);
+  guard_finish_cols_kernel<<<fin_grid, 256, 0, s>>>(rk.part, rk.part_abs, g.S / kRowChunk, g.W, g.N, rk.pcol,
+                                                    rk.pcol_abs);
+  // The output, as one source over all rows.
+  Bf16Loader ol{{}, g.M, g.N};
+  ol.src.slice[0] = v.output;
+  guard_sums_kernel<<<grid, kSumThreads, 0, s>>>(ol, g.N, g.nb, rk.part, rk.part_abs, rk.oblk, rk.oblk_abs);
+  guard_finish_cols_kernel<<<fin_grid, 256, 0, s>>>(rk.part, rk.part_abs, g.S / kRowChunk, g.W, g.N, rk.ocol,
+                                                    rk.ocol_abs);
+  guard_finish_rows_kernel<<<fin_grid, 256, 0, s>>>(rk.oblk, rk.oblk_abs, g.M, g.nb, rk.orow, rk.orow_abs);
+  if (g.fp8 && v.wire) {  // the owner's slice as the wire carries it
+    WireLoader wl{v.wire, v.wire_scale, g.N};
+    guard_sums_kernel<<<dim3(unsigned(g.nb), unsigned(g.S / kRowChunk)), kSumThreads, 0, s>>>(
+        wl, g.N, g.nb, rk.part, rk.part_abs, nullptr, nullptr);
+    guard_finish_cols_kernel<<<fin_grid, 256, 0, s>>>(rk.part, rk.part_abs, g.S / kRowChunk, 1, g.N, rk.wcol,
+                                                      rk.wcol_abs);
+    guard_scale_sum_kernel<<<1, 1, 0, s>>>(v.wire_scale, g.S, rk.wscale);
+  }
+  if (rk.has_weights && v.a) {
+    const dim3 pg(unsigned(g.M / kPredRows), unsigned((g.nb + kPredBlocks - 1) / kPredBlocks));
+    guard_gemm_pred_kernel<<<pg, kPredRows * kPredBlocks, 0, s>>>(v.a, v.a_scale, v.a_fnuz_half, rk.bsum, rk.babs,
+                                                                  g.M, g.K, g.nb, rk.pred, rk.pred_abs);
+  }
+  GUARD_GPU_CHECK(gpuGetLastError());
+}
+
+std::vector<reference::GuardSums> DeviceGuard::read() const {
+  const Impl& g = *impl_;
+  std::vector<reference::GuardSums> out(size_t(g.W));
+  auto get = [](std::vector<float>& dst, const float* src, int64_t count) {
+    dst.resize(size_t(count));
+    GUARD_GPU_CHECK(gpuMemcpy(dst.data(), src, size_t(count) * 4, gpuMemcpyDeviceToHost));
+  };
+  for (int r = 0; r < g.W; ++r) {
+    const Impl::Rank& rk = g.ranks[size_t(r)];
+    reference::GuardSums& s = out[size_t(r)];
+    GUARD_GPU_CHECK(gpuSetDevice(rk.dev));
+    get(s.partial_col, rk.pcol, g.W * g.N);
+    get(s.partial_col_abs, rk.pcol_abs, g.W * g.N);
+    get(s.out_col, rk.ocol, g.W * g.N);
+    get(s.out_col_abs, rk.ocol_abs, g.W * g.N);
+    get(s.partial_blk, rk.pblk, g.M * g.nb);
+    get(s.partial_blk_abs, rk.pblk_abs, g.M * g.nb);
+    get(s.out_row, rk.orow, g.M);
+    get(s.out_row_abs, rk.orow_abs, g.M);
+    if (rk.has_weights) {
+      get(s.gemm_pred, rk.pred, g.M * g.nb);
+      get(s.gemm_pred_abs, rk.pred_abs, g.M * g.nb);
+    }
+    if (g.fp8) {
+      get(s.wire_col, rk.wcol, g.N);
+      std::vector<float> one;
+      get(one, rk.wscale, 1);
+      s.wire_scale_sum = one[0];
+    }
+  }
+  return out;
+}
+
+}  // namespace gemmar::kernels

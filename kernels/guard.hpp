@@ -1,0 +1,54 @@
+// The per-call guard on the device (docs/guard.md; the checks and bounds are reference/guard.hpp's): every rank's
+// checksums of one call computed by streaming kernels on its own compute stream, right after the op, inside the
+// same graph. Plain C++ (no GPU headers): gemm_ar.cu owns one DeviceGuard per run when DeviceRun::guard is set.
+//
+// Choice and cost (docs/guard.md "Cost model"): the partial's column and row-block sums are a streaming pass over
+// the stored bf16 partial (not folded into the GEMM epilogue: the epilogue has three main-loop families, two
+// vendors and the fused pushes; a fold is the next step), the output's a second pass; per rank that reads
+// 2 M N 2 bytes. The fp8 wire's sums read the owner's codes (S N bytes). The GEMM check reads A once (M K bytes)
+// and does 2 M K ceil(N / 1024) fp32 multiply-adds (a GEMV-like pass against the weights' checksum).
+// Every sum is taken in a fixed order (no atomics), so equal data gives equal bits: the views of a slice compare
+// bitwise on the host.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "reference/guard.hpp"
+
+namespace gemmar::kernels {
+
+constexpr int kGuardMaxWorld = 64;
+
+// What one rank's guard reads in one call; all device pointers on the rank's device.
+struct GuardRankView {
+  const uint16_t* partial_slice[kGuardMaxWorld] = {};  // this rank's bf16 partial of slice p, row 0 of the slice
+  const uint16_t* output = nullptr;                    // [m, n]: the rank's output as a reader sees it
+  const uint8_t* wire = nullptr;                       // [S, n]: its own slice's fp8 codes (fp8 wire), else null
+  const float* wire_scale = nullptr;                   // [S]
+  const uint8_t* a = nullptr;                          // [m, k] e4m3 codes as the GEMM reads them
+  const float* a_scale = nullptr;                      // [k/128, m]
+  bool a_fnuz_half = false;  // gfx942: the codes were re-encoded fnuz (read as fnuz they are half the value)
+};
+
+class DeviceGuard {
+ public:
+  // m padded (a multiple of world * 128), n a multiple of 128, k of 128 (blockscale).
+  DeviceGuard(int world, int64_t m, int64_t n, int64_t k, bool fp8_wire, const std::vector<int>& rank_device);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+  // The weights' checksum of one rank (reference::guard_weights of its B as loaded), uploaded once.
+  void set_weights(int rank, const reference::GuardWeights&);
+  // Enqueues rank's sums of the call on stream `s` (a gpuStream_t, passed as void*: no GPU headers here).
+  // Throws EnvironmentError on a failed launch.
+  void enqueue(int rank, const GuardRankView&, void* stream);
+  // After the streams finished: every rank's sums, over all padded rows (reference::GuardContext::rows = 0..m-1).
+  std::vector<reference::GuardSums> read() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gemmar::kernels

@@ -1,0 +1,377 @@
+#!/usr/bin/env python3
+"""gemmar guard for a serving process: checks every call of a fused GEMM + all-reduce (mori's gemm_ar or any
+reduce-scatter + all-gather sharded by rows) from each rank's partial and output, by linear invariants.
+
+docs/guard.md derives the checks and bounds; they are the ones of gemmar's reference/guard.cpp (the same
+formulas, the same finding codes). Per call, every rank reduces its bf16 partial and its output to fp32 column
+sums per slice (slice s = the rows rank s owns) and row sums; the ranks all_gather these vectors (about
+4 W N floats each) and every rank judges:
+
+  GUARD_REDUCE  the owner's output column sums of its slice != the sum over ranks of the partials' (beyond the
+                bf16 / fp32 rounding bound): a put that never landed, a slot read early, a stale output
+  GUARD_GATHER  a non-owner's view of a slice != the owner's bitwise (bf16 wire) or != the fp8 wire's sums
+                (every non-owner holds the same bf16(code * scale)): a silent or stale gather
+  GUARD_WIRE    fp8 wire: the wire's sums off the owner's beyond e4m3's bound, or a non-owner holding the owner's
+                exact bf16 where the wire changes it (the fp8 wire never engaged)
+  GUARD_GEMM    (optional, with A and the weights' checksum) a partial's row-block sums off A . checksum(B)
+
+Use, after the op, on every rank (torch.distributed initialised):
+
+    import gemmar_guard as gg
+    weights = gg.weights_checksum(b_fp8, b_scale)           # once, when the weights are loaded
+    out = gemm_ar(a, b, a_scale, b_scale)                   # the op; `partial` is its local GEMM output
+    gg.guard_call(partial, out, fp8_wire=True, a=a, a_scale=a_scale, weights=weights, on_finding="raise")
+
+For tests and a single device: guard_ranks(partials, outputs, ...) takes every rank's tensors at once.
+`python3 gemmar_guard.py --selftest [--device cuda]` emulates the op on one device with W ranks as tensors,
+checks that clean calls pass and that each fault class is caught by its code. Needs torch only; the bound
+formulas below are plain Python (importable without torch).
+"""
+import argparse
+import logging
+import math
+import sys
+
+U_BF16 = 2.0 ** -8
+U_FP32 = 2.0 ** -24
+U_E4M3 = 2.0 ** -4
+BF16_UNDERFLOW = 2.0 ** -134
+COLUMN_BLOCK = 1024  # columns per row block (the GEMM check's granularity), as reference/guard.hpp
+FP8_MAX = 448.0
+
+
+class GuardError(RuntimeError):
+    """A call the guard flagged; .findings = [(code, message), ...]."""
+
+    def __init__(self, findings):
+        super().__init__("; ".join(f"{c}: {m}" for c, m in findings))
+        self.findings = findings
+
+
+# ---- the bounds (docs/guard.md; reference/guard.cpp guard_*_bound, the same formulas) ----------------------
+def gamma(n, u):
+    nu = n * u
+    if nu >= 0.5:
+        raise ValueError(f"gamma({n}) out of range")
+    return nu / (1 - nu)
+
+
+def reduce_bound(abs_out, abs_partials, terms, world):
+    gs = gamma(terms, U_FP32)
+    e = (U_BF16 + gs) * abs_out + (gamma(max(0, world - 1), U_FP32) + gs) * abs_partials
+    return e * (1 + gs) / (1 - gs) + terms * BF16_UNDERFLOW
+
+
+def wire_bound(abs_out, scale_sum, terms, fnuz=False):
+    gs = gamma(terms, U_FP32)
+    c_rel = (1 + U_E4M3) * (1 + U_BF16) * (1 + gamma(5, U_FP32)) - 1
+    sub_half = 2.0 ** -11 if fnuz else 2.0 ** -10
+    e = (c_rel + gs * (2 + c_rel)) * abs_out + sub_half * (1 + U_BF16) * scale_sum * (1 + gs)
+    return e * (1 + gs) / (1 - gs) + terms * BF16_UNDERFLOW * 2
+
+
+def gemm_roundings(k, k_block=128):
+    return k + 3 * (k // k_block) + 3
+
+
+def gemm_bound(abs_partial, abs_pred, terms, k, roundings):
+    gs = gamma(terms, U_FP32)
+    gk = gamma(k + 3, U_FP32)
+    e = (gamma(roundings + 2, U_FP32) + gamma(k + 1, U_FP32)) * abs_pred * (1 + gk) / (1 - gk) + \
+        (U_BF16 + gs) * abs_partial * (1 + gs) / (1 - gs)
+    return e + terms * BF16_UNDERFLOW
+
+
+# ---- torch part -------------------------------------------------------------------------------------------
+def _torch():
+    import torch  # noqa: imported lazily so the bounds above need no torch
+    return torch
+
+
+def weights_checksum(b_codes, b_scale, k_block=128):
+    """The weights' checksum, once at load time: per column block b, bsum[b, k] = sum over its columns of
+    B_deq[n, k] (and babs over |B_deq|). b_codes [N, K] (float8_e4m3fn or any float), b_scale [N/128, K/128]."""
+    torch = _torch()
+    n, k = b_codes.shape
+    scale = b_scale.float().repeat_interleave(128, 0)[:n].repeat_interleave(k_block, 1)[:, :k]
+    b = b_codes.float() * scale
+    nb = (n + COLUMN_BLOCK - 1) // COLUMN_BLOCK
+    pad = nb * COLUMN_BLOCK - n
+    bp = torch.nn.functional.pad(b, (0, 0, 0, pad)).view(nb, COLUMN_BLOCK, k)
+    return bp.double().sum(1).float(), bp.abs().double().sum(1).float()
+
+
+def _wire_slice(own, scale_rule="div"):
+    """The owner's slice as the fp8 wire carries it (mori quantize_gather / dequantize_gather): per row amax,
+    scale = amax / 448 ("div", gemmar's numerics) or amax * fl32(1/448) ("mori"), inv = fl32(448 / amax),
+    code = e4m3fn RNE(x * inv), view = bf16(code * scale). Returns (view, row scales)."""
+    torch = _torch()
+    x = own.float()
+    amax = x.abs().amax(dim=1, keepdim=True)
+    zero = amax == 0
+    if scale_rule == "mori":
+        scale = amax * torch.tensor(1.0 / FP8_MAX, dtype=torch.float32, device=x.device)
+    else:
+        scale = amax / FP8_MAX
+    inv = torch.full_like(amax, FP8_MAX) / amax
+    scale = torch.where(zero, torch.ones_like(scale), scale)
+    inv = torch.where(zero, torch.ones_like(inv), inv)
+    codes = (x * inv).clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn)
+    return (codes.float() * scale).to(torch.bfloat16), scale.squeeze(1)
+
+
+def rank_sums(partial, output, rank, world, fp8_wire=False, a=None, a_scale=None, weights=None,
+              scale_rule="div"):
+    """One rank's checksums (a dict of fp32 tensors): partial/output [M, N] bf16, M a multiple of world.
+    a [M, K] fp8 and a_scale [K/128, M] (blockscale, column-major) with weights enable the GEMM check."""
+    torch = _torch()
+    m, n = output.shape
+    s_rows = m // world
+    p = partial.float()
+    o = output.float()
+    nb = (n + COLUMN_BLOCK - 1) // COLUMN_BLOCK
+    pad = nb * COLUMN_BLOCK - n
+    pb = torch.nn.functional.pad(p, (0, pad)).view(m, nb, COLUMN_BLOCK)
+    # Column sums slice by slice, each one [S, N].sum(0): the same reduction for every view and for the wire's
+    # slice, so equal data gives equal bits (torch's reductions are deterministic for a given shape).
+    def cols(x):
+        return torch.stack([x[i * s_rows:(i + 1) * s_rows].sum(0) for i in range(world)])
+
+    s = {
+        "partial_col": cols(p), "partial_col_abs": cols(p.abs()),
+        "out_col": cols(o), "out_col_abs": cols(o.abs()),
+        "partial_blk": pb.sum(2), "partial_blk_abs": pb.abs().sum(2),
+        "out_row": o.sum(1), "out_row_abs": o.abs().sum(1),
+    }
+    if fp8_wire:
+        view, scales = _wire_slice(output[rank * s_rows:(rank + 1) * s_rows], scale_rule)
+        s["wire_col"] = view.float().sum(0)
+        s["wire_scale_sum"] = scales.sum().reshape(1)
+    if a is not None and weights is not None:
+        k = a.shape[1]
+        a_deq = a.float() * a_scale.float().t().repeat_interleave(128, 1)[:, :k]
+        bsum, babs = weights
+        prec = torch.get_float32_matmul_precision()
+        torch.set_float32_matmul_precision("highest")  # no TF32: the bound assumes fp32 products
+        try:
+            s["gemm_pred"] = a_deq @ bsum.to(a_deq.device).t()
+            s["gemm_pred_abs"] = a_deq.abs() @ babs.to(a_deq.device).t()
+        finally:
+            torch.set_float32_matmul_precision(prec)
+    return s
+
+
+def _same_bits(x, y):
+    torch = _torch()
+    return torch.equal(x.contiguous().view(torch.int32), y.contiguous().view(torch.int32))
+
+
+def check(sums, fp8_wire=False, k=None, fnuz=False):
+    """Judges one call from every rank's sums (list, index = rank): [(code, message), ...], empty when clean."""
+    torch = _torch()
+    world = len(sums)
+    n = sums[0]["out_col"].shape[1]
+    m = sums[0]["out_row"].shape[0]
+    s_rows = m // world
+    out = []
+
+    def add(code, msg):
+        if all(c != code for c, _ in out):
+            out.append((code, msg))
+
+    def worst(diff, bound):
+        bad = ~(diff <= bound)
+        if not bool(bad.any()):
+            return None
+        ratio = torch.where(bad, diff / bound.clamp_min(1e-300), torch.zeros_like(diff))
+        ratio = torch.where(torch.isnan(ratio), torch.full_like(ratio, math.inf), ratio)
+        i = int(ratio.argmax())
+        return int(bad.sum()), i, float(diff.flatten()[i]), float(bound.flatten()[i])
+
+    gs = gamma(s_rows, U_FP32)
+    for s in range(world):
+        own = sums[s]
+        p = sum(x["partial_col"][s].double() for x in sums)
+        pa = sum(x["partial_col_abs"][s].double() for x in sums)
+        oabs = own["out_col_abs"][s].double()
+        g_w = gamma(max(0, world - 1), U_FP32)
+        bound = ((U_BF16 + gs) * oabs + (g_w + gs) * pa) * (1 + gs) / (1 - gs) + s_rows * BF16_UNDERFLOW
+        w = worst((own["out_col"][s].double() - p).abs(), bound)
+        if w:
+            add("GUARD_REDUCE", f"slice {s}: output column sums off the sum of the {world} partials' in {w[0]} of "
+                                f"{n} columns; worst column {w[1]}: |difference| {w[2]:.4g} against the bound "
+                                f"{w[3]:.4g}")
+        exact = own["out_col"][s]
+        expect = own["wire_col"] if fp8_wire else exact
+        if fp8_wire:
+            c_rel = (1 + U_E4M3) * (1 + U_BF16) * (1 + gamma(5, U_FP32)) - 1
+            sub = (2.0 ** -11 if fnuz else 2.0 ** -10) * (1 + U_BF16) * float(own["wire_scale_sum"][0]) * (1 + gs)
+            wb = ((c_rel + gs * (2 + c_rel)) * oabs + sub) * (1 + gs) / (1 - gs) + s_rows * BF16_UNDERFLOW * 2
+            w = worst((own["wire_col"].double() - exact.double()).abs(), wb)
+            if w:
+                add("GUARD_WIRE", f"slice {s}: the fp8 wire's sums off the owner's beyond e4m3's rounding in {w[0]} "
+                                  f"columns (worst column {w[1]})")
+        wire_changes = fp8_wire and not _same_bits(exact, expect)
+        for r in range(world):
+            if r == s:
+                continue
+            view = sums[r]["out_col"][s]
+            if _same_bits(view, expect):
+                continue
+            if wire_changes and _same_bits(view, exact):
+                add("GUARD_WIRE", f"rank {r}'s view of slice {s} holds the owner's exact bf16 sums: the gather "
+                                  f"moved bf16, the fp8 wire never engaged")
+                continue
+            cols = int((view.contiguous().view(torch.int32) != expect.contiguous().view(torch.int32)).sum())
+            add("GUARD_GATHER", f"rank {r}'s view of slice {s} differs from the "
+                                f"{'fp8 wire' if fp8_wire else 'owner'}'s in {cols} of {n} column sums")
+    for r, x in enumerate(sums):
+        if "gemm_pred" not in x or k is None:
+            continue
+        nb = x["partial_blk"].shape[1]
+        terms = torch.tensor([min(COLUMN_BLOCK, n - b * COLUMN_BLOCK) for b in range(nb)],
+                             dtype=torch.float64, device=x["partial_blk"].device)
+        gt = terms * U_FP32 / (1 - terms * U_FP32)
+        gk = gamma(k + 3, U_FP32)
+        bound = (gamma(gemm_roundings(k) + 2, U_FP32) + gamma(k + 1, U_FP32)) * x["gemm_pred_abs"].double() * \
+            (1 + gk) / (1 - gk) + (U_BF16 + gt) * x["partial_blk_abs"].double() * (1 + gt) / (1 - gt) + \
+            terms * BF16_UNDERFLOW
+        w = worst((x["partial_blk"].double() - x["gemm_pred"].double()).abs(), bound)
+        if w:
+            add("GUARD_GEMM", f"rank {r}'s partial: {w[0]} row blocks off A . checksum(B) beyond the GEMM's "
+                              f"rounding (worst row {w[1] // nb} block {w[1] % nb}): a wrong scale or operand")
+    return out
+
+
+_KEYS = ["partial_col", "partial_col_abs", "out_col", "out_col_abs", "partial_blk", "partial_blk_abs", "out_row",
+         "out_row_abs", "wire_col", "wire_scale_sum", "gemm_pred", "gemm_pred_abs"]
+
+
+def guard_call(partial, output, fp8_wire=False, a=None, a_scale=None, weights=None, group=None,
+               on_finding="raise", scale_rule="div"):
+    """After the op on every rank: all_gather the sums over torch.distributed, judge, raise GuardError or log."""
+    torch = _torch()
+    import torch.distributed as dist
+    world = dist.get_world_size(group)
+    rank = dist.get_rank(group)
+    mine = rank_sums(partial, output, rank, world, fp8_wire, a, a_scale, weights, scale_rule)
+    keys = [key for key in _KEYS if key in mine]
+    flat = torch.cat([mine[key].float().flatten() for key in keys])
+    gathered = [torch.empty_like(flat) for _ in range(world)]
+    dist.all_gather(gathered, flat, group=group)
+    sums = []
+    for g in gathered:
+        d, off = {}, 0
+        for key in keys:
+            cnt = mine[key].numel()
+            d[key] = g[off:off + cnt].view(mine[key].shape)
+            off += cnt
+        sums.append(d)
+    return _report(check(sums, fp8_wire, a.shape[1] if a is not None else None), on_finding)
+
+
+def guard_ranks(partials, outputs, fp8_wire=False, a=None, a_scales=None, weights=None, on_finding="raise",
+                scale_rule="div"):
+    """Every rank's tensors at once (ranks as tensors on one device): the same check without a process group."""
+    world = len(outputs)
+    sums = [rank_sums(partials[r], outputs[r], r, world, fp8_wire, a[r] if a else None,
+                      a_scales[r] if a_scales else None, weights[r] if weights else None, scale_rule)
+            for r in range(world)]
+    return _report(check(sums, fp8_wire, a[0].shape[1] if a else None), on_finding)
+
+
+def _report(findings, on_finding):
+    if findings and on_finding == "raise":
+        raise GuardError(findings)
+    for code, msg in findings:
+        logging.getLogger("gemmar_guard").error("%s: %s", code, msg)
+    return findings
+
+
+# ---- self-test: the op emulated on one device, W ranks as tensors -----------------------------------------
+def _emulate(partials_f32, fp8_wire, scale_rule, fault=None):
+    """bf16 partials; owner reduce in fp32 in peer order (owner + j) % W; bf16; gather (fp8 wire: quantized)."""
+    torch = _torch()
+    world = len(partials_f32)
+    m, n = partials_f32[0].shape
+    s_rows = m // world
+    local = [p.to(torch.bfloat16) for p in partials_f32]
+    outs = [x.clone() for x in local]  # in place: each output starts as its local partial
+    for o in range(world):
+        rows = slice(o * s_rows, (o + 1) * s_rows)
+        acc = torch.zeros(s_rows, n, dtype=torch.float32, device=local[0].device)
+        for j in range(world):
+            q = (o + j) % world
+            if fault == "silent-scatter" and q != o:
+                continue
+            acc = acc + local[q][rows].float()
+        red = acc.to(torch.bfloat16)
+        outs[o][rows] = red
+        view = red
+        if fp8_wire and fault != "wire-bypassed":
+            view, _ = _wire_slice(red, scale_rule)
+        for r in range(world):
+            if r == o or (fault == "silent-gather"):
+                continue
+            outs[r][rows] = view
+    return local, outs
+
+
+def selftest(device="cpu", world=8, m=1024, n=2048, k=256, seed=7):
+    torch = _torch()
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    a, a_scales, weights, parts = [], [], [], []
+    for _ in range(world):
+        ar = (torch.randn(m, k, generator=g) / 2).to(torch.float8_e4m3fn).to(device)
+        sa = (torch.rand(k // 128, m, generator=g) * 0.01 + 0.01).to(device)
+        br = (torch.randn(n, k, generator=g) / 2).to(torch.float8_e4m3fn).to(device)
+        sb = (torch.rand(n // 128, k // 128, generator=g) * 0.01 + 0.01).to(device)
+        a_deq = ar.float() * sa.t().repeat_interleave(128, 1)
+        b_deq = br.float() * sb.repeat_interleave(128, 0).repeat_interleave(128, 1)
+        prec = torch.get_float32_matmul_precision()
+        torch.set_float32_matmul_precision("highest")
+        parts.append(a_deq @ b_deq.t())
+        torch.set_float32_matmul_precision(prec)
+        a.append(ar)
+        a_scales.append(sa)
+        weights.append(weights_checksum(br, sb))
+    failures = 0
+    cases = [(None, False, []), (None, True, []), ("silent-scatter", False, ["GUARD_REDUCE"]),
+             ("silent-gather", False, ["GUARD_GATHER"]), ("silent-gather", True, ["GUARD_GATHER"]),
+             ("wire-bypassed", True, ["GUARD_WIRE"]), ("perturb-rank", False, ["GUARD_GEMM"]),
+             ("stale-output", True, ["GUARD_REDUCE"])]
+    for fault, fp8, want in cases:
+        p = [x * 1.25 if (fault == "perturb-rank" and r == 3) else x for r, x in enumerate(parts)]
+        local, outs = _emulate(p, fp8, "div", fault)
+        if fault == "stale-output":
+            _, outs = _emulate([x * 2 for x in parts], fp8, "div")
+        got = guard_ranks(local, outs, fp8, a, a_scales, weights, on_finding="return")
+        codes = sorted({c for c, _ in got})
+        ok = codes == sorted(want)
+        failures += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} fault={fault or 'none':15s} wire={'fp8' if fp8 else 'bf16'} "
+              f"codes={codes} expected={want}" + ("" if ok else f" {got}"))
+    return failures
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--selftest", action="store_true", help="emulate the op with W ranks on one device and check")
+    ap.add_argument("--device", default="cpu", help="torch device of the self-test (default: cpu)")
+    ap.add_argument("--world", type=int, default=8, help="ranks of the self-test (default: 8)")
+    args = ap.parse_args()
+    if not args.selftest:
+        ap.print_help()
+        return 2
+    try:
+        _torch()
+    except ImportError:
+        print("gemmar_guard: torch is not importable", file=sys.stderr)
+        return 3
+    failures = selftest(args.device, args.world)
+    print(f"{failures} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

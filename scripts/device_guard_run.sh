@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# The per-call guard (docs/guard.md) on the lent GPU, in one call, most important first (a call cut short keeps
+# what it finished):
+#   1. detection matrix by the guard alone: every fault class that corrupts the output, injected with --guard at
+#      M = 4096 on the configs it applies to; each must raise its GUARD_* code on every call it applies to
+#      (replay faults: every call but iteration 0, which follows two warm-up launches on the same inputs)
+#   2. 0 false alarms in >= 1000 clean straggled replays (--straggle 50, two wires, M = 4096) and 200 at 16384
+#   3. overhead: the op with and without --guard at M = 4096 and 16384 (fused-sdma bf16 and fp8/sdma), the
+#      guard's own phase ("guard") and the totals; goal <= 2% at 16384
+#   4. python/gemmar_guard.py's self-test on the device, when torch is importable
+# Writes OUTDIR/{machine.txt, matrix.log, clean.log, overhead.log, python.log, summary.txt}; summary.txt is what
+# goes into docs/guard.md's measured section and docs/results/.
+# Usage: scripts/device_guard_run.sh GEMMAR OUTDIR
+set -uo pipefail
+cd "$(dirname "$0")/.."
+G=${1:?gemmar (CUDA build)}
+OUT=${2:?output dir}
+mkdir -p "$OUT"
+DEVICE_RUN_TIMEOUT=300
+source scripts/device_common.sh "$G" "$OUT"
+start=$(date +%s)
+# One JSON document per run, each on its own line after a "# tag" line, for the summary below.
+jrun() {
+  local tag=$1
+  shift
+  echo "# $tag"
+  timeout "$DEVICE_RUN_TIMEOUT" "$G" run --backend gpu --json "$@" | tr -d '\n'
+  local rc=${PIPESTATUS[0]}
+  echo
+  echo "# rc=$rc"
+}
+BF16=(--mode fused-sdma --gather-dtype bf16)
+FP8S=(--mode fused-sdma --gather-dtype fp8 --gather-transport sdma)
+FP8L=(--mode fused-lsa --gather-dtype fp8 --gather-transport lsa)
+LSA=(--mode split-lsa)
+{
+  for f in silent-puts silent-scatter silent-gather stale-output no-release perturb-rank=3 stale-replay frozen-flag; do
+    for cfg in BF16 FP8S FP8L LSA; do
+      declare -n c=$cfg
+      jrun "matrix $f $cfg" -m 4096 "${c[@]}" --guard --inject "$f" --iterations 6 --check-every 100
+    done
+  done
+  jrun "matrix wire-bypassed FP8S" -m 4096 "${FP8S[@]}" --guard --inject wire-bypassed --iterations 6 --check-every 100
+  jrun "matrix wire-bypassed FP8L" -m 4096 "${FP8L[@]}" --guard --inject wire-bypassed --iterations 6 --check-every 100
+} > "$OUT/matrix.log" 2>&1
+echo "matrix: $(( $(date +%s) - start )) s"
+{
+  jrun "clean FP8S 4096" -m 4096 "${FP8S[@]}" --guard --iterations 1000 --straggle 50 --check-every 1000
+  jrun "clean BF16 4096" -m 4096 "${BF16[@]}" --guard --iterations 1000 --straggle 50 --check-every 1000
+  jrun "clean FP8L 16384" -m 16384 "${FP8L[@]}" --guard --iterations 200 --straggle 50 --check-every 1000
+} > "$OUT/clean.log" 2>&1
+echo "clean: $(( $(date +%s) - start )) s"
+{
+  for m in 4096 16384; do
+    for cfg in BF16 FP8S; do
+      declare -n c=$cfg
+      jrun "overhead off $cfg $m" -m "$m" "${c[@]}" --iterations 21 --check-every 100
+      jrun "overhead on $cfg $m" -m "$m" "${c[@]}" --guard --iterations 21 --check-every 100
+    done
+  done
+} > "$OUT/overhead.log" 2>&1
+echo "overhead: $(( $(date +%s) - start )) s"
+if python3 -c "import torch" 2>/dev/null; then
+  timeout 300 python3 python/gemmar_guard.py --selftest --device cuda > "$OUT/python.log" 2>&1
+  echo "rc=$?" >> "$OUT/python.log"
+else
+  echo "torch not importable: python guard not run" > "$OUT/python.log"
+fi
+echo "python: $(( $(date +%s) - start )) s"
+python3 - "$OUT" > "$OUT/summary.txt" <<'EOF'
+import json, sys, os
+out = sys.argv[1]
+def runs(name):
+    tag = None
+    for line in open(os.path.join(out, name), errors="replace"):
+        line = line.strip()
+        if line.startswith("# rc="):
+            continue
+        if line.startswith("# "):
+            tag = line[2:]
+        elif line.startswith("{"):
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                print(f"{tag}: unreadable JSON")
+                continue
+            for r in doc.get("runs", []):
+                yield tag, r
+# Which code each fault must raise, and whether iteration 0 is exempt (replay faults).
+expect = {"silent-puts": "GUARD_REDUCE", "silent-scatter": "GUARD_REDUCE", "silent-gather": "GUARD_GATHER",
+          "stale-output": "GUARD_REDUCE", "no-release": "GUARD_GATHER", "perturb-rank=3": "GUARD_GEMM",
+          "stale-replay": "GUARD_REDUCE", "frozen-flag": "GUARD_GATHER", "wire-bypassed": "GUARD_WIRE"}
+# Where a fault does not act (docs/guard.md): split-lsa has no puts; an lsa gather is CU loads, not a copy engine.
+def applies(fault, cfg):
+    if cfg == "LSA" and fault in ("silent-puts", "silent-scatter", "silent-gather", "no-release"):
+        return False
+    if cfg == "FP8L" and fault in ("silent-gather", "no-release"):
+        return False
+    return True
+print("== detection matrix (guard alone): fault config -> guard calls, flagged calls, codes (calls), verdict")
+misses = 0
+for tag, r in runs("matrix.log"):
+    _, fault, cfg = tag.split()
+    g = r["record"].get("guard", {})
+    calls, flagged = g.get("calls", 0), g.get("flagged_calls", 0)
+    codes = {k: v["calls"] for k, v in g.get("codes", {}).items()}
+    # Replay faults leave iteration 0 intact: it follows two warm-up launches on the same inputs.
+    need = (calls - 1 if fault in ("stale-replay", "frozen-flag") else calls) if applies(fault, cfg) else 0
+    ok = calls > 0 and (flagged >= need if need else flagged == 0)
+    misses += not ok
+    print(f"{fault:15s} {r['config']:34s} calls={calls} flagged={flagged} {codes} (CPU emulation's code: "
+          f"{expect[fault] if applies(fault, cfg) else 'none, the fault does not act here'}) "
+          f"{'OK' if ok else 'MISS'}")
+print(f"matrix: {misses} miss(es)")
+print("== clean straggled replays: config M -> calls, flagged (must be 0)")
+total = alarms = 0
+for tag, r in runs("clean.log"):
+    g = r["record"].get("guard", {})
+    total += g.get("calls", 0)
+    alarms += g.get("flagged_calls", 0)
+    print(f"{r['config']:34s} m={r['record']['m']} calls={g.get('calls')} flagged={g.get('flagged_calls')} "
+          f"{ {k: v['message'][:200] for k, v in g.get('codes', {}).items()} }")
+print(f"clean: {alarms} false alarm(s) in {total} replays")
+print("== overhead: config M guard -> max_rank_time_us, guard phase us")
+tab = {}
+for tag, r in runs("overhead.log"):
+    _, onoff, cfg, m = tag.split()
+    rec = r["record"]
+    t = rec.get("max_rank_time_us")
+    gp = rec.get("phases_us", {}).get("guard")
+    tab[(cfg, m, onoff)] = (t, gp)
+    print(f"{r['config']:34s} m={m} guard={onoff:3s} time={t} guard_phase={gp}")
+for (cfg, m, onoff), (t, gp) in sorted(tab.items()):
+    if onoff == "on" and (cfg, m, "off") in tab and t and tab[(cfg, m, "off")][0]:
+        base = tab[(cfg, m, "off")][0]
+        print(f"overhead {cfg} m={m}: {100 * (t / base - 1):+.2f}% total, guard phase {gp} us "
+              f"({100 * (gp or 0) / base:.2f}% of the unguarded op)")
+EOF
+echo "== summary"; cat "$OUT/summary.txt"; echo "== python"; tail -5 "$OUT/python.log"
