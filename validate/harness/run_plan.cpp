@@ -50,6 +50,12 @@ std::vector<RunOutcome> execute_plan(const RunPlan& plan, std::ostream* log) {
         r.dump_dir += "/run" + std::to_string(index + 1) + "-" + label + "-m" + std::to_string(m);
       }
       RunOutcome o = run_and_check(*backend, r);
+      if (!plan.baseline.empty()) {
+        // The record and what it was judged against, plus the baseline: the same judge as `gemmar check
+        // --baseline` over this run's RESULT_JSON line.
+        o.expectations.baseline = plan.baseline;
+        o.verdict = judge(o.record, o.expectations);
+      }
       o.record.source = "run:" + std::to_string(++index);
       o.verdict.source = o.record.source;
       if (log) *log << result_json_line(o) << "\n" << std::flush;
