@@ -4,9 +4,13 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "common/errors.hpp"
@@ -20,15 +24,33 @@ namespace gemmar {
 namespace {
 
 // Every config of a sweep runs on the same operands: their partials and fp32 reference are computed once
-// per (shape, quant, seed, rows) and shared. The most recent few are kept (a sweep over M holds one per M).
-const reference::PartialsResult& cached_partials(const Shape& shape, Quant quant, uint64_t seed,
-                                                 const std::vector<int64_t>& rows) {
+// per (shape, quant, seed, rows) and shared, with the partials of the odd iterations' inputs (every rank's scaled
+// by reference::iteration_input_scale, a power of two: exact). The most recent few are kept (a sweep over M
+// holds one per M).
+struct SharedPartials {
+  reference::PartialsResult even;
+  reference::Partials odd;
+};
+
+// Partials of iteration `it`: every rank's scaled by reference::iteration_input_scale (a power of two: exact).
+reference::Partials scaled_partials(const reference::Partials& p, uint64_t seed, int it) {
+  reference::Partials out = p;
+  for (size_t r = 0; r < out.size(); ++r) {
+    const float f = reference::iteration_input_scale(seed, it, int(r));
+    if (f != 1.0f)
+      for (float& x : out[r]) x *= f;
+  }
+  return out;
+}
+
+const SharedPartials& shared_partials(const Shape& shape, Quant quant, uint64_t seed,
+                                      const std::vector<int64_t>& rows) {
   struct Entry {
     Shape shape;
     Quant quant;
     uint64_t seed;
     std::vector<int64_t> rows;
-    std::shared_ptr<const reference::PartialsResult> result;
+    std::shared_ptr<const SharedPartials> result;
   };
   static std::mutex mutex;
   static std::vector<Entry> cache;
@@ -42,21 +64,17 @@ const reference::PartialsResult& cached_partials(const Shape& shape, Quant quant
   pr.operands.quant = quant;
   pr.operands.seed = seed;
   pr.rows = rows;
-  auto result = std::make_shared<const reference::PartialsResult>(reference::compute_partials(pr));
+  auto result = std::make_shared<SharedPartials>();
+  result->even = reference::compute_partials(pr);
+  result->odd = scaled_partials(result->even.partials, seed, 1);
   if (cache.size() >= 3) cache.erase(cache.begin());
   cache.push_back(Entry{shape, quant, seed, rows, result});
   return *cache.back().result;
 }
 
-// Partials of iteration `it`: every rank's scaled by reference::iteration_input_scale (a power of two: exact).
-reference::Partials scaled_partials(const reference::Partials& p, uint64_t seed, int it) {
-  reference::Partials out = p;
-  for (size_t r = 0; r < out.size(); ++r) {
-    const float f = reference::iteration_input_scale(seed, it, int(r));
-    if (f != 1.0f)
-      for (float& x : out[r]) x *= f;
-  }
-  return out;
+const reference::PartialsResult& cached_partials(const Shape& shape, Quant quant, uint64_t seed,
+                                                 const std::vector<int64_t>& rows) {
+  return shared_partials(shape, quant, seed, rows).even;
 }
 
 // The checked iterations: 0, N, 2N, ... below `iterations`.
@@ -66,6 +84,10 @@ std::vector<int> checked_iterations(int iterations, int check_every) {
   for (int i = 0; i < std::max(1, iterations); i += step) v.push_back(i);
   return v;
 }
+
+// Faults that read the previous replay's buffers (reference::ReplayState): only with one of them does an
+// iteration's output depend on the iterations before it and on the straggle (which put lands last).
+bool replay_fault(const Faults& f) { return f.stale_replay || f.frozen_flag; }
 
 // The CPU backend: the pipeline emulation of reference/, with its fault hooks. It has no timings. It runs the
 // iterations as a graph would be replayed: one warm-up replay on iteration 0's inputs, then `iterations`
@@ -79,22 +101,54 @@ class CpuBackend final : public Backend {
     out.backend = name();
     out.device = "CPU emulation (" + std::to_string(req.shape.world) + " ranks as separate buffers)";
     out.rows = rows;
+    Inputs in = inputs(req, rows);
+    reference::CollectiveRequest cr;
+    cr.shape = req.shape;
+    cr.config = req.config;
+    cr.rows = rows;
+    cr.seed = req.seed;
+    cr.faults = req.inject;
+    cr.faults.stale_output = false;
+    if (req.inject.stale_output) {
+      replay_stale(req, in.stale, out);
+    } else if (replay_fault(req.inject)) {
+      replay_each(req, cr, in, out);
+    } else {
+      replay_pure(req, cr, in, out);
+    }
+    out.partials = in.even ? *in.even : std::move(in.own);
+    return out;
+  }
+
+ private:
+  // The partials of even and odd iterations (shared with every config of the sweep where possible), and what a
+  // stale output keeps.
+  struct Inputs {
+    const reference::Partials* even = nullptr;
+    const reference::Partials* odd = nullptr;
+    reference::Partials own, own_odd;  // partials this run computed itself (faults on the operands, selftest)
+    reference::Bf16Outputs stale;      // stale_output: what every iteration's output keeps
+  };
+
+  static Inputs inputs(const RunRequest& req, const std::vector<int64_t>& rows) {
+    Inputs in;
     const int W = req.shape.world;
     // Faults that change the partials themselves (operands read in the wrong format) or need a previous run
     // go through the whole emulation; the others act on the collective over the shared partials.
-    reference::Partials partials;
-    reference::Bf16Outputs stale;  // stale_output: what every iteration's output keeps
     if (req.selftest_fill) {
-      for (int r = 0; r < W; ++r) partials.emplace_back(rows.size() * size_t(req.shape.n), float(r + 1));
+      for (int r = 0; r < W; ++r) in.own.emplace_back(rows.size() * size_t(req.shape.n), float(r + 1));
       if (req.inject.stale_output) {  // a previous run's data: the same fill, doubled
         reference::CollectiveRequest prev;
         prev.shape = req.shape;
         prev.config = req.config;
         prev.rows = rows;
-        stale = reference::emulate_collective(prev, scaled_partials(partials, 0, -1));
+        in.stale = reference::emulate_collective(prev, scaled_partials(in.own, 0, -1));
       }
     } else if (!req.inject.fnuz_read_as_fn && !req.inject.stale_output) {
-      partials = cached_partials(req.shape, req.config.quant, req.seed, rows).partials;
+      const SharedPartials& sp = shared_partials(req.shape, req.config.quant, req.seed, rows);
+      in.even = &sp.even.partials;
+      in.odd = &sp.odd;
+      return in;
     } else {
       reference::EmulationRequest e;
       e.shape = req.shape;
@@ -105,16 +159,39 @@ class CpuBackend final : public Backend {
       // fnuz operands: the emulation encodes them as e4m3fnuz and the fault reads them as fn.
       if (req.inject.fnuz_read_as_fn) e.fp8_format = Fp8Format::E4M3FNUZ;
       reference::EmulationResult r = reference::emulate(e);
-      partials = std::move(r.partials);
-      if (req.inject.stale_output) stale = std::move(r.outputs);
+      in.own = std::move(r.partials);
+      if (req.inject.stale_output) in.stale = std::move(r.outputs);
     }
-    reference::CollectiveRequest cr;
-    cr.shape = req.shape;
-    cr.config = req.config;
-    cr.rows = rows;
-    cr.seed = req.seed;
-    cr.faults = req.inject;
-    cr.faults.stale_output = false;
+    in.own_odd = scaled_partials(in.own, req.seed, 1);
+    return in;
+  }
+
+  static const reference::Partials& partials_of(const Inputs& in, int it) {
+    if (it % 2 == 0) return in.even ? *in.even : in.own;  // scale 1 on even iterations
+    return in.odd ? *in.odd : in.own_odd;
+  }
+
+  static void keep(int it, const std::vector<int>& checked, size_t& next_check, reference::Bf16Outputs o,
+                   BackendResult& out) {
+    if (next_check >= checked.size() || checked[next_check] != it) return;
+    ++next_check;
+    if (it == 0) out.outputs = o;
+    out.iteration_index.push_back(it);
+    out.iteration_outputs.push_back(std::move(o));
+  }
+
+  // stale_output: every iteration's output is the previous run's.
+  static void replay_stale(const RunRequest& req, const reference::Bf16Outputs& stale, BackendResult& out) {
+    const std::vector<int> checked = checked_iterations(std::max(1, req.iterations), req.check_every);
+    size_t next_check = 0;
+    for (int it = 0; it < std::max(1, req.iterations); ++it) keep(it, checked, next_check, stale, out);
+  }
+
+  // A replay fault: every replay emulated in order, carrying its buffers to the next, with each replay's
+  // straggle delays deciding which put lands last.
+  static void replay_each(const RunRequest& req, reference::CollectiveRequest& cr, const Inputs& in,
+                          BackendResult& out) {
+    const int W = req.shape.world;
     reference::ReplayState state;
     reference::ReplayTiming timing;
     timing.world = W;
@@ -125,23 +202,31 @@ class CpuBackend final : public Backend {
     const std::vector<int> checked = checked_iterations(iterations, req.check_every);
     size_t next_check = 0;
     // Warm-up replay (the capture's first launch: its flags are fresh, so no replay fault shows).
-    if (has_collective(effective_config(req.config).mode)) (void)reference::emulate_collective(cr, partials);
+    if (has_collective(effective_config(req.config).mode)) (void)reference::emulate_collective(cr, partials_of(in, 0));
     for (int it = 0; it < iterations; ++it) {
       for (int r = 0; r < W; ++r)
         timing.delay_us[size_t(r)] = reference::straggle_delay_us(req.seed, it, r, req.straggle_us);
-      reference::Bf16Outputs o;
-      if (req.inject.stale_output) o = stale;
-      else if (it % 2 == 0) o = reference::emulate_collective(cr, partials);  // scale 1 on even iterations
-      else o = reference::emulate_collective(cr, scaled_partials(partials, req.seed, it));
-      if (next_check < checked.size() && checked[next_check] == it) {
-        ++next_check;
-        if (it == 0) out.outputs = o;
-        out.iteration_index.push_back(it);
-        out.iteration_outputs.push_back(std::move(o));
-      }
+      keep(it, checked, next_check, reference::emulate_collective(cr, partials_of(in, it)), out);
     }
-    out.partials = std::move(partials);
-    return out;
+  }
+
+  // No replay fault: emulate_collective is then a pure function of (partials, config, faults) (the straggle
+  // only orders the puts' copies, the sum is in peer order), so each distinct input, even and odd, is emulated
+  // once and its output is every iteration's on that input. Every checked iteration is still returned and checked.
+  static void replay_pure(const RunRequest& req, const reference::CollectiveRequest& cr, const Inputs& in,
+                          BackendResult& out) {
+    const int iterations = std::max(1, req.iterations);
+    const std::vector<int> checked = checked_iterations(iterations, req.check_every);
+    std::optional<reference::Bf16Outputs> by_parity[2];
+    size_t next_check = 0;
+    for (size_t k = 0; k < checked.size(); ++k) {
+      const int it = checked[k];
+      auto& o = by_parity[it % 2];
+      if (!o) o = reference::emulate_collective(cr, partials_of(in, it));
+      const bool last_of_parity = std::none_of(checked.begin() + long(k) + 1, checked.end(),
+                                               [&](int later) { return later % 2 == it % 2; });
+      keep(it, checked, next_check, last_of_parity ? std::move(*o) : *o, out);
+    }
   }
 };
 
@@ -149,7 +234,24 @@ bool finite(double x) { return std::isfinite(x); }
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+// The emulation allocates and frees buffers of 8-16 MiB per rank for every config; glibc's defaults return
+// them to the kernel (mmap above its threshold, trim at the heap's top), so every config page-faults them back
+// in: half of `gemmar validate`'s CPU time went to the kernel (perf, 2026-12-03). Keeping freed memory in the
+// heap costs no more than the peak the run already reaches.
+void keep_freed_buffers() {
+#ifdef __GLIBC__
+  static std::once_flag once;
+  std::call_once(once, [] {
+    (void)mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's maximum: buffers up to 32 MiB come from the heap
+    (void)mallopt(M_TRIM_THRESHOLD, 1 << 30);   // and stay there once freed
+  });
+#endif
+}
+
+std::unique_ptr<Backend> make_cpu_backend() {
+  keep_freed_buffers();
+  return std::make_unique<CpuBackend>();
+}
 
 RunOutcome run_and_check(Backend& backend, const RunRequest& req) {
   validate_shape_config(req.shape, req.config);
