@@ -61,7 +61,8 @@ Hits not_validated(const RunRecord& r, const Basis& b) {
 Hits collective_mismatch(const RunRecord& r, const Basis&) {
   if (!r.wrong_elements || *r.wrong_elements <= 0) return {};
   const int64_t rows = r.checked_rows.value_or(0);
-  const int64_t total = rows * r.shape.n * r.shape.world;
+  // wrong_elements counts every checked iteration's wrong elements.
+  const int64_t total = rows * r.shape.n * r.shape.world * std::max<int64_t>(1, r.iterations_checked.value_or(1));
   std::ostringstream m;
   m << *r.wrong_elements;
   if (total > 0) m << " of " << total;
