@@ -78,29 +78,27 @@ const reference::PartialsResult& cached_partials(const Shape& shape, Quant quant
   return shared_partials(shape, quant, seed, rows).even;
 }
 
-// A 64-bit hash of every partial's bits (FNV-1a over 64-bit words, per rank, then combined): what tells the
-// shared partials from partials read back from a GPU in emulate_collective_once's key.
+// A 64-bit hash of every partial's bits (FNV-1a over 64-bit words in four interleaved lanes, so the multiplies
+// do not wait on each other; per rank, then combined): what tells the shared partials from partials read back
+// from a GPU in emulate_collective_once's key.
 uint64_t partials_hash(const reference::Partials& p) {
+  constexpr uint64_t kPrime = 1099511628211ull;
   std::vector<uint64_t> per_rank(p.size());
 #pragma omp parallel for schedule(static)
   for (size_t r = 0; r < p.size(); ++r) {
-    uint64_t h = 1469598103934665603ull ^ p[r].size();
-    const size_t words = p[r].size() / 2;
-    const float* f = p[r].data();
+    uint64_t lane[4] = {1469598103934665603ull ^ p[r].size(), 1, 2, 3};
+    const size_t bytes = p[r].size() * sizeof(float), words = bytes / 8;
+    const unsigned char* b = reinterpret_cast<const unsigned char*>(p[r].data());
     for (size_t i = 0; i < words; ++i) {
       uint64_t w;
-      std::memcpy(&w, f + 2 * i, sizeof w);
-      h = (h ^ w) * 1099511628211ull;
+      std::memcpy(&w, b + 8 * i, sizeof w);
+      lane[i % 4] = (lane[i % 4] ^ w) * kPrime;
     }
-    if (p[r].size() % 2) {
-      uint32_t last;
-      std::memcpy(&last, f + p[r].size() - 1, sizeof last);
-      h = (h ^ last) * 1099511628211ull;
-    }
-    per_rank[r] = h;
+    for (size_t i = words * 8; i < bytes; ++i) lane[0] = (lane[0] ^ b[i]) * kPrime;
+    per_rank[r] = ((lane[0] * kPrime ^ lane[1]) * kPrime ^ lane[2]) * kPrime ^ lane[3];
   }
   uint64_t h = 0;
-  for (uint64_t x : per_rank) h = (h ^ x) * 1099511628211ull + 0x9e3779b97f4a7c15ull;
+  for (uint64_t x : per_rank) h = (h ^ x) * kPrime + 0x9e3779b97f4a7c15ull;
   return h;
 }
 
