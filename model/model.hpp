@@ -23,10 +23,21 @@ struct Profile {
   // timing findings are errors (an uncalibrated one's are warnings). `calibration` says why, either way.
   bool calibrated = false;
   std::string calibration;
+  // What the model's times stand for ("calibration" in the profile, docs/check.md "Which profile is which"):
+  // Implementation: an implementation's measured speed (mi355x: mori's runs), so slower than the model beyond its
+  // band is a fault (SLOWER_THAN_MODEL, an error). Ceiling: what the hardware allows (vendor GEMM, copy
+  // ceilings), so slower is inefficiency, a warning carrying each phase's efficiency. A profile file without the
+  // key is read as Ceiling (basis_stated false): a model of unknown basis never fails a healthy run.
+  enum class Basis { Implementation, Ceiling };
+  Basis basis = Basis::Ceiling;
+  bool basis_stated = false;
+  std::string basis_source;  // the key's "source" note, or why the default was taken
   // The physical parameters, validated (model/profile.hpp).
   Params params;
   std::string origin;  // "profiles/NAME.json" or the file path: what error messages name
 };
+
+std::string to_string(Profile::Basis);  // "implementation" | "ceiling"
 
 // The embedded profile names (mi300x, mi355x, h200, h200-1gpu).
 std::vector<std::string> builtin_profile_names();

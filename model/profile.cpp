@@ -85,6 +85,27 @@ class Reader {
   std::string origin_;
 };
 
+// "calibration": {"value": "implementation"|"ceiling", "source": why}: what the model's times stand for
+// (Profile::Basis). Absent: ceiling, said in basis_source, so a file of unknown basis warns instead of failing.
+void read_basis(const nlohmann::json& doc, const Reader& r, Profile& prof) {
+  const auto c = doc.find("calibration");
+  if (c == doc.end()) {
+    prof.basis_source = "the profile does not say what it is calibrated on (no \"calibration\" key): read as "
+                        "\"ceiling\", so slower than the model is a warning; add \"calibration\": {\"value\": "
+                        "\"implementation\", \"source\": ...} to make it an error";
+    return;
+  }
+  if (!c->is_object() || !c->contains("value") || !c->at("value").is_string() || !c->contains("source") ||
+      !c->at("source").is_string() || c->at("source").get<std::string>().empty())
+    r.fail("calibration", "must be {\"value\": \"implementation\"|\"ceiling\", \"source\": \"why\"}");
+  const std::string v = c->at("value").get<std::string>();
+  if (v != "implementation" && v != "ceiling")
+    r.fail("calibration.value", "'" + v + "' is neither \"implementation\" nor \"ceiling\"");
+  prof.basis = v == "implementation" ? Profile::Basis::Implementation : Profile::Basis::Ceiling;
+  prof.basis_stated = true;
+  prof.basis_source = c->at("source").get<std::string>();
+}
+
 }  // namespace
 
 Params parse_params(const nlohmann::json& doc, const std::string& origin) {
@@ -194,10 +215,13 @@ Profile load_profile(const std::string& name_or_file) {
   } else {
     prof.calibration = "the profile does not say it is calibrated on measurements";
   }
+  read_basis(doc, r, prof);
   prof.origin = origin;
   prof.source = std::move(doc);
   return prof;
 }
+
+std::string to_string(Profile::Basis b) { return b == Profile::Basis::Implementation ? "implementation" : "ceiling"; }
 
 std::vector<std::string> builtin_profile_names() {
   std::vector<std::string> v;

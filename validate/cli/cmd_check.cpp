@@ -10,6 +10,7 @@
 #include "common/errors.hpp"
 #include "common/json_text.hpp"
 #include "model/model.hpp"
+#include "validate/cli/baseline.hpp"
 #include "validate/cli/cli.hpp"
 #include "validate/record/log_reader.hpp"
 #include "validate/record/trace_reader.hpp"
@@ -179,17 +180,8 @@ int cmd_check(const Args& args) {
   }
   jo.judge_timing = !vm["no-timing"].as<bool>();
   jo.floors_at_run_m = vm["floors-at-run-m"].as<bool>();
-  if (vm.count("baseline")) {
-    for (const auto& path : vm["baseline"].as<std::vector<std::string>>()) {
-      int64_t skipped = 0;
-      read_log_file(path, [&](LogEntry&& e) {
-        if (e.record) jo.baseline.push_back(std::move(*e.record));
-        else ++skipped;
-      }, ro);
-      if (skipped) std::cerr << "gemmar check: --baseline " << path << ": skipped " << skipped << " invalid record(s)\n";
-    }
-    GEMMAR_USAGE_CHECK(!jo.baseline.empty(), "--baseline: no valid runs in the baseline file(s)");
-  }
+  if (vm.count("baseline"))
+    jo.baseline = read_baseline_runs(vm["baseline"].as<std::vector<std::string>>(), ro, "gemmar check");
 
   std::vector<PhasePattern> patterns = default_phase_patterns();
   if (vm.count("phase-map")) patterns = load_phase_map(vm["phase-map"].as<std::string>());

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "common/errors.hpp"
+#include "validate/cli/baseline.hpp"
 
 namespace gemmar::cli {
 
@@ -76,7 +77,11 @@ void add_run_options(po::options_description& d, RunCommand cmd) {
        "also judge every checked call (GPU: every replay) by the per-call guard's checksums alone (docs/guard.md): "
        "GUARD_* findings")
       ("ranks-per-device", po::value<int>()->default_value(0),
-       "GPU: ranks emulated per device (0: one per device when W devices exist, else all on one)");
+       "GPU: ranks emulated per device (0: one per device when W devices exist, else all on one)")
+      ("baseline", po::value<std::vector<std::string>>(),
+       "FILE: earlier runs (a previous validate's results.json or runs.log, or a benchmark log); a run slower "
+       "than the baseline's of the same shape and config beyond the run-to-run spread fails with REGRESSION, "
+       "whatever the profile (repeatable; default: none)");
 }
 
 RunPlan read_run_plan(const po::variables_map& vm, RunCommand cmd) {
@@ -128,6 +133,12 @@ RunPlan read_run_plan(const po::variables_map& vm, RunCommand cmd) {
   if (vm.count("dump")) {
     req.dump_dir = vm["dump"].as<std::string>();
     GEMMAR_USAGE_CHECK(!req.dump_dir.empty(), "--dump: empty directory name");
+  }
+  if (vm.count("baseline")) {
+    LogReadOptions ro;
+    ro.defaults.world = req.shape.world;
+    p.baseline = read_baseline_runs(vm["baseline"].as<std::vector<std::string>>(), ro,
+                                    cmd == RunCommand::Run ? "gemmar run" : "gemmar validate");
   }
   validate_plan(p);
   return p;

@@ -12,7 +12,7 @@ enum class RunCommand {
 };
 
 // Shape, config and plan options: -m -n -k --world, --mode ... --fuse-quantize, --backend --all-configs
-// --m-list --inject --seed --check-rows --iterations --profile --ranks-per-device.
+// --m-list --inject --seed --check-rows --iterations --profile --ranks-per-device --baseline.
 void add_run_options(po::options_description&, RunCommand);
 // Validated (UsageError naming the option); shapes the op cannot run are rejected before any work.
 RunPlan read_run_plan(const po::variables_map&, RunCommand);

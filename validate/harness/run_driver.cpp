@@ -3,10 +3,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "common/errors.hpp"
@@ -21,15 +26,33 @@ namespace gemmar {
 namespace {
 
 // Every config of a sweep runs on the same operands: their partials and fp32 reference are computed once
-// per (shape, quant, seed, rows) and shared. The most recent few are kept (a sweep over M holds one per M).
-const reference::PartialsResult& cached_partials(const Shape& shape, Quant quant, uint64_t seed,
-                                                 const std::vector<int64_t>& rows) {
+// per (shape, quant, seed, rows) and shared, with the partials of the odd iterations' inputs (every rank's scaled
+// by reference::iteration_input_scale, a power of two: exact). The most recent few are kept (a sweep over M
+// holds one per M).
+struct SharedPartials {
+  reference::PartialsResult even;
+  reference::Partials odd;
+};
+
+// Partials of iteration `it`: every rank's scaled by reference::iteration_input_scale (a power of two: exact).
+reference::Partials scaled_partials(const reference::Partials& p, uint64_t seed, int it) {
+  reference::Partials out = p;
+  for (size_t r = 0; r < out.size(); ++r) {
+    const float f = reference::iteration_input_scale(seed, it, int(r));
+    if (f != 1.0f)
+      for (float& x : out[r]) x *= f;
+  }
+  return out;
+}
+
+const SharedPartials& shared_partials(const Shape& shape, Quant quant, uint64_t seed,
+                                      const std::vector<int64_t>& rows) {
   struct Entry {
     Shape shape;
     Quant quant;
     uint64_t seed;
     std::vector<int64_t> rows;
-    std::shared_ptr<const reference::PartialsResult> result;
+    std::shared_ptr<const SharedPartials> result;
   };
   static std::mutex mutex;
   static std::vector<Entry> cache;
@@ -43,21 +66,76 @@ const reference::PartialsResult& cached_partials(const Shape& shape, Quant quant
   pr.operands.quant = quant;
   pr.operands.seed = seed;
   pr.rows = rows;
-  auto result = std::make_shared<const reference::PartialsResult>(reference::compute_partials(pr));
+  auto result = std::make_shared<SharedPartials>();
+  result->even = reference::compute_partials(pr);
+  result->odd = scaled_partials(result->even.partials, seed, 1);
   if (cache.size() >= 3) cache.erase(cache.begin());
   cache.push_back(Entry{shape, quant, seed, rows, result});
   return *cache.back().result;
 }
 
-// Partials of iteration `it`: every rank's scaled by reference::iteration_input_scale (a power of two: exact).
-reference::Partials scaled_partials(const reference::Partials& p, uint64_t seed, int it) {
-  reference::Partials out = p;
-  for (size_t r = 0; r < out.size(); ++r) {
-    const float f = reference::iteration_input_scale(seed, it, int(r));
-    if (f != 1.0f)
-      for (float& x : out[r]) x *= f;
+const reference::PartialsResult& cached_partials(const Shape& shape, Quant quant, uint64_t seed,
+                                                 const std::vector<int64_t>& rows) {
+  return shared_partials(shape, quant, seed, rows).even;
+}
+
+// A 64-bit hash of every partial's bits (FNV-1a over 64-bit words in four interleaved lanes, so the multiplies
+// do not wait on each other; per rank, then combined): what tells the shared partials from partials read back
+// from a GPU in emulate_collective_once's key.
+uint64_t partials_hash(const reference::Partials& p) {
+  constexpr uint64_t kPrime = 1099511628211ull;
+  std::vector<uint64_t> per_rank(p.size());
+#pragma omp parallel for schedule(static)
+  for (size_t r = 0; r < p.size(); ++r) {
+    uint64_t lane[4] = {1469598103934665603ull ^ p[r].size(), 1, 2, 3};
+    const size_t bytes = p[r].size() * sizeof(float), words = bytes / 8;
+    const unsigned char* b = reinterpret_cast<const unsigned char*>(p[r].data());
+    for (size_t i = 0; i < words; ++i) {
+      uint64_t w;
+      std::memcpy(&w, b + 8 * i, sizeof w);
+      lane[i % 4] = (lane[i % 4] ^ w) * kPrime;
+    }
+    for (size_t i = words * 8; i < bytes; ++i) lane[0] = (lane[0] ^ b[i]) * kPrime;
+    per_rank[r] = ((lane[0] * kPrime ^ lane[1]) * kPrime ^ lane[2]) * kPrime ^ lane[3];
   }
-  return out;
+  uint64_t h = 0;
+  for (uint64_t x : per_rank) h = (h ^ x) * kPrime + 0x9e3779b97f4a7c15ull;
+  return h;
+}
+
+// The collective over one set of partials, emulated once per process: without replay state or a previous
+// output, emulate_collective is a pure function of its request and the partials, and the CPU backend's replays
+// and run_and_check's re-emulation over the backend's partials ask it the same question (with no fault
+// injected). The key holds the request and the partials' hash, so a GPU's read-back partials or another fault
+// get their own emulation. The last two are kept: one config's even and odd inputs, which the check then asks
+// for again (more would hold whole outputs of earlier configs).
+std::shared_ptr<const reference::Bf16Outputs> emulate_collective_once(const reference::CollectiveRequest& cr,
+                                                                      const reference::Partials& partials) {
+  GEMMAR_CHECK(!cr.replay && !cr.previous_outputs && !cr.faults.stale_output,
+               "emulate_collective_once: a replay or a stale output is not a pure function of its inputs");
+  std::ostringstream key;
+  key << cr.shape.m << ',' << cr.shape.n << ',' << cr.shape.k << ',' << cr.shape.world << '|'
+      << config_label(cr.config) << '|' << cr.config.fuse_quantize << '|' << int(cr.wire_format) << '|'
+      << cr.faults.label() << '|' << cr.seed << '|' << cr.rows.size() << '|'
+      << (cr.rows.empty() ? -1 : cr.rows.front()) << '|' << (cr.rows.empty() ? -1 : cr.rows.back()) << '|'
+      << partials_hash(partials);
+  struct Entry {
+    std::string key;
+    std::vector<int64_t> rows;
+    std::shared_ptr<const reference::Bf16Outputs> outputs;
+  };
+  static std::mutex mutex;
+  static std::vector<Entry> cache;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const Entry& e : cache)
+      if (e.key == key.str() && e.rows == cr.rows) return e.outputs;
+  }
+  auto outputs = std::make_shared<const reference::Bf16Outputs>(reference::emulate_collective(cr, partials));
+  std::lock_guard<std::mutex> lock(mutex);
+  if (cache.size() >= 2) cache.erase(cache.begin());
+  cache.push_back(Entry{key.str(), cr.rows, outputs});
+  return outputs;
 }
 
 // The checked iterations: 0, N, 2N, ... below `iterations`.
@@ -67,6 +145,10 @@ std::vector<int> checked_iterations(int iterations, int check_every) {
   for (int i = 0; i < std::max(1, iterations); i += step) v.push_back(i);
   return v;
 }
+
+// Faults that read the previous replay's buffers (reference::ReplayState): only with one of them does an
+// iteration's output depend on the iterations before it and on the straggle (which put lands last).
+bool replay_fault(const Faults& f) { return f.stale_replay || f.frozen_flag; }
 
 // The CPU backend: the pipeline emulation of reference/, with its fault hooks. It has no timings. It runs the
 // iterations as a graph would be replayed: one warm-up replay on iteration 0's inputs, then `iterations`
@@ -80,22 +162,55 @@ class CpuBackend final : public Backend {
     out.backend = name();
     out.device = "CPU emulation (" + std::to_string(req.shape.world) + " ranks as separate buffers)";
     out.rows = rows;
+    Inputs in = inputs(req, rows);
+    reference::CollectiveRequest cr;
+    cr.shape = req.shape;
+    cr.config = req.config;
+    cr.rows = rows;
+    cr.seed = req.seed;
+    cr.faults = req.inject;
+    cr.faults.stale_output = false;
+    if (req.inject.stale_output) {
+      replay_stale(req, in.stale, out);
+    } else if (replay_fault(req.inject)) {
+      replay_each(req, cr, in, out);
+    } else {
+      replay_pure(req, cr, in, out);
+    }
+    if (req.guard && !req.selftest_fill) tally_guard(req, rows, in, out);
+    out.partials = in.even ? *in.even : std::move(in.own);
+    return out;
+  }
+
+ private:
+  // The partials of even and odd iterations (shared with every config of the sweep where possible), and what a
+  // stale output keeps.
+  struct Inputs {
+    const reference::Partials* even = nullptr;
+    const reference::Partials* odd = nullptr;
+    reference::Partials own, own_odd;  // partials this run computed itself (faults on the operands, selftest)
+    reference::Bf16Outputs stale;      // stale_output: what every iteration's output keeps
+  };
+
+  static Inputs inputs(const RunRequest& req, const std::vector<int64_t>& rows) {
+    Inputs in;
     const int W = req.shape.world;
     // Faults that change the partials themselves (operands read in the wrong format) or need a previous run
     // go through the whole emulation; the others act on the collective over the shared partials.
-    reference::Partials partials;
-    reference::Bf16Outputs stale;  // stale_output: what every iteration's output keeps
     if (req.selftest_fill) {
-      for (int r = 0; r < W; ++r) partials.emplace_back(rows.size() * size_t(req.shape.n), float(r + 1));
+      for (int r = 0; r < W; ++r) in.own.emplace_back(rows.size() * size_t(req.shape.n), float(r + 1));
       if (req.inject.stale_output) {  // a previous run's data: the same fill, doubled
         reference::CollectiveRequest prev;
         prev.shape = req.shape;
         prev.config = req.config;
         prev.rows = rows;
-        stale = reference::emulate_collective(prev, scaled_partials(partials, 0, -1));
+        in.stale = reference::emulate_collective(prev, scaled_partials(in.own, 0, -1));
       }
     } else if (!req.inject.fnuz_read_as_fn && !req.inject.stale_output) {
-      partials = cached_partials(req.shape, req.config.quant, req.seed, rows).partials;
+      const SharedPartials& sp = shared_partials(req.shape, req.config.quant, req.seed, rows);
+      in.even = &sp.even.partials;
+      in.odd = &sp.odd;
+      return in;
     } else {
       reference::EmulationRequest e;
       e.shape = req.shape;
@@ -106,16 +221,51 @@ class CpuBackend final : public Backend {
       // fnuz operands: the emulation encodes them as e4m3fnuz and the fault reads them as fn.
       if (req.inject.fnuz_read_as_fn) e.fp8_format = Fp8Format::E4M3FNUZ;
       reference::EmulationResult r = reference::emulate(e);
-      partials = std::move(r.partials);
-      if (req.inject.stale_output) stale = std::move(r.outputs);
+      in.own = std::move(r.partials);
+      if (req.inject.stale_output) in.stale = std::move(r.outputs);
     }
-    reference::CollectiveRequest cr;
-    cr.shape = req.shape;
-    cr.config = req.config;
-    cr.rows = rows;
-    cr.seed = req.seed;
-    cr.faults = req.inject;
-    cr.faults.stale_output = false;
+    in.own_odd = scaled_partials(in.own, req.seed, 1);
+    return in;
+  }
+
+  static const reference::Partials& partials_of(const Inputs& in, int it) {
+    if (it % 2 == 0) return in.even ? *in.even : in.own;  // scale 1 on even iterations
+    return in.odd ? *in.odd : in.own_odd;
+  }
+
+  static void keep(int it, const std::vector<int>& checked, size_t& next_check, reference::Bf16Outputs o,
+                   BackendResult& out) {
+    if (next_check >= checked.size() || checked[next_check] != it) return;
+    ++next_check;
+    if (it == 0) out.outputs = o;
+    out.iteration_index.push_back(it);
+    out.iteration_outputs.push_back(std::move(o));
+  }
+
+  // The guard's per-call check of every kept iteration, over the partials that iteration was computed from.
+  static void tally_guard(const RunRequest& req, const std::vector<int64_t>& rows, const Inputs& in,
+                          BackendResult& out) {
+    out.guard.emplace();
+    const auto context = reference::guard_context(req.shape, req.config, rows);
+    for (size_t k = 0; k < out.iteration_index.size(); ++k) {
+      const int it = out.iteration_index[k];
+      tally_guard_call(*out.guard, context, it,
+                       cpu_guard_sums(req, rows, it, partials_of(in, it), out.iteration_outputs[k]));
+    }
+  }
+
+  // stale_output: every iteration's output is the previous run's.
+  static void replay_stale(const RunRequest& req, const reference::Bf16Outputs& stale, BackendResult& out) {
+    const std::vector<int> checked = checked_iterations(std::max(1, req.iterations), req.check_every);
+    size_t next_check = 0;
+    for (int it = 0; it < std::max(1, req.iterations); ++it) keep(it, checked, next_check, stale, out);
+  }
+
+  // A replay fault: every replay emulated in order, carrying its buffers to the next, with each replay's
+  // straggle delays deciding which put lands last.
+  static void replay_each(const RunRequest& req, reference::CollectiveRequest& cr, const Inputs& in,
+                          BackendResult& out) {
+    const int W = req.shape.world;
     reference::ReplayState state;
     reference::ReplayTiming timing;
     timing.world = W;
@@ -126,29 +276,28 @@ class CpuBackend final : public Backend {
     const std::vector<int> checked = checked_iterations(iterations, req.check_every);
     size_t next_check = 0;
     // Warm-up replay (the capture's first launch: its flags are fresh, so no replay fault shows).
-    if (has_collective(effective_config(req.config).mode)) (void)reference::emulate_collective(cr, partials);
+    if (has_collective(effective_config(req.config).mode)) (void)reference::emulate_collective(cr, partials_of(in, 0));
     for (int it = 0; it < iterations; ++it) {
       for (int r = 0; r < W; ++r)
         timing.delay_us[size_t(r)] = reference::straggle_delay_us(req.seed, it, r, req.straggle_us);
-      reference::Bf16Outputs o;
-      // Scale 1 on even iterations.
-      const reference::Partials& call_partials = it % 2 == 0 ? partials : scaled_partials(partials, req.seed, it);
-      if (req.inject.stale_output) o = stale;
-      else o = reference::emulate_collective(cr, call_partials);
-      if (next_check < checked.size() && checked[next_check] == it) {
-        ++next_check;
-        if (req.guard && !req.selftest_fill) {
-          if (!out.guard) out.guard.emplace();
-          tally_guard_call(*out.guard, reference::guard_context(req.shape, req.config, rows), it,
-                           cpu_guard_sums(req, rows, it, call_partials, o));
-        }
-        if (it == 0) out.outputs = o;
-        out.iteration_index.push_back(it);
-        out.iteration_outputs.push_back(std::move(o));
-      }
+      keep(it, checked, next_check, reference::emulate_collective(cr, partials_of(in, it)), out);
     }
-    out.partials = std::move(partials);
-    return out;
+  }
+
+  // No replay fault: emulate_collective is then a pure function of (partials, config, faults) (the straggle
+  // only orders the puts' copies, the sum is in peer order), so each distinct input, even and odd, is emulated
+  // once and its output is every iteration's on that input. Every checked iteration is still returned and checked.
+  static void replay_pure(const RunRequest& req, const reference::CollectiveRequest& cr, const Inputs& in,
+                          BackendResult& out) {
+    const int iterations = std::max(1, req.iterations);
+    const std::vector<int> checked = checked_iterations(iterations, req.check_every);
+    std::shared_ptr<const reference::Bf16Outputs> by_parity[2];
+    size_t next_check = 0;
+    for (const int it : checked) {
+      auto& o = by_parity[it % 2];
+      if (!o) o = emulate_collective_once(cr, partials_of(in, it));
+      keep(it, checked, next_check, *o, out);
+    }
   }
 };
 
@@ -156,7 +305,24 @@ bool finite(double x) { return std::isfinite(x); }
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+// The emulation allocates and frees buffers of 8-16 MiB per rank for every config; glibc's defaults return
+// them to the kernel (mmap above its threshold, trim at the heap's top), so every config page-faults them back
+// in: half of `gemmar validate`'s CPU time went to the kernel (perf, 2026-12-03). Keeping freed memory in the
+// heap costs no more than the peak the run already reaches.
+void keep_freed_buffers() {
+#ifdef __GLIBC__
+  static std::once_flag once;
+  std::call_once(once, [] {
+    (void)mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's maximum: buffers up to 32 MiB come from the heap
+    (void)mallopt(M_TRIM_THRESHOLD, 1 << 30);   // and stay there once freed
+  });
+#endif
+}
+
+std::unique_ptr<Backend> make_cpu_backend() {
+  keep_freed_buffers();
+  return std::make_unique<CpuBackend>();
+}
 
 RunOutcome run_and_check(Backend& backend, const RunRequest& req) {
   validate_shape_config(req.shape, req.config);
@@ -227,9 +393,9 @@ RunOutcome run_and_check(Backend& backend, const RunRequest& req) {
     cr.seed = req.seed;
     // What iterations of each parity must give (the inputs alternate: iteration_input_scale).
     reference::Bf16Outputs expected[2];
-    expected[0] = reference::emulate_collective(cr, res.partials);
+    expected[0] = *emulate_collective_once(cr, res.partials);
     const bool two = iteration_index.size() > 1 || (iteration_index.size() == 1 && iteration_index[0] % 2);
-    if (two) expected[1] = reference::emulate_collective(cr, scaled_partials(res.partials, req.seed, 1));
+    if (two) expected[1] = *emulate_collective_once(cr, scaled_partials(res.partials, req.seed, 1));
     wrong = 0;
     for (size_t k = 0; k < iteration_index.size(); ++k) {
       const int it = iteration_index[k];

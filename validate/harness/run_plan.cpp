@@ -50,6 +50,12 @@ std::vector<RunOutcome> execute_plan(const RunPlan& plan, std::ostream* log) {
         r.dump_dir += "/run" + std::to_string(index + 1) + "-" + label + "-m" + std::to_string(m);
       }
       RunOutcome o = run_and_check(*backend, r);
+      if (!plan.baseline.empty()) {
+        // The record and what it was judged against, plus the baseline: the same judge as `gemmar check
+        // --baseline` over this run's RESULT_JSON line.
+        o.expectations.baseline = plan.baseline;
+        o.verdict = judge(o.record, o.expectations);
+      }
       o.record.source = "run:" + std::to_string(++index);
       o.verdict.source = o.record.source;
       if (log) *log << result_json_line(o) << "\n" << std::flush;
@@ -67,14 +73,15 @@ std::string result_json_line(const RunOutcome& o) {
     findings.push_back({{"code", f.code}, {"severity", to_string(f.severity)}, {"message", f.message}});
   j["findings"] = findings;
   // What the judge used: the model's prediction (phases beside the measured ones, for the report) and floors.
-  if (o.verdict.context.contains("model")) j["model"] = o.verdict.context["model"];
+  const nlohmann::json context = to_json(o.verdict.context);
+  if (context.contains("model")) j["model"] = context["model"];
   if (o.expectations.prediction) {
     const nlohmann::json prediction = model::to_json(*o.expectations.prediction);
     for (auto it = prediction.begin(); it != prediction.end(); ++it)
       if (!j["model"].contains(it.key())) j["model"][it.key()] = it.value();
   }
-  if (o.verdict.context.contains("floors")) j["floor"] = o.verdict.context["floors"];
-  if (o.verdict.context.contains("phase_efficiency")) j["phase_efficiency"] = o.verdict.context["phase_efficiency"];
+  if (context.contains("floors")) j["floor"] = context["floors"];
+  if (context.contains("phase_efficiency")) j["phase_efficiency"] = context["phase_efficiency"];
   return "RESULT_JSON " + dump_python_json(j);
 }
 

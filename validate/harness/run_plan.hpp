@@ -18,6 +18,8 @@ struct RunPlan {
   // run's tensors for `gemmar verify`: DIR/rank<r>.safetensors for a single run, else
   // DIR/run<i>-<config>-m<M>/rank<r>.safetensors (verify takes DIR and judges each subdirectory).
   RunRequest request;
+  // --baseline runs: each outcome is judged against them too (REGRESSION, QUANT_MISMATCH), by the same judge.
+  std::vector<RunRecord> baseline;
 };
 
 // Every mode x wire x transport of docs/spec.md 1.1 that exists (split-lsa bf16 only; gemm-only once), at `base`'s quant

@@ -67,10 +67,10 @@ void judge_repeats(std::vector<Verdict>& verdicts) {
   std::map<std::string, std::vector<size_t>> groups;
   for (size_t i = 0; i < verdicts.size(); ++i) {
     const Verdict& v = verdicts[i];
-    if (v.context.is_object() && v.context.contains("invalid")) continue;
+    if (v.context.invalid) continue;
     const auto& r = v.record;
     if (!r.rel_l2 || !std::isfinite(*r.rel_l2)) continue;
-    groups[repeat_key(r, v.context.value("pull_blocks", r.config.pull_blocks))].push_back(i);
+    groups[repeat_key(r, v.context.pull_blocks)].push_back(i);
   }
   for (const auto& [key, idx] : groups) {
     if (idx.size() < 2) continue;

@@ -23,7 +23,8 @@ Verdict log_entry(const std::string& source, bool pass, const std::string& code,
   v.source = source;
   v.pass = pass;
   v.record.source = source;
-  v.context = {{"invalid", true}, {"log_level", true}};
+  v.context.invalid = true;
+  v.context.log_level = true;
   v.findings.push_back({code, sev, message});
   return v;
 }
@@ -50,8 +51,8 @@ bool exit_by_design(const std::vector<LogFailure>& failures) {
 
 }  // namespace
 
-bool is_log_level(const Verdict& v) { return v.context.is_object() && v.context.value("log_level", false); }
-bool is_other_record(const Verdict& v) { return v.context.is_object() && v.context.value("other_record", false); }
+bool is_log_level(const Verdict& v) { return v.context.log_level; }
+bool is_other_record(const Verdict& v) { return v.context.other_record; }
 
 Verdict benchmark_failed_verdict(const std::vector<LogFailure>& failures, bool run_not_validated) {
   if (run_not_validated && exit_by_design(failures))
@@ -113,7 +114,8 @@ Verdict other_record_verdict(const LogEntry& e) {
   v.source = e.source;
   v.record.source = e.source;
   v.record.raw = e.raw;
-  v.context = {{"invalid", true}, {"other_record", true}};
+  v.context.invalid = true;
+  v.context.other_record = true;
   const std::string c = e.raw.is_object() && e.raw.contains("case") && e.raw["case"].is_string()
                             ? e.raw["case"].get<std::string>()
                             : "";
@@ -133,7 +135,7 @@ Verdict other_record_verdict(const LogEntry& e) {
       bad += (bad.empty() ? "" : ", ") + k + "=" + num(val.get<double>()) + " (>= 3e-3)";
   }
   if (bad.empty()) {
-    v.context["notes"] = nlohmann::json::array({"op worker case " + c + ": every check passes (booleans true, relL2 "
+    v.context.notes = std::vector<std::string>({"op worker case " + c + ": every check passes (booleans true, relL2 "
                                                 "below test_gemm_ar_op.py's FP8_FLOOR 3e-3)"});
     return v;
   }

@@ -79,10 +79,14 @@ TEST(CheckLogs, ImpossibleValuesPartialEagerRacyAndRepeats) {
   EXPECT_TRUE(has(fast.out, "FASTER_THAN_MODEL(w)")) << fast.out;
 }
 
-TEST(CheckLogs, UncalibratedProfileSaysSoAndOnlyWarns) {
+// An MI355X run judged as MI300X is faster than MI300X's peak rates allow: below physics fails on every
+// profile, calibrated or not, and the message points at --profile.
+TEST(CheckLogs, UncalibratedProfileSaysSoAndBelowPhysicsStillFails) {
   const auto r = run_gemmar({"check", kData + "faster_than_model.log", "--profile", "mi300x"});
   EXPECT_TRUE(has(r.out, "profile mi300x is uncalibrated")) << r.out;
-  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "error FASTER_THAN_PHYSICS")) << r.out;
+  EXPECT_TRUE(has(r.out, "--profile")) << r.out;
+  EXPECT_EQ(r.rc, 1) << r.out;
 }
 
 TEST(CheckLogs, PlainTraceAttachesOnlyToTheRunItsKernelsMatch) {

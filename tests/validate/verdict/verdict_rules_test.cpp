@@ -36,7 +36,7 @@ const Finding* find(const Verdict& v, const std::string& code) {
 std::string dump(const Verdict& v) {
   std::string s = v.source + (v.pass ? " pass" : " FAIL");
   for (const auto& f : v.findings) s += "\n  " + f.code + " (" + to_string(f.severity) + "): " + f.message;
-  return s + "\n  context: " + v.context.dump();
+  return s + "\n  context: " + to_json(v.context).dump();
 }
 
 TEST(CheckVerdict, MeasuredCleanRunsAtM16384Pass) {

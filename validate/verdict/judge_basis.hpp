@@ -1,0 +1,89 @@
+// Inside the verdict library: what a record is judged on, derived once per record (the numerics basis from the
+// floors and the record's errors, the timing basis from the model), and the rules that read it. Every rule is a
+// function (record, basis) -> at most one hit; rules.cpp lists them with their code and severity in one table.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/model.hpp"
+#include "validate/record/run_record.hpp"
+#include "validate/verdict/expectations.hpp"
+#include "validate/verdict/verdict.hpp"
+
+namespace gemmar::verdict_detail {
+
+// The numerics of the record against the floors of its wire.
+struct NumericsBasis {
+  bool judged = false;  // false for a run that stopped early: the numerics of an incomplete output mean nothing
+  bool collective = false, fp8 = false;
+  bool rel_ok = false;  // rel_l2 present and finite
+  std::string wire;     // "fp8" | "bf16"
+  std::optional<double> worst;  // the worst rank's relL2 (the benchmark's rel_l2 is the minimum over ranks)
+  int worst_rank = -1;
+  std::optional<double> floor_bf16, floor_fp8, expected, sigma;
+  double accept_max = 0, upper = 0, tol = 0;
+  std::string floor_txt;  // "the bf16 floor 2.35e-3" or "the benchmark's bound 3e-3"
+  // SILENT_TRANSFER's two signatures: slices whose relL2 says they never arrived, or an error of sqrt(j/W).
+  std::vector<int> slices_off;
+  int missing_slices = 0;  // j of the sqrt(j/W) pattern; 0: no match
+  double missing_pattern = 0;
+  bool silent = false;  // either signature: NUMERICS_ABOVE_FLOOR stays quiet
+  // Per-rank relL2, each at its own expectation on the fp8 wire, and their spread.
+  std::vector<double> rank_rel;
+  double rank_scale = 0;
+  std::optional<double> rank_spread;
+};
+
+// The model's view of the run.
+struct TimingBasis {
+  model::Prediction pred;  // a partial run's: the prefix of phases it ran
+  bool partial = false;
+  bool eager = false;
+  int launches = 0;         // kernels the model counts (eager: each paid its launch)
+  double launch_extra = 0;  // eager: launches x the launch cost, added to the model
+};
+
+// The baseline runs this record matches (same shape and config; or the same but for the quant).
+struct BaselineBasis {
+  std::vector<const RunRecord*> same, other_quant;
+  double median_us = 0;  // of `same`
+};
+
+struct Basis {
+  const Expectations& e;
+  Config cfg, eff;
+  NumericsBasis num;
+  std::optional<TimingBasis> timing;  // the profile and a prediction exist
+  std::optional<double> time_us;      // the time judged: present, positive, a GPU time, timing judged
+  bool shared_device = false;         // the ranks ran on one device (--ranks-per-device, the one-GPU emulation)
+  std::map<std::string, PhaseEfficiency> phase_efficiency;  // measured phases against their ceilings
+  std::optional<BaselineBasis> baseline;
+};
+
+Basis make_basis(const RunRecord&, const Expectations&);
+VerdictContext context_of(const RunRecord&, const Basis&);
+
+// A rule's finding before the table gives it its code and severity. `minor`: the rule itself grades this one
+// below the table's severity (GRID_OFF_OPTIMUM within the run-to-run spread).
+struct Hit {
+  std::string message;
+  bool minor = false;
+};
+
+// Text helpers shared by the rules and the table printer.
+std::string sci(double);
+std::string us(double);
+std::string pct(double frac);
+double median(std::vector<double>);
+bool is_partial(const RunRecord&);
+bool is_pull_wire(const Config& effective);
+std::string ratio(double x);  // "2.5x"
+// The run's quant as a reader should see it: "quant unknown" when the record did not say and it cannot be
+// inferred; its config label with "/quant?" then.
+std::string quant_label(const RunRecord&, const Config&);
+std::string record_config_label(const RunRecord&);
+// NOT_VALIDATED, explained after every rule ran (bench_gemm_ar.py's per-rank lines, mori's signatures).
+void explain_not_validated(const RunRecord&, const Basis&, std::vector<Finding>&);
+
+}  // namespace gemmar::verdict_detail
