@@ -175,6 +175,7 @@ struct Judge {
     wire = fp8 ? "fp8" : "bf16";
     not_validated();
     output_checks();
+    rank_agreement();
     iteration_checks();
     worst_rank_error();
     floors();
@@ -212,7 +213,7 @@ struct Judge {
   void output_checks() {
     if (r.wrong_elements && *r.wrong_elements > 0) {
       const int64_t rows = r.checked_rows.value_or(0);
-      const int64_t total = rows * r.shape.n * r.shape.world;
+      const int64_t total = r.checked_elements.value_or(rows * r.shape.n * r.shape.world);
       std::ostringstream m;
       m << *r.wrong_elements;
       if (total > 0) m << " of " << total;
@@ -226,6 +227,17 @@ struct Judge {
               " output elements still hold the poison written before the run: no kernel or copy wrote them "
               "(a skipped tile, a put that never landed, a grid that does not cover the output).");
     }
+  }
+
+  // --- RANK_DISAGREEMENT: the collective makes views equal (the bf16 wire: every rank's; the fp8 wire: every
+  // non-owner's copy of a slice), so any difference is a fault; without partials it is the bit-level check.
+  void rank_agreement() {
+    if (!r.disagreeing_elements || *r.disagreeing_elements == 0) return;
+    add("RANK_DISAGREEMENT", Severity::Error,
+        std::to_string(*r.disagreeing_elements) +
+            " output elements differ between ranks where the collective makes every view equal"
+            " (the bf16 wire: all views; the fp8 wire: all but the slice owner's): ranks read different data"
+            " (a missing release, a stale or unwritten view, a gather that did not land everywhere).");
   }
 
   // --- NONDETERMINISTIC / STALE_ITERATION (docs/reliability.md): what checking every iteration found, within one record.
