@@ -103,7 +103,9 @@ ElementChecks::ElementChecks(const Shape& shape, const Config& cfg, Fp8Format wi
       fp8_wire_(collective_ && uses_fp8_wire(cfg) && shape.world > 1),
       S_(slice_rows(shape, cfg.quant)),
       codes_(size_t(shape.n)),
-      deq_(size_t(shape.n)) {
+      deq_(size_t(shape.n)),
+      reduced_(size_t(shape.n)),
+      acc_(size_t(shape.n)) {
   const size_t W = size_t(shape.world);
   wrong_by_rank.assign(W, 0);
   wrong_by_slice.assign(W, 0);
@@ -134,9 +136,22 @@ void ElementChecks::add(const Chunk& c) {
   checked += int64_t(R) * N * W;
   for (size_t i = 0; i < R; ++i) {
     const int owner = slice_of((*c.rows)[i]);
-    if (c.expected) compare_rows(c, i, owner);
+    if (!c.partials.empty()) {
+      reduce_row(c, i, owner);
+      compare_rows(c, i, owner);
+    }
     if (fp8_wire_) wire_row(c, i, owner);
     if (collective_ && W > 1) agreement_row(c, i, owner);
+  }
+}
+
+void ElementChecks::reduce_row(const Chunk& c, size_t i, int owner) {
+  if (!collective_) return;  // gemm-only: each rank's own partial
+  const int64_t N = shape_.n;
+  const size_t at = i * size_t(N);
+  for (int64_t col = 0; col < N; ++col) {
+    acc_[size_t(col)] = nm::reduce_sum(owner, shape_.world, [&](int p) { return c.partials[size_t(p)][at + size_t(col)]; });
+    reduced_[size_t(col)] = nm::f32_to_bf16(acc_[size_t(col)]);
   }
 }
 
@@ -148,7 +163,7 @@ void ElementChecks::compare_rows(const Chunk& c, size_t i, int owner) {
   for (int r = 0; r < shape_.world; ++r) {
     if (fp8_wire_ && r != owner) continue;
     const uint16_t* got = c.views[size_t(r)] + i * size_t(N);
-    const uint16_t* want = (*c.expected)[size_t(r)].data() + i * size_t(N);
+    const uint16_t* want = collective_ ? reduced_.data() : c.partials[size_t(r)] + i * size_t(N);
     if (std::memcmp(got, want, size_t(N) * 2) == 0) continue;
     for (int64_t col = 0; col < N; ++col)
       if (got[col] != want[col]) wrong_at(r, row, col, got[col], want[col]);
@@ -164,9 +179,9 @@ void ElementChecks::wire_row(const Chunk& c, size_t i, int owner) {
   const int W = shape_.world;
   const int64_t N = shape_.n, row = (*c.rows)[i];
   const bool fnuz = wire_format_ == Fp8Format::E4M3FNUZ;
-  const uint16_t* reduced =
-      c.expected ? (*c.expected)[size_t(owner)].data() + i * size_t(N) : c.views[size_t(owner)] + i * size_t(N);
-  const float* acc = c.expected && c.reduce_acc ? c.reduce_acc->data() + i * size_t(N) : nullptr;
+  const bool known = !c.partials.empty();
+  const uint16_t* reduced = known ? reduced_.data() : c.views[size_t(owner)] + i * size_t(N);
+  const float* acc = known ? acc_.data() : nullptr;
   if (acc) has_acc_ = true;
   const WireRecipe first = first_recipe();
   std::vector<WireRecipe> order{first};

@@ -46,14 +46,15 @@ struct Mismatch {
   uint16_t got = 0, expected = 0;  // bf16 bits
 };
 
-// One chunk of consecutive checked rows: every rank's view, and what the collective gives there when the run's
-// partials are known (the emulation over them, owner rows = the reduce) with the reduce's fp32 accumulator
-// rows (fuse_quantize's amax), else null.
+// One chunk of consecutive checked rows: every rank's view, and when the run's partials are known every rank's
+// bf16 partial of the same rows. The collective's result follows from them row by row: the reduce is
+// numerics::reduce_sum in peer order (owner + j) % W, stored bf16 (what reference::emulate_collective computes
+// with no fault injected: every mode reduces so), its fp32 accumulator feeding fuse_quantize's amax; gemm-only's
+// output is the rank's own partial.
 struct Chunk {
-  const std::vector<int64_t>* rows = nullptr;        // global rows of the chunk
-  std::vector<const uint16_t*> views;                // per rank, [rows x N]
-  const reference::Bf16Outputs* expected = nullptr;  // per rank, [rows x N]
-  const std::vector<float>* reduce_acc = nullptr;    // [rows x N], with `expected` on the fp8 wire
+  const std::vector<int64_t>* rows = nullptr;  // global rows of the chunk
+  std::vector<const uint16_t*> views;          // per rank, [rows x N]
+  std::vector<const uint16_t*> partials;       // per rank, [rows x N]; empty when unknown
 };
 
 // Accumulates the element checks over chunks.
@@ -81,6 +82,7 @@ class ElementChecks {
   bool compared = false;  // an element check ran (the bit-exact comparison or the wire leg)
 
  private:
+  void reduce_row(const Chunk&, size_t i, int owner);
   void compare_rows(const Chunk&, size_t i, int owner);
   void wire_row(const Chunk&, size_t i, int owner);
   void agreement_row(const Chunk&, size_t i, int owner);
@@ -95,8 +97,8 @@ class ElementChecks {
   bool has_acc_ = false;  // the reduce's accumulator rows were given (partials known)
   int64_t S_;
   std::vector<uint8_t> codes_;
-  std::vector<uint16_t> deq_;
-  std::vector<float> acc_;
+  std::vector<uint16_t> deq_, reduced_;  // reduced_: the current row's reduce output (partials known)
+  std::vector<float> acc_;               // its fp32 accumulator
 };
 
 }  // namespace gemmar::output_check
