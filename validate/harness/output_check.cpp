@@ -94,7 +94,8 @@ bool within_tolerance(float x, float s_ref, uint16_t view, bool fnuz) {
 
 }  // namespace
 
-ElementChecks::ElementChecks(const Shape& shape, const Config& cfg, Fp8Format wire_format, size_t listed)
+ElementChecks::ElementChecks(const Shape& shape, const Config& cfg, Fp8Format wire_format, size_t listed,
+                             bool wire_leg)
     : shape_(shape),
       cfg_(cfg),
       wire_format_(wire_format),
@@ -105,7 +106,8 @@ ElementChecks::ElementChecks(const Shape& shape, const Config& cfg, Fp8Format wi
       codes_(size_t(shape.n)),
       deq_(size_t(shape.n)),
       reduced_(size_t(shape.n)),
-      acc_(size_t(shape.n)) {
+      acc_(size_t(shape.n)),
+      wire_leg_(wire_leg) {
   const size_t W = size_t(shape.world);
   wrong_by_rank.assign(W, 0);
   wrong_by_slice.assign(W, 0);
@@ -140,7 +142,7 @@ void ElementChecks::add(const Chunk& c) {
       reduce_row(c, i, owner);
       compare_rows(c, i, owner);
     }
-    if (fp8_wire_) wire_row(c, i, owner);
+    if (fp8_wire_ && wire_leg_) wire_row(c, i, owner);
     if (collective_ && W > 1) agreement_row(c, i, owner);
   }
 }

@@ -60,7 +60,10 @@ struct Chunk {
 // Accumulates the element checks over chunks.
 class ElementChecks {
  public:
-  ElementChecks(const Shape&, const Config& effective, Fp8Format wire_format, size_t listed = 10);
+  // wire_leg: judge the fp8 wire's gathered views against the recipes (verify, where another implementation's
+  // partials may be absent); `run` compares them bit for bit against the emulation itself and passes false.
+  ElementChecks(const Shape&, const Config& effective, Fp8Format wire_format, size_t listed = 10,
+                bool wire_leg = true);
   void add(const Chunk&);
   // Into the record: checked/wrong/nonfinite/disagreeing elements, wire_recipe.
   void record(RunRecord&) const;
@@ -99,6 +102,7 @@ class ElementChecks {
   std::vector<uint8_t> codes_;
   std::vector<uint16_t> deq_, reduced_;  // reduced_: the current row's reduce output (partials known)
   std::vector<float> acc_;               // its fp32 accumulator
+  bool wire_leg_;
 };
 
 }  // namespace gemmar::output_check

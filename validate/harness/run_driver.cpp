@@ -182,7 +182,7 @@ RunOutcome run_and_check(Backend& backend, const RunRequest& req) {
   }
   const output_check::ViewRelL2 views = output_check::rel_l2_of_views(shape, cfg, rows, res.outputs, ref, rank_refs);
   // NaN/inf and the agreement of the views the collective makes equal, over every element read back.
-  output_check::ElementChecks elements(shape, cfg, Fp8Format::E4M3FN);
+  output_check::ElementChecks elements(shape, cfg, Fp8Format::E4M3FN, 10, /*wire_leg=*/false);
   {
     output_check::Chunk chunk;
     chunk.rows = &rows;
