@@ -13,6 +13,8 @@ const std::vector<FaultClass>& fault_table() {
       {"silent-scatter", "the scatter leg's puts (or fused-lsa's remote stores) never land", "SILENT_TRANSFER"},
       {"silent-gather", "the gather leg's puts never land", "SILENT_TRANSFER"},
       {"stale-output", "the output still holds a previous run's data", "SILENT_TRANSFER"},
+      // Caught twice: per-rank relL2 spread (RANK_DIVERGENCE) and, element by element, views that the collective
+      // makes equal differing between ranks (RANK_DISAGREEMENT).
       {"no-release", "the copy engine reads the reduce's output before its stores are visible", "RANK_DIVERGENCE"},
       {"perturb-rank=R", "one rank computes a different partial (wrong scale, wrong operand)", "NUMERICS_ABOVE_FLOOR"},
       {"pull-blocks=N", "the pull kernel launched with the wrong grid", "GRID_OFF_OPTIMUM"},

@@ -405,18 +405,21 @@ __device__ __forceinline__ void unpack8(const uint4& x, float (&f)[8]) {
   }
 }
 
-// One row of the fp8 wire: amax, scale, codes (numerics::amax_scale / amax_inv_scale / quantize_scaled).
-__device__ void quantize_row(const uint16_t* in, int64_t n, uint8_t* q, float* scale_out) {
+// One row of the fp8 wire with mori's recipe: amax, scale, codes (numerics::wire_scale / wire_inv_scale /
+// quantize_scaled). `acc_amax`: this thread's NaN-propagating amax of the reduce's fp32 accumulator
+// (fuse_quantize, as mori's sdma_reduce_quant), or a negative value to take the amax over the bf16 row.
+__device__ void quantize_row(const uint16_t* in, int64_t n, uint8_t* q, float* scale_out, float acc_amax = -1.0f) {
   const int64_t nv = n / 8;
-  float amax = 0.0f;
-  for (int64_t v = threadIdx.x; v < nv; v += blockDim.x) {
-    float f[8];
-    unpack8(reinterpret_cast<const uint4*>(in)[v], f);
+  float amax = acc_amax < 0.0f ? 0.0f : acc_amax;  // a NaN acc_amax is kept (NaN < 0 is false)
+  if (acc_amax < 0.0f)
+    for (int64_t v = threadIdx.x; v < nv; v += blockDim.x) {
+      float f[8];
+      unpack8(reinterpret_cast<const uint4*>(in)[v], f);
 #pragma unroll
-    for (int e = 0; e < 8; ++e) amax = nm::amax_step(amax, f[e]);
-  }
+      for (int e = 0; e < 8; ++e) amax = nm::amax_step(amax, f[e]);
+    }
   amax = block_amax(amax);
-  const float inv = nm::amax_inv_scale(amax, false);
+  const float inv = nm::wire_inv_scale(amax, false);
   for (int64_t v = threadIdx.x; v < nv; v += blockDim.x) {
     float f[8];
     unpack8(reinterpret_cast<const uint4*>(in)[v], f);
@@ -427,7 +430,7 @@ __device__ void quantize_row(const uint16_t* in, int64_t n, uint8_t* q, float* s
     for (int e = 0; e < 4; ++e) hi |= uint32_t(nm::quantize_scaled(f[e + 4], inv, false)) << (8 * e);
     reinterpret_cast<uint2*>(q)[v] = make_uint2(lo, hi);
   }
-  if (threadIdx.x == 0) *scale_out = nm::amax_scale(amax, false);
+  if (threadIdx.x == 0) *scale_out = nm::wire_scale(amax, false);
 }
 
 __global__ void __launch_bounds__(kThreads) reduce_kernel(SlotSet slots, int owner, int world, int64_t n,
@@ -435,6 +438,7 @@ __global__ void __launch_bounds__(kThreads) reduce_kernel(SlotSet slots, int own
   const int64_t row = blockIdx.x;
   const int64_t nv = n / 8;
   uint16_t* orow = out + row * n;
+  float acc_amax = 0.0f;  // fuse_quantize: the wire's amax over the fp32 accumulator, before the bf16 store
   for (int64_t v = threadIdx.x; v < nv; v += blockDim.x) {
     // numerics::reduce_element, 8 lanes at a time: acc starts at 0, adds peers in order (owner + j) % world.
     float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -445,6 +449,8 @@ __global__ void __launch_bounds__(kThreads) reduce_kernel(SlotSet slots, int own
 #pragma unroll
       for (int e = 0; e < 8; ++e) acc[e] = nm::add_rn(acc[e], f[e]);
     }
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc_amax = nm::amax_step(acc_amax, acc[e]);
     uint4 o;
     o.x = pack_bf16x2(acc[0], acc[1]);
     o.y = pack_bf16x2(acc[2], acc[3]);
@@ -454,7 +460,7 @@ __global__ void __launch_bounds__(kThreads) reduce_kernel(SlotSet slots, int own
   }
   if (q_out) {
     __syncthreads();  // the block's own global stores are visible to it after the barrier
-    quantize_row(orow, n, q_out + row * n, q_scale + row);
+    quantize_row(orow, n, q_out + row * n, q_scale + row, acc_amax);
   }
 }
 
@@ -558,14 +564,14 @@ __global__ void __launch_bounds__(kQuantThreads) quantize_kernel(const uint16_t*
     for (int e = 0; e < 8; ++e) amax = nm::amax_step(amax, f[e]);
   }
   amax = block_amax(amax);
-  const float inv = nm::amax_inv_scale(amax, false);
+  const float inv = nm::wire_inv_scale(amax, false);
   uint2* qp = reinterpret_cast<uint2*>(q_out + row * n);
 #pragma unroll
   for (int i = 0; i < kQuantVecs; ++i) {
     const int v = int(threadIdx.x) + i * kQuantThreads;
     if (v < nv) qp[v] = quant8(x[i], inv);
   }
-  if (threadIdx.x == 0) q_scale[row] = nm::amax_scale(amax, false);
+  if (threadIdx.x == 0) q_scale[row] = nm::wire_scale(amax, false);
 }
 
 // Four e4m3fn codes (byte i of w) times the row scale -> four bf16 (nm::wire_dequantize) without the conversion

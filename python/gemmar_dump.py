@@ -24,6 +24,7 @@ Tensors (per rank; M is the op's M, real rows only or padded, as the implementat
     out      [M, N] bf16, the op's output on this rank
     partial  [M, N] bf16, optional: this rank's GEMM result before the collective (enables the bit-exact check)
     wire, wire_scale  optional (fp8 wire, full dumps): the owned slice's codes [M_pad/W, N] and row scales [M_pad/W]
+             (as the implementation sent them: gemmar verify names the quantization recipe, mori's or a variant)
     rows     optional int64 [R]: the dump holds only these global rows of a, a_scale, out, partial (pass m=M)
 """
 

@@ -4,17 +4,22 @@ W ranks live on one GPU as separate tensors. Each rank's partial is torch._scale
 fp32 scale per 1x128 block, B: one per 128x128 block; the benchmark's operands: randn/8 cast to e4m3fn, scales
 rand*0.01+0.01, seed 1234+rank), bf16 out. The collective is docs/spec.md 1.1 in torch: every owner sums its slice of
 the W bf16 partials in fp32 in peer order (owner+j)%W starting from 0, rounds to bf16, and gathers it (bf16 wire:
-copies; fp8 wire: per-row amax, scale = amax/448, codes = RNE(x*448/amax) saturated, peers write
-bf16(decode(q)*scale); the owner's rows are never quantized). Every rank is dumped with gemmar_dump.dump.
+copies; fp8 wire: per-row amax, then --wire-recipe, peers write bf16(decode(q)*scale); the owner's rows are never
+quantized). Every rank is dumped with gemmar_dump.dump.
 
     python3 torch_gemm_ar.py OUT_DIR [-m 16384] [--gather-dtype bf16|fp8] [--fault none|skip-gather|wire-bypassed]
 
 Faults, to show `gemmar verify` finding them in a real implementation's tensors:
     skip-gather    rank 3 never receives slice 5 (keeps its own partial there): a silent put
     wire-bypassed  an fp8-wire config that gathers bf16 (the wire never engaged)
---scalar-div reproduces a real slip of the first version of this script, which `gemmar verify` caught: the wire
-scale computed as `amax / 448.0` (torch multiplies by fl(1/448) for a Python-scalar divisor) is not the correctly
-rounded amax/448, so about half the rows' scales and codes differ from docs/spec.md 1.1 in the last bit.
+--wire-recipe names how a row is narrowed (reference/quant.hpp WireRecipe; `gemmar verify` names the one it finds):
+    mori           (default) mori's kernels (ROCm/mori python/mori/ops/gemm_ar/kernels_sdma.py quantize_gather):
+                   scale = amax * fl32(1/448), inv = fl32(448 / amax), codes = RNE(x * inv) saturated
+    true-division  scale = fl32(amax / 448) (a true division), the same inv and codes
+    div-codes      scale = fl32(amax / 448), codes = RNE(x / scale): torch's usual quantize, and mori's own test
+                   reference (tests/python/cco/gemm_ar_wire_reference.py)
+An all-zero row has scale 1. (The first version of this script wrote `amax / 448.0` with a Python scalar, which
+torch computes as a multiply by fl32(1/448): that "slip" is mori's scale.)
 """
 
 import argparse
@@ -39,9 +44,9 @@ def main():
     p.add_argument("--gather-transport", default="sdma")
     p.add_argument("--fault", default="none")
     p.add_argument("--no-wire", action="store_true", help="do not dump the fp8 wire tensors")
-    p.add_argument("--scalar-div", action="store_true",
-                   help="fp8 wire scales as amax / 448.0 with a Python scalar (what a first torch version did: torch "
-                        "multiplies by the rounded reciprocal, so the codes are not docs/spec.md 1.1's bit for bit)")
+    p.add_argument("--wire-recipe", default="mori", choices=["mori", "true-division", "div-codes"],
+                   help="how the fp8 wire narrows a row (default mori: scale = amax * fl32(1/448), "
+                        "codes = RNE(x * fl32(448/amax)))")
     args = p.parse_args()
     M, N, K, W = args.m, args.n, args.k, args.world
     S = M // W
@@ -75,16 +80,17 @@ def main():
         if fp8 and args.fault != "wire-bypassed":
             x = red.float()
             amax = x.abs().amax(dim=1, keepdim=True)
-            if args.scalar_div:
-                # torch divides by a Python scalar as a multiply by its rounded reciprocal: not amax/448 (docs/spec.md 1.1)
-                scale = torch.where(amax > 0, amax / 448.0, torch.ones_like(amax))
-                inv = torch.where(amax > 0, 448.0 / amax, torch.ones_like(amax))
+            fmax = torch.full_like(amax, 448.0)
+            zero = amax == 0
+            one = torch.ones_like(amax)
+            # Tensor by tensor: `448.0 / amax` with a Python scalar numerator is reciprocal(amax) * 448 in torch.
+            inv = torch.where(zero, one, fmax / amax)
+            if args.wire_recipe == "mori":
+                scale = torch.where(zero, one, amax * torch.tensor(1.0 / 448.0, device=dev, dtype=torch.float32))
             else:
-                # Tensor by tensor: the correctly rounded fp32 division docs/spec.md (and the kernels) use.
-                fmax = torch.full_like(amax, 448.0)
-                scale = torch.where(amax > 0, amax / fmax, torch.ones_like(amax))
-                inv = torch.where(amax > 0, fmax / amax, torch.ones_like(amax))
-            q = (x * inv).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
+                scale = torch.where(zero, one, amax / fmax)
+            scaled = x / scale if args.wire_recipe == "div-codes" else x * inv
+            q = scaled.clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
             wire[o], wire_scale[o] = q, scale.reshape(-1)
             landed = (q.float() * scale).to(torch.bfloat16)
         else:

@@ -85,6 +85,7 @@ struct CollectivePlan {
   bool fused;        // the epilogue pushes each finished tile
   bool owner_loads;  // the owner loads its peers' partials (split-lsa's first stage): there are no puts to go silent
   bool fp8;          // fp8 codes on the gather wire (fp8_wire_bypassed: an fp8 config whose gather moved bf16)
+  bool acc_amax;     // fuse_quantize: the wire's amax from the reduce's fp32 accumulator (mori's sdma_reduce_quant)
   // silent_gather and no_release hit only copy-engine gathers. cfg is effective_config's: split-lsa's gather
   // transport is already lsa.
   bool sdma_gather;
@@ -107,6 +108,7 @@ CollectivePlan::CollectivePlan(const CollectiveRequest& r, const Config& cfg)
       fused(traits(cfg.mode).fused),
       owner_loads(!fused && !traits(cfg.mode).scatter_by_copy_engine),
       fp8(cfg.gather_dtype == WireDtype::Fp8 && !f.fp8_wire_bypassed),
+      acc_amax(fp8 && cfg.fuse_quantize),
       sdma_gather(cfg.gather_transport == Transport::Sdma),
       previous(r.replay && r.replay->valid ? r.replay : nullptr),
       stale_slots(f.stale_replay && previous),
@@ -136,8 +138,10 @@ struct Row {
 
 // One thread's scratch, reused row after row.
 struct RowBuffers {
-  RowBuffers(int W, int64_t N) : slots(size_t(W * N)), reduced(size_t(N)), wire(size_t(N)), landed8(size_t(N)) {}
+  RowBuffers(int W, int64_t N)
+      : slots(size_t(W * N)), acc(size_t(N)), reduced(size_t(N)), wire(size_t(N)), landed8(size_t(N)) {}
   std::vector<uint16_t> slots;    // the owner's receive window: slot p holds peer p's partial
+  std::vector<float> acc;         // the reduce's fp32 accumulator (before the bf16 store)
   std::vector<uint16_t> reduced;  // the owner's reduced row
   std::vector<uint8_t> wire;      // its fp8 codes
   std::vector<uint8_t> landed8;   // the codes a faulty fp8 gather lands instead
@@ -200,10 +204,12 @@ void receive_slots(const CollectivePlan& c, const Bf16Outputs& out, const Row& r
 // on the fp8 wire, quantized once per row for every peer's gather. Returns the row scale.
 float reduce_row(const CollectivePlan& c, int owner, RowBuffers& b) {
   for (int64_t col = 0; col < c.N; ++col) {
-    b.reduced[size_t(col)] =
-        numerics::reduce_element(owner, c.W, [&](int p) { return b.slots[size_t(p * c.N + col)]; });
+    b.acc[size_t(col)] = numerics::reduce_sum(owner, c.W, [&](int p) { return b.slots[size_t(p * c.N + col)]; });
+    b.reduced[size_t(col)] = numerics::f32_to_bf16(b.acc[size_t(col)]);
   }
-  return c.fp8 ? wire_quantize_row(b.reduced.data(), c.N, b.wire.data(), c.req.wire_format) : 1.0f;
+  if (!c.fp8) return 1.0f;
+  return wire_quantize_row(b.reduced.data(), c.N, b.wire.data(), c.req.wire_format,
+                           c.acc_amax ? WireRecipe::AccAmax : WireRecipe::Mori, b.acc.data());
 }
 
 // This replay's buffers, filled row by row, for the next replay's faults to read.

@@ -5,8 +5,10 @@
 // (rank r owns padded rows [r*S, (r+1)*S)) receives every peer's bf16 partial in one slot per peer. Reduce:
 // fp32 sum in peer order (owner + j) % W, j = 0..W-1, stored bf16 (numerics::reduce_element). Gather leg:
 //   bf16 wire: exact copies of the owner's rows into every peer's output;
-//   fp8 wire (sdma and lsa alike): the owner quantizes each owned row (quant.hpp wire_quantize_row), peers
-//   dequantize to bf16; the owner's own rows are never quantized.
+//   fp8 wire (sdma and lsa alike): the owner quantizes each owned row with mori's recipe (quant.hpp
+//   wire_quantize_row, WireRecipe::Mori; with fuse_quantize the amax comes from the reduce's fp32 accumulator,
+//   WireRecipe::AccAmax, as mori's sdma_reduce_quant), peers dequantize to bf16; the owner's own rows are never
+//   quantized.
 // split-lsa is bf16 only (effective_config), gemm-only has no collective (output = local bf16 partial).
 // The collective is row local, so it runs on any selection of rows: sampled rows of the full reference shape,
 // or all rows of a small shape. It runs on computed partials or on externally supplied ones (a GPU's).

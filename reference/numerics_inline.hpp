@@ -132,7 +132,7 @@ GEMMAR_HD inline float e4m3_to_f32(uint8_t c, bool fnuz) {
   return sign ? -v : v;
 }
 
-// ---- amax scaling (operand quantization with kind `normal`, and the fp8 wire) -----------------------
+// ---- amax scaling: operand quantization with kind `normal` ----------------------------------------------
 // scale = amax / max (1.0 for an all-zero block), codes = RNE(x * (max / amax)): the inverse is formed once
 // per block and each element is multiplied by it (one rounding), then narrowed (second rounding).
 GEMMAR_HD inline float amax_scale(float amax, bool fnuz) {
@@ -143,6 +143,20 @@ GEMMAR_HD inline float amax_inv_scale(float amax, bool fnuz) {
 }
 GEMMAR_HD inline uint8_t quantize_scaled(float x, float inv_scale, bool fnuz) {
   return f32_to_e4m3(mul_rn(x, inv_scale), fnuz);
+}
+
+// ---- the fp8 wire, as mori computes it ---------------------------------------------------------------------
+// ROCm/mori python/mori/ops/gemm_ar/kernels_sdma.py (quantize_gather, sdma_reduce_quant; read at commit
+// 046391f6): scale = amax * fl32(1/448), a multiply by the rounded constant (not amax / 448: the two differ in
+// the last bit for about half the rows), inv = fl32(448 / amax), a true fp32 division; an all-zero row has
+// scale = inv = 1.0. A NaN amax (a NaN in the row) gives a NaN scale and inverse: the whole row is NaN on the
+// peers, as on the device. The fnuz wire uses 240 in place of 448.
+GEMMAR_HD inline float fp8_inv_max(bool fnuz) { return fnuz ? 1.0f / 240.0f : 1.0f / 448.0f; }  // fl32(1/max)
+GEMMAR_HD inline float wire_scale(float amax, bool fnuz) {
+  return amax == 0.0f ? 1.0f : mul_rn(amax, fp8_inv_max(fnuz));
+}
+GEMMAR_HD inline float wire_inv_scale(float amax, bool fnuz) {
+  return amax == 0.0f ? 1.0f : div_rn(fp8_max(fnuz), amax);
 }
 // The fp8 wire's receive side: decode, times the row scale in fp32, rounded to bf16.
 GEMMAR_HD inline uint16_t wire_dequantize(uint8_t q, float scale, bool fnuz) {
@@ -166,11 +180,17 @@ GEMMAR_HD inline float ptpc_epilogue(float dot, float scale_a, float scale_b) {
 // ---- the reduce -------------------------------------------------------------------------------------
 // The owner sums the W bf16 slots of one element in fp32 in peer order (rank + j) % W, j = 0..W-1, and stores
 // bf16. `slot(p)` returns the bf16 bits received from peer p.
+// reduce_sum is the fp32 accumulator before the bf16 store (mori's sdma_reduce_quant takes the fp8 wire's amax
+// from it when the narrowing is fused into the reduce).
 template <typename SlotFn>
-GEMMAR_HD inline uint16_t reduce_element(int owner, int world, SlotFn slot) {
+GEMMAR_HD inline float reduce_sum(int owner, int world, SlotFn slot) {
   float acc = 0.0f;
   for (int j = 0; j < world; ++j) acc = add_rn(acc, bf16_to_f32(slot((owner + j) % world)));
-  return f32_to_bf16(acc);
+  return acc;
+}
+template <typename SlotFn>
+GEMMAR_HD inline uint16_t reduce_element(int owner, int world, SlotFn slot) {
+  return f32_to_bf16(reduce_sum(owner, world, slot));
 }
 
 }  // namespace gemmar::numerics

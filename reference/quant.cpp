@@ -92,13 +92,39 @@ std::vector<float> dequantize(const QuantizedMatrix& m, Quant q, Operand op, Fp8
   return out;
 }
 
-float wire_quantize_row(const uint16_t* row, int64_t n, uint8_t* codes, Fp8Format f) {
+const char* to_string(WireRecipe r) {
+  switch (r) {
+    case WireRecipe::Mori: return "mori (scale = amax * fl32(1/max), codes = RNE(x * fl32(max/amax)))";
+    case WireRecipe::TrueDivScale: return "true-division scale (scale = amax / max)";
+    case WireRecipe::DivCodes: return "x / scale codes (scale = amax / max, codes = RNE(x / scale))";
+    case WireRecipe::AccAmax: return "fp32-accumulator amax (fuse_quantize: amax before the bf16 rounding)";
+  }
+  return "?";
+}
+
+float wire_quantize_row(const uint16_t* row, int64_t n, uint8_t* codes, Fp8Format f, WireRecipe recipe,
+                        const float* acc_row) {
   const bool fnuz = is_fnuz(f);
   float amax = 0.0f;
-  for (int64_t i = 0; i < n; ++i) amax = numerics::amax_step(amax, numerics::bf16_to_f32(row[i]));
-  const float scale = numerics::amax_scale(amax, fnuz);
-  const float inv = numerics::amax_inv_scale(amax, fnuz);
-  for (int64_t i = 0; i < n; ++i) codes[i] = numerics::quantize_scaled(numerics::bf16_to_f32(row[i]), inv, fnuz);
+  if (recipe == WireRecipe::AccAmax) {
+    GEMMAR_CHECK(acc_row != nullptr, "the fp32-accumulator amax needs the accumulator row");
+    for (int64_t i = 0; i < n; ++i) amax = numerics::amax_step(amax, acc_row[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) amax = numerics::amax_step(amax, numerics::bf16_to_f32(row[i]));
+  }
+  if (recipe == WireRecipe::Mori || recipe == WireRecipe::AccAmax) {
+    const float inv = numerics::wire_inv_scale(amax, fnuz);
+    for (int64_t i = 0; i < n; ++i) codes[i] = numerics::quantize_scaled(numerics::bf16_to_f32(row[i]), inv, fnuz);
+    return numerics::wire_scale(amax, fnuz);
+  }
+  const float scale = amax == 0.0f ? 1.0f : numerics::div_rn(amax, numerics::fp8_max(fnuz));
+  if (recipe == WireRecipe::TrueDivScale) {
+    const float inv = numerics::wire_inv_scale(amax, fnuz);
+    for (int64_t i = 0; i < n; ++i) codes[i] = numerics::quantize_scaled(numerics::bf16_to_f32(row[i]), inv, fnuz);
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      codes[i] = numerics::f32_to_e4m3(numerics::div_rn(numerics::bf16_to_f32(row[i]), scale), fnuz);
+  }
   return scale;
 }
 

@@ -38,9 +38,22 @@ std::vector<float> dequantize(const QuantizedMatrix&, Quant, Operand, Fp8Format)
 float mx_scale(float amax);
 
 // ---- the fp8 wire (docs/spec.md 1.1): per row of the owned slice ----
-// amax over the row's bf16 values; scale = amax/max (1.0 for an all-zero row); q = RNE(x * (max/amax)).
-// Returns the scale; writes n codes.
-float wire_quantize_row(const uint16_t* bf16_row, int64_t n, uint8_t* codes, Fp8Format);
+// How a row is narrowed. Mori is what mori's kernels compute and what the emulation (and gemmar's own kernels)
+// do; the others are legitimate implementations that `gemmar verify` names instead of failing:
+//   Mori:         amax over the row's bf16 values; scale = amax * fl32(1/max); inv = fl32(max / amax);
+//                 q = RNE(fl32(x * inv)) saturating (ROCm/mori kernels_sdma.py quantize_gather)
+//   TrueDivScale: as Mori but scale = fl32(amax / max) (gemmar before 2026-12-03)
+//   DivCodes:     scale = fl32(amax / max), q = RNE(fl32(x / scale)) (torch's quantize, mori's own
+//                 tests/python/cco/gemm_ar_wire_reference.py)
+//   AccAmax:      as Mori, the amax taken over the reduce's fp32 accumulator before its bf16 rounding, codes
+//                 from the bf16 row (mori's sdma_reduce_quant, i.e. fuse_quantize); needs the fp32 row
+enum class WireRecipe { Mori, TrueDivScale, DivCodes, AccAmax };
+inline constexpr WireRecipe kWireRecipes[] = {WireRecipe::Mori, WireRecipe::TrueDivScale, WireRecipe::DivCodes,
+                                              WireRecipe::AccAmax};
+const char* to_string(WireRecipe);
+// Returns the scale; writes n codes. acc_row: the fp32 accumulator row (read by AccAmax only; required there).
+float wire_quantize_row(const uint16_t* bf16_row, int64_t n, uint8_t* codes, Fp8Format,
+                        WireRecipe = WireRecipe::Mori, const float* acc_row = nullptr);
 // bf16(decode(q) * scale) for n elements.
 void wire_dequantize_row(const uint8_t* codes, float scale, int64_t n, uint16_t* bf16_out, Fp8Format);
 

@@ -40,8 +40,8 @@ GEMMAR_HD inline Out compute(float x, uint32_t i) {
   o.dec_fn = f32_bits(e4m3_to_f32(uint8_t(i & 0xff), false));
   o.dec_fnuz = f32_bits(e4m3_to_f32(uint8_t(i & 0xff), true));
   const float amax = add_rn(mul_rn(abs_f32(x), 1.37f), 1e-3f);  // no FMA contraction here either
-  o.wq = quantize_scaled(x, amax_inv_scale(amax, false), false);
-  o.wdq = wire_dequantize(o.wq, amax_scale(amax, false), false);
+  o.wq = quantize_scaled(x, wire_inv_scale(amax, false), false);
+  o.wdq = wire_dequantize(o.wq, wire_scale(amax, false), false);
   o.acc = f32_bits(block_accumulate(x, mul_rn(x, 0.75f), 0.013f, amax));
   return o;
 }

@@ -2,6 +2,8 @@
 // row selection, external partials, the faults' signatures, and the sampled relL2 estimator.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 
 #include "reference/emulation.hpp"
@@ -70,13 +72,27 @@ TEST(Emulation, GemmOnlyOutputsTheLocalBf16Partial) {
 TEST(Emulation, Fp8WireSdmaAndLsaAreIdenticalAndOwnerRowsAreNeverQuantized) {
   const std::vector<uint16_t> bf16 = straightforward_sum(kShape, Quant::Blockscale, partials().rows, partials().partials);
   const Bf16Outputs sdma = run(make_config(Mode::FusedSdma, WireDtype::Fp8, Transport::Sdma));
+  Config fused_q = make_config(Mode::FusedSdma, WireDtype::Fp8, Transport::Sdma);
+  fused_q.fuse_quantize = true;
+  const Bf16Outputs fq = run(fused_q);
   for (Mode m : {Mode::SplitSdma, Mode::FusedSdma, Mode::FusedLsa})
     for (Transport t : {Transport::Sdma, Transport::Lsa}) {
       Config c = make_config(m, WireDtype::Fp8, t);
       EXPECT_EQ(run(c), sdma) << config_label(c);
       c.fuse_quantize = true;
-      EXPECT_EQ(run(c), sdma) << config_label(c);
+      EXPECT_EQ(run(c), fq) << config_label(c);
     }
+  // fuse_quantize takes the amax from the reduce's fp32 accumulator (mori's sdma_reduce_quant): the same
+  // owner rows, gathered rows that differ only where the accumulator's amax moves the row scale.
+  int64_t fq_rows_differ = 0;
+  for (int r = 0; r < kShape.world; ++r) {
+    EXPECT_EQ(fq[size_t(r)].size(), sdma[size_t(r)].size());
+    for (size_t i = 0; i < partials().rows.size(); ++i)
+      fq_rows_differ += !std::equal(fq[size_t(r)].begin() + long(i) * kShape.n, fq[size_t(r)].begin() + long(i + 1) * kShape.n,
+                                    sdma[size_t(r)].begin() + long(i) * kShape.n);
+  }
+  EXPECT_GT(fq_rows_differ, 0);
+  EXPECT_LT(fq_rows_differ, int64_t(kShape.world) * int64_t(partials().rows.size()));
   const int64_t S = slice_rows(kShape, Quant::Blockscale), N = kShape.n;
   for (int r = 0; r < kShape.world; ++r) {
     int64_t foreign_differs = 0;

@@ -80,14 +80,19 @@ TEST(Quantize, AmaxMapsToMaxCodeAndDequantizeIsWithinHalfAnUlp) {
   }
 }
 
-TEST(WireQuant, RowScaleIsAmaxOver448AndZeroRowGetsScaleOne) {
+// mori's recipe (ROCm/mori python/mori/ops/gemm_ar/kernels_sdma.py quantize_gather): scale = amax * fl32(1/448),
+// a multiply by the rounded constant, inv = fl32(448 / amax), codes = RNE(x * inv).
+TEST(WireQuant, RowScaleIsAmaxTimesRoundedInverseOf448AndZeroRowGetsScaleOne) {
   std::vector<uint16_t> row(1024);
   for (size_t i = 0; i < row.size(); ++i) row[i] = to_bf16(float(normal_sample(5, 0, Tensor::B, 0, int64_t(i))) * 37.0f);
   float amax = 0;
   for (auto h : row) amax = std::max(amax, std::fabs(from_bf16(h)));
   std::vector<uint8_t> codes(row.size());
   const float scale = wire_quantize_row(row.data(), int64_t(row.size()), codes.data(), Fp8Format::E4M3FN);
-  EXPECT_EQ(scale, amax / 448.0f);
+  const float inv448 = 1.0f / 448.0f;
+  EXPECT_EQ(scale, amax * inv448);
+  const float inv = 448.0f / amax;
+  for (size_t i = 0; i < row.size(); ++i) EXPECT_EQ(codes[i], encode_fp8(from_bf16(row[i]) * inv, Fp8Format::E4M3FN));
   std::vector<uint16_t> back(row.size());
   wire_dequantize_row(codes.data(), scale, int64_t(row.size()), back.data(), Fp8Format::E4M3FN);
   double e = 0, n = 0;
@@ -152,4 +157,38 @@ TEST(Operands, PaddingRowsAreZero) {
   for (size_t k = 0; k < 128; ++k) nz += o.a.codes[k] != 0;
   EXPECT_GT(nz, 100);
   for (size_t k = 128; k < 3 * 128; ++k) EXPECT_EQ(o.a.codes[k], 0);
+}
+
+// The named variants differ from mori's recipe where they should: the true-division scale in the last bit of
+// some rows' scales (about half), x / scale in codes only where x * inv and x / scale straddle a rounding midpoint
+// (rare: the two differ by an fp32 ulp); the fp32-accumulator amax takes
+// the amax before the bf16 rounding. Each is what its definition says, element for element.
+TEST(WireQuant, VariantRecipesAreWhatTheirNamesSay) {
+  int scale_differs = 0;
+  std::vector<uint8_t> mori(1024), other(1024);
+  for (int r = 0; r < 64; ++r) {
+    std::vector<uint16_t> row(1024);
+    std::vector<float> acc(1024);
+    for (size_t i = 0; i < row.size(); ++i) {
+      acc[i] = float(normal_sample(9, 0, Tensor::A, r, int64_t(i))) * 11.0f;
+      row[i] = to_bf16(acc[i]);
+    }
+    float amax = 0;
+    for (auto h : row) amax = std::max(amax, std::fabs(from_bf16(h)));
+    const float s_mori = wire_quantize_row(row.data(), 1024, mori.data(), Fp8Format::E4M3FN, WireRecipe::Mori);
+    const float s_div = wire_quantize_row(row.data(), 1024, other.data(), Fp8Format::E4M3FN, WireRecipe::TrueDivScale);
+    EXPECT_EQ(s_div, amax / 448.0f);
+    EXPECT_EQ(other, mori);  // the same inverse, the same codes
+    scale_differs += s_div != s_mori;
+    const float s_dc = wire_quantize_row(row.data(), 1024, other.data(), Fp8Format::E4M3FN, WireRecipe::DivCodes);
+    EXPECT_EQ(s_dc, amax / 448.0f);
+    for (size_t i = 0; i < row.size(); ++i) EXPECT_EQ(other[i], encode_fp8(from_bf16(row[i]) / s_dc, Fp8Format::E4M3FN));
+    float acc_amax = 0;
+    for (float a : acc) acc_amax = std::max(acc_amax, std::fabs(a));
+    const float s_acc =
+        wire_quantize_row(row.data(), 1024, other.data(), Fp8Format::E4M3FN, WireRecipe::AccAmax, acc.data());
+    EXPECT_EQ(s_acc, acc_amax * (1.0f / 448.0f));
+  }
+  EXPECT_GT(scale_differs, 10);  // mori's constant multiply is not amax / 448 in about half the rows
+  EXPECT_LT(scale_differs, 54);
 }

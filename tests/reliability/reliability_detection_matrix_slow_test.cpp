@@ -66,7 +66,7 @@ const std::vector<FaultClass>& fault_classes() {
       {"fnuz operands read as fn", "fnuz-as-fn", "NOT_VALIDATED", [](const Config&) { return true; }},
       // At W=2 the emulation's stale-band pattern can land no stale line at all (ref's open finding,
       // docs/reliability.md), so the matrix covers W=4 and W=8 for this class.
-      {"missing release", "no-release", "RANK_DIVERGENCE|NUMERICS_ABOVE_FLOOR", gather_by_copy_engine},
+      {"missing release", "no-release", "RANK_DISAGREEMENT|RANK_DIVERGENCE|NUMERICS_ABOVE_FLOOR", gather_by_copy_engine},
       // Replay faults, visible only from the second iteration on (inputs change every iteration);
       // half the cases with stragglers (which move the late put and the landed share of it).
       {"stale replay (scatter flag not reset)", "stale-replay", "STALE_ITERATION", collective},

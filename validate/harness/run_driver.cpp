@@ -18,8 +18,9 @@
 #include "reference/emulation.hpp"
 #include "reference/formats.hpp"
 #include "reference/gemm.hpp"
+#include "validate/harness/dump_write.hpp"
 #include "validate/harness/guard_run.hpp"
-#include "validate/harness/verify.hpp"
+#include "validate/harness/output_check.hpp"
 
 namespace gemmar {
 
@@ -301,7 +302,6 @@ class CpuBackend final : public Backend {
   }
 };
 
-bool finite(double x) { return std::isfinite(x); }
 
 }  // namespace
 
@@ -330,8 +330,7 @@ RunOutcome run_and_check(Backend& backend, const RunRequest& req) {
   const Shape& shape = req.shape;
   const int W = shape.world;
   const int64_t n = shape.n;
-  const int64_t count = req.check_rows == 0 ? std::numeric_limits<int64_t>::max() / 4 : req.check_rows;
-  const std::vector<int64_t> rows = reference::sample_rows(shape, cfg.quant, std::max<int64_t>(count, W), req.seed);
+  const std::vector<int64_t> rows = output_check::rows_to_check(shape, cfg.quant, req.check_rows, req.seed);
 
   BackendResult res = backend.execute(req, rows);
   GEMMAR_CHECK(res.rows == rows, "backend ", backend.name(), " returned other rows than asked for");
@@ -345,25 +344,23 @@ RunOutcome run_and_check(Backend& backend, const RunRequest& req) {
   spec.shape = shape;
   spec.quant = cfg.quant;
   spec.seed = req.seed;
-  std::vector<double> per_rank;
-  std::vector<double> per_slice;
-  double all_views = 0;
-  double all_views_stderr = 0;
+  std::vector<float> ref;
+  std::vector<std::vector<float>> rank_refs;  // gemm-only: each rank's own fp32 partial
   if (has_collective(cfg.mode)) {
-    const reference::PartialsResult& ref = cached_partials(shape, cfg.quant, req.seed, rows);
-    for (const auto& r : reference::per_rank_rel_l2(shape, cfg.quant, rows, res.outputs, ref.reference))
-      per_rank.push_back(r.value);
-    per_slice = reference::per_slice_rel_l2(shape, cfg.quant, rows, res.outputs, ref.reference);
-    const reference::RelL2 av = reference::all_views_rel_l2(shape, cfg.quant, rows, res.outputs, ref.reference);
-    all_views = av.value;
-    all_views_stderr = av.stderr_;
+    ref = cached_partials(shape, cfg.quant, req.seed, rows).reference;
   } else {
-    // gemm-only: every rank's output is its own partial in bf16, judged against its own fp32 partial.
-    for (int r = 0; r < W; ++r) {
-      const reference::RankOperands ops = reference::make_rank_operands(spec, r, rows);
-      per_rank.push_back(reference::rel_l2(res.outputs[r], reference::reference_partial(ops, cfg.quant, spec.fp8_format)));
-    }
-    all_views = *std::max_element(per_rank.begin(), per_rank.end());
+    for (int r = 0; r < W; ++r)
+      rank_refs.push_back(reference::reference_partial(reference::make_rank_operands(spec, r, rows), cfg.quant,
+                                                       spec.fp8_format));
+  }
+  const output_check::ViewRelL2 views = output_check::rel_l2_of_views(shape, cfg, rows, res.outputs, ref, rank_refs);
+  // NaN/inf and the agreement of the views the collective makes equal, over every element read back.
+  output_check::ElementChecks elements(shape, cfg, Fp8Format::E4M3FN, 10, /*wire_leg=*/false);
+  {
+    output_check::Chunk chunk;
+    chunk.rows = &rows;
+    for (const auto& o : res.outputs) chunk.views.push_back(o.data());
+    elements.add(chunk);
   }
 
   // Bit-exactness: the collective re-emulated over the backend's own partials must reproduce its output, in
@@ -435,19 +432,10 @@ RunOutcome run_and_check(Backend& backend, const RunRequest& req) {
   rec.config = req.config;
   rec.backend = res.backend;
   rec.pull_blocks = req.inject.pull_blocks.value_or(req.config.pull_blocks);
-  rec.per_rank_rel_l2 = per_rank;
-  rec.per_slice_rel_l2 = per_slice;
-  double worst = 0;
-  bool any_nan = false;
-  for (double x : per_rank) {
-    if (!finite(x)) any_nan = true;
-    worst = std::max(worst, x);
-  }
-  rec.rel_l2 = any_nan ? std::numeric_limits<double>::quiet_NaN() : worst;
-  // `validated` holds as the benchmark's would: every rank inside its acceptance window.
-  bool ok = !per_rank.empty();
-  for (double x : per_rank) ok = ok && verdict_rules::benchmark_accepts(x, uses_fp8_wire(cfg));
-  rec.validated = ok;
+  output_check::record_numerics(rec, views, cfg, elements.nonfinite);
+  rec.checked_elements = elements.checked;
+  rec.nonfinite_elements = elements.nonfinite;
+  if (has_collective(cfg.mode) && W > 1) rec.disagreeing_elements = elements.disagreeing;
   rec.phases_us = res.phases_us;
   rec.per_rank_time_us = res.per_rank_time_us;
   if (res.total_us) rec.max_rank_time_us = res.total_us;
@@ -467,8 +455,6 @@ RunOutcome run_and_check(Backend& backend, const RunRequest& req) {
   if (req.straggle_us > 0) rec.straggle_us = req.straggle_us;
   rec.checked_rows = int64_t(rows.size());
   rec.poisoned_elements = res.poisoned_elements;
-  rec.rel_l2_all_views = all_views;
-  rec.rel_l2_all_views_stderr = all_views_stderr;
   rec.seed = req.seed;
   rec.inject = req.inject.label();
   rec.device = res.device;

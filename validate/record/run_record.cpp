@@ -319,6 +319,10 @@ RunRecord run_record_from_json(const nlohmann::json& j, const std::string& sourc
   r.wrong_elements = count("wrong_elements");
   r.checked_rows = count("checked_rows");
   r.poisoned_elements = count("poisoned_elements");
+  r.checked_elements = count("checked_elements");
+  r.nonfinite_elements = count("nonfinite_elements");
+  r.disagreeing_elements = count("disagreeing_elements");
+  if (present(j, "wire_recipe")) r.wire_recipe = get_string(j, "wire_recipe", source);
   if (present(j, "rel_l2_all_views")) r.rel_l2_all_views = get_number(j, "rel_l2_all_views", source);
   if (present(j, "rel_l2_all_views_stderr"))
     r.rel_l2_all_views_stderr = get_number(j, "rel_l2_all_views_stderr", source);
@@ -404,6 +408,10 @@ nlohmann::json run_record_to_json(const RunRecord& r) {
   if (r.wrong_elements) j["wrong_elements"] = *r.wrong_elements;
   if (r.checked_rows) j["checked_rows"] = *r.checked_rows;
   if (r.poisoned_elements) j["poisoned_elements"] = *r.poisoned_elements;
+  if (r.checked_elements) j["checked_elements"] = *r.checked_elements;
+  if (r.nonfinite_elements) j["nonfinite_elements"] = *r.nonfinite_elements;
+  if (r.disagreeing_elements) j["disagreeing_elements"] = *r.disagreeing_elements;
+  if (r.wire_recipe) j["wire_recipe"] = *r.wire_recipe;
   if (r.rel_l2_all_views) j["rel_l2_all_views"] = *r.rel_l2_all_views;
   if (r.rel_l2_all_views_stderr) j["rel_l2_all_views_stderr"] = *r.rel_l2_all_views_stderr;
   if (r.seed) j["seed"] = *r.seed;

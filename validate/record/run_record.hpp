@@ -75,6 +75,16 @@ struct RunRecord {
   std::optional<int64_t> wrong_elements;
   std::optional<int64_t> checked_rows;       // output rows compared (per rank)
   std::optional<int64_t> poisoned_elements;  // output elements still holding the poison written before the run
+  // Output elements (all ranks' views) the element-wise checks compared: wrong_elements, nonfinite_elements and
+  // disagreeing_elements count among these (every element by default; relL2 samples checked_rows rows).
+  std::optional<int64_t> checked_elements;
+  std::optional<int64_t> nonfinite_elements;    // NaN or inf in any view
+  // Elements where ranks' views differ although the collective makes them equal (the bf16 wire: every view; the
+  // fp8 wire: every view but the slice owner's), counted per differing view against the majority.
+  std::optional<int64_t> disagreeing_elements;
+  // The fp8 wire's quantization recipe that reproduces the gathered views exactly (reference/quant.hpp
+  // WireRecipe), or how they were accepted within mori's tolerance.
+  std::optional<std::string> wire_recipe;
   std::optional<double> rel_l2_all_views;    // relL2 over every rank's view of the checked rows
   std::optional<double> rel_l2_all_views_stderr;
   std::optional<uint64_t> seed;

@@ -176,6 +176,14 @@ std::vector<std::string> File::names() const {
 
 const uint8_t* File::data(const TensorInfo& t) const { return map_ + data_start_ + t.begin; }
 
+void File::release(const TensorInfo& t, uint64_t from, uint64_t to) const {
+  // Whole pages strictly inside the range only: a page shared with bytes not yet read stays mapped.
+  const uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
+  const uint64_t lo = (data_start_ + t.begin + from + page - 1) / page * page;
+  const uint64_t hi = (data_start_ + t.begin + std::min<uint64_t>(to, t.end - t.begin)) / page * page;
+  if (hi > lo) madvise(const_cast<uint8_t*>(map_) + lo, hi - lo, MADV_DONTNEED);  // advice: a failure is harmless
+}
+
 void write_file(const std::string& path, const std::map<std::string, std::string>& metadata,
                 const std::vector<TensorOut>& tensors) {
   nlohmann::ordered_json h;

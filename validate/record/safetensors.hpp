@@ -47,6 +47,9 @@ class File {
   std::vector<std::string> names() const;
   // The tensor's bytes (mapped; valid while the File lives). Pages are read on first touch.
   const uint8_t* data(const TensorInfo&) const;
+  // Drops the mapped pages of bytes [from, to) of the tensor from this process (they stay in the page cache and
+  // are read again on the next touch): a streaming reader keeps its resident set at the rows in flight.
+  void release(const TensorInfo&, uint64_t from, uint64_t to) const;
 
  private:
   File() = default;

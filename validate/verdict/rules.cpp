@@ -62,13 +62,26 @@ Hits collective_mismatch(const RunRecord& r, const Basis&) {
   if (!r.wrong_elements || *r.wrong_elements <= 0) return {};
   const int64_t rows = r.checked_rows.value_or(0);
   // wrong_elements counts every checked iteration's wrong elements.
-  const int64_t total = rows * r.shape.n * r.shape.world * std::max<int64_t>(1, r.iterations_checked.value_or(1));
+  // checked_elements: one iteration's elements read back (every element of a dump); wrong_elements sums every
+  // checked iteration's.
+  const int64_t per_iteration = r.checked_elements.value_or(rows * r.shape.n * r.shape.world);
+  const int64_t total = per_iteration * std::max<int64_t>(1, r.iterations_checked.value_or(1));
   std::ostringstream m;
   m << *r.wrong_elements;
   if (total > 0) m << " of " << total;
   m << " checked output elements differ bit for bit from the collective re-emulated over this run's own "
        "partials: the reduce-scatter/all-gather did not compute what it should (see the other findings).";
   return Hit{m.str()};
+}
+
+// --- RANK_DISAGREEMENT: the collective makes views equal (the bf16 wire: every rank's; the fp8 wire: every
+// non-owner's copy of a slice), so any difference is a fault; without partials it is the bit-level check.
+Hits rank_disagreement(const RunRecord& r, const Basis&) {
+  if (!r.disagreeing_elements || *r.disagreeing_elements == 0) return {};
+  return Hit{std::to_string(*r.disagreeing_elements) +
+             " output elements differ between ranks where the collective makes every view equal"
+             " (the bf16 wire: all views; the fp8 wire: all but the slice owner's): ranks read different data"
+             " (a missing release, a stale or unwritten view, a gather that did not land everywhere)."};
 }
 
 // --- UNWRITTEN_OUTPUT: output elements still holding the poison written before the run.
@@ -373,6 +386,7 @@ const std::vector<Rule>& rules() {
   static const std::vector<Rule> t = {
       {"NOT_VALIDATED", Severity::Error, Grading::Fixed, Needs::Output, not_validated},
       {"COLLECTIVE_MISMATCH", Severity::Error, Grading::Fixed, Needs::Output, collective_mismatch},
+      {"RANK_DISAGREEMENT", Severity::Error, Grading::Fixed, Needs::Output, rank_disagreement},
       {"UNWRITTEN_OUTPUT", Severity::Error, Grading::Fixed, Needs::Output, unwritten_output},
       {"NONDETERMINISTIC", Severity::Error, Grading::Fixed, Needs::Output, nondeterministic_iterations},
       {"STALE_ITERATION", Severity::Error, Grading::Fixed, Needs::Output, stale_iteration},

@@ -17,6 +17,8 @@
 #include "reference/formats.hpp"
 #include "reference/quant.hpp"
 #include "support/cli.hpp"
+#include "validate/harness/dump_write.hpp"
+#include "validate/harness/output_check.hpp"
 #include "validate/harness/run_driver.hpp"
 #include "validate/harness/verify.hpp"
 #include "validate/record/safetensors.hpp"
@@ -87,6 +89,7 @@ TEST(HarnessVerify, EveryFaultClassIsFoundWithTheRunsCodes) {
       {"wire-bypassed", fp8_sdma, "WIRE_NOT_USED"},
       {"fnuz-as-fn", bf16, "NOT_VALIDATED"},
       {"no-release", bf16, "RANK_DIVERGENCE"},
+      {"no-release", fp8_sdma, "RANK_DISAGREEMENT"},
   };
   std::unique_ptr<Backend> cpu = make_cpu_backend();
   for (const auto& c : cases) {
@@ -101,7 +104,14 @@ TEST(HarnessVerify, EveryFaultClassIsFoundWithTheRunsCodes) {
     EXPECT_EQ(codes_text(error_codes(v.verdict)), codes_text(error_codes(run.verdict))) << what;
     EXPECT_EQ(v.verdict.pass, run.verdict.pass) << what;
     EXPECT_EQ(v.record.backend, "tensors");
-    EXPECT_EQ(v.record.wrong_elements, run.record.wrong_elements) << what;
+    // run checks gemmar's own kernels bit for bit; verify judges another implementation's fp8 gather with mori's
+    // tolerance, so a faulty fp8 gather may have fewer wrong elements there (those a scale within 1e-6 explains).
+    if (c.config.gather_dtype == WireDtype::Fp8 && !c.code.empty()) {
+      EXPECT_LE(v.record.wrong_elements.value_or(0), run.record.wrong_elements.value_or(0)) << what;
+      EXPECT_EQ(v.record.wrong_elements.value_or(0) > 0, run.record.wrong_elements.value_or(0) > 0) << what;
+    } else {
+      EXPECT_EQ(v.record.wrong_elements, run.record.wrong_elements) << what;
+    }
     EXPECT_EQ(v.record.checked_rows, run.record.checked_rows) << what;
     EXPECT_FALSE(v.row_subset) << what;  // --check-rows 0: every row was dumped
     if (c.code.empty()) {
@@ -261,6 +271,148 @@ TEST(HarnessVerify, WireTensorsCheckTheQuantizeAndGatherLegs) {
   v = verify_dump(files_of(dir), all);
   EXPECT_EQ(v.wire_quantize_mismatches.value_or(-1), 1);
   EXPECT_GT(v.wire_gather_mismatches.value_or(-1), 0);  // the peers widened the codes the owner should have sent
+}
+
+// ---- issue 20: mori's fp8 wire, its named variants, and one wrong element anywhere ----------------------------
+
+// A clean fp8-wire dump of the emulation (mori's recipe) passes at the default options with the recipe named.
+TEST(HarnessVerify, MoriRecipeDumpPassesWithTheRecipeNamed) {
+  for (Transport t : {Transport::Sdma, Transport::Lsa}) {
+    const fs::path dir = clean_dump(cfg(WireDtype::Fp8, t), "verify_mori");
+    const VerifyResult v = verify_dump(files_of(dir), VerifyOptions{});
+    EXPECT_TRUE(v.verdict.pass) << codes_text(error_codes(v.verdict));
+    EXPECT_EQ(v.record.wire_recipe.value_or(""), reference::to_string(reference::WireRecipe::Mori));
+    EXPECT_EQ(v.wire_recipe.rfind("mori", 0), 0u) << v.wire_recipe;
+    EXPECT_EQ(v.record.wrong_elements.value_or(-1), 0);
+    EXPECT_EQ(v.record.disagreeing_elements.value_or(-1), 0);
+    EXPECT_EQ(v.element_rows, 1024);  // every row, though relL2 samples 256
+    EXPECT_EQ(v.rows.size(), 256u);
+    EXPECT_NE(verify_text(v).find("fp8 wire recipe: mori"), std::string::npos) << verify_text(v);
+    fs::remove_all(dir);
+  }
+}
+
+// fuse_quantize: the amax from the reduce's fp32 accumulator (mori's sdma_reduce_quant) is what the emulation does
+// and what is named.
+TEST(HarnessVerify, FusedQuantizeDumpIsNamedAsTheAccumulatorAmax) {
+  Config c = cfg(WireDtype::Fp8, Transport::Sdma);
+  c.fuse_quantize = true;
+  const fs::path dir = clean_dump(c, "verify_accamax");
+  const VerifyResult v = verify_dump(files_of(dir), VerifyOptions{});
+  EXPECT_TRUE(v.verdict.pass) << codes_text(error_codes(v.verdict));
+  EXPECT_EQ(v.wire_recipe, reference::to_string(reference::WireRecipe::AccAmax));
+  fs::remove_all(dir);
+}
+
+// Rewrites every non-owner view of the dump's fp8 gather with `recipe` applied to the owner's reduced rows.
+void regather(const fs::path& dir, reference::WireRecipe recipe) {
+  const int64_t S = 1024 / 4, N = 1024;
+  std::map<int, Bytes> outs;
+  rewrite(dir, [&](const std::string& name, int rank, Bytes& b) {
+    if (name == "out") outs[rank] = b;
+    return true;
+  });
+  rewrite(dir, [&](const std::string& name, int rank, Bytes& b) {
+    if (name != "out") return true;
+    std::vector<uint8_t> codes(static_cast<size_t>(N));
+    for (int owner = 0; owner < 4; ++owner) {
+      if (owner == rank) continue;
+      for (int64_t i = owner * S; i < (owner + 1) * S; ++i) {
+        const auto* reduced = reinterpret_cast<const uint16_t*>(outs[owner].data()) + i * N;
+        const float s = reference::wire_quantize_row(reduced, N, codes.data(), Fp8Format::E4M3FN, recipe);
+        reference::wire_dequantize_row(codes.data(), s, N, reinterpret_cast<uint16_t*>(b.data()) + i * N,
+                                       Fp8Format::E4M3FN);
+      }
+    }
+    return true;
+  });
+}
+
+// The legitimate variants are named, not failed: with the partials and without.
+TEST(HarnessVerify, VariantRecipesAreNamedNotFailed) {
+  for (reference::WireRecipe w : {reference::WireRecipe::TrueDivScale, reference::WireRecipe::DivCodes})
+    for (bool partials : {true, false}) {
+      const fs::path dir = clean_dump(cfg(WireDtype::Fp8, Transport::Sdma), "verify_variant");
+      regather(dir, w);
+      if (!partials) rewrite(dir, [](const std::string& name, int, Bytes&) { return name != "partial"; });
+      const VerifyResult v = verify_dump(files_of(dir), VerifyOptions{});
+      const std::string what = std::string(reference::to_string(w)) + (partials ? " with" : " without") + " partials";
+      EXPECT_TRUE(v.verdict.pass) << what << ": " << codes_text(error_codes(v.verdict));
+      // x / scale codes equal x * inv codes except where the two straddle a rounding midpoint: the recipes that give
+      // identical bits are named together.
+      EXPECT_NE(v.wire_recipe.find(reference::to_string(w)), std::string::npos) << what << ": " << v.wire_recipe;
+      EXPECT_EQ(v.wire_recipe.find("mori's tolerance"), std::string::npos) << what << ": " << v.wire_recipe;
+      EXPECT_EQ(v.record.wrong_elements.value_or(-1), 0) << what;
+      fs::remove_all(dir);
+    }
+}
+
+// One wrong element in a row the relL2 sampling does not pick: a flipped ulp, a NaN, a zeroed element, on rank 1's
+// view of a row rank 0 owns, with and without the partials, on both wires: each fails at the default options.
+TEST(HarnessVerify, OneWrongElementAnywhereFailsAtDefaultOptions) {
+  const Shape shape{1024, 1024, 256, 4};
+  const std::vector<int64_t> sampled = output_check::rows_to_check(shape, Quant::Blockscale, 256, VerifyOptions{}.seed);
+  int64_t row = 7;
+  while (std::binary_search(sampled.begin(), sampled.end(), row)) ++row;
+  ASSERT_LT(row, 256);  // owned by rank 0
+  const int64_t at = row * 1024 + 333;
+  const std::map<std::string, std::function<uint16_t(uint16_t)>> edits{
+      {"flipped ulp", [](uint16_t h) { return uint16_t(h ^ 1); }},
+      {"NaN", [](uint16_t) { return uint16_t(0x7fc0); }},
+      {"zeroed", [](uint16_t) { return uint16_t(0); }},
+  };
+  for (WireDtype wire : {WireDtype::Bf16, WireDtype::Fp8})
+    for (const auto& [name, edit] : edits)
+      for (bool partials : {true, false}) {
+        const fs::path dir = clean_dump(cfg(wire, Transport::Sdma), "verify_one");
+        uint16_t before = 0;
+        rewrite(dir, [&](const std::string& t, int rank, Bytes& b) {
+          if (t == "partial") return partials;
+          if (t == "out" && rank == 1) {
+            std::memcpy(&before, &b[size_t(at) * 2], 2);
+            const uint16_t h = edit(before);
+            std::memcpy(&b[size_t(at) * 2], &h, 2);
+          }
+          return true;
+        });
+        ASSERT_NE(before, 0) << "the element must not be zero already";
+        const VerifyResult v = verify_dump(files_of(dir), VerifyOptions{});
+        const std::string what = name + (partials ? " with" : " without") + " partials on " +
+                                 (wire == WireDtype::Fp8 ? "fp8" : "bf16");
+        EXPECT_FALSE(std::binary_search(v.rows.begin(), v.rows.end(), row)) << what;
+        EXPECT_FALSE(v.verdict.pass) << what;
+        EXPECT_TRUE(error_codes(v.verdict).count("RANK_DISAGREEMENT")) << what << ": " << codes_text(error_codes(v.verdict));
+        if (partials || wire == WireDtype::Fp8) {
+          EXPECT_TRUE(error_codes(v.verdict).count("COLLECTIVE_MISMATCH")) << what;
+        }
+        if (name == "NaN") {
+          EXPECT_EQ(v.nonfinite_elements, 1) << what;
+        }
+        ASSERT_FALSE(v.first_disagreements.empty()) << what;
+        EXPECT_EQ(v.first_disagreements.front().rank, 1) << what;
+        EXPECT_EQ(v.first_disagreements.front().row, row) << what;
+        EXPECT_EQ(v.disagreeing_by_slice[0], 1) << what;
+        fs::remove_all(dir);
+      }
+}
+
+// The fnuz hint only where the dump does not state e4m3fn: F8_E4M3 codes are e4m3fn (0x80 is -0 there).
+TEST(HarnessVerify, NanDiagnosisBlamesFnuzOnlyForUntypedCodes) {
+  const fs::path dir = clean_dump(cfg(WireDtype::Bf16, Transport::Sdma), "verify_fnhint");
+  rewrite(dir, [](const std::string& t, int, Bytes& b) {
+    if (t == "a") b[0] = 0x80;  // -0 in e4m3fn
+    if (t == "out") {
+      const uint16_t nan = 0x7fc0;
+      std::memcpy(&b[2 * 1024 * 3], &nan, 2);  // the same NaN on every rank
+    }
+    return t != "partial";
+  });
+  const VerifyResult v = verify_dump(files_of(dir), VerifyOptions{});
+  EXPECT_FALSE(v.verdict.pass);
+  EXPECT_EQ(v.nonfinite_elements, 4);
+  ASSERT_FALSE(v.diagnoses.empty());
+  EXPECT_EQ(v.diagnoses.front().find("e4m3fnuz"), std::string::npos) << v.diagnoses.front();
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -1,0 +1,308 @@
+#include "validate/harness/output_check.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "common/errors.hpp"
+#include "reference/formats.hpp"
+#include "reference/numerics_inline.hpp"
+#include "validate/verdict/verdict.hpp"
+
+namespace gemmar::output_check {
+
+namespace nm = gemmar::numerics;
+using reference::WireRecipe;
+
+std::vector<int64_t> rows_to_check(const Shape& shape, Quant q, int64_t check_rows, uint64_t seed) {
+  const int64_t count = check_rows == 0 ? std::numeric_limits<int64_t>::max() / 4 : check_rows;
+  return reference::sample_rows(shape, q, std::max<int64_t>(count, shape.world), seed);
+}
+
+ViewRelL2 rel_l2_of_views(const Shape& shape, const Config& cfg, const std::vector<int64_t>& rows,
+                          const reference::Bf16Outputs& outputs, const std::vector<float>& ref,
+                          const std::vector<std::vector<float>>& rank_refs) {
+  ViewRelL2 v;
+  if (has_collective(cfg.mode)) {
+    for (const auto& x : reference::per_rank_rel_l2(shape, cfg.quant, rows, outputs, ref)) v.per_rank.push_back(x.value);
+    v.per_slice = reference::per_slice_rel_l2(shape, cfg.quant, rows, outputs, ref);
+    const reference::RelL2 av = reference::all_views_rel_l2(shape, cfg.quant, rows, outputs, ref);
+    v.all_views = av.value;
+    v.all_views_stderr = av.stderr_;
+  } else {
+    // gemm-only: every rank's output is its own partial in bf16, judged against its own fp32 partial.
+    GEMMAR_CHECK(rank_refs.size() == outputs.size(), "gemm-only needs one fp32 partial per rank");
+    for (size_t r = 0; r < outputs.size(); ++r) v.per_rank.push_back(reference::rel_l2(outputs[r], rank_refs[r]));
+    v.all_views = *std::max_element(v.per_rank.begin(), v.per_rank.end());
+  }
+  return v;
+}
+
+void record_numerics(RunRecord& rec, const ViewRelL2& v, const Config& cfg, int64_t nonfinite) {
+  rec.per_rank_rel_l2 = v.per_rank;
+  rec.per_slice_rel_l2 = v.per_slice;
+  double worst = 0;
+  bool any_nan = nonfinite > 0;
+  for (double x : v.per_rank) {
+    if (!std::isfinite(x)) any_nan = true;
+    worst = std::max(worst, x);
+  }
+  rec.rel_l2 = any_nan ? std::numeric_limits<double>::quiet_NaN() : worst;
+  // `validated` as the benchmark's: every rank inside its acceptance window (a NaN anywhere fails it).
+  bool ok = !v.per_rank.empty() && nonfinite == 0;
+  for (double x : v.per_rank) ok = ok && verdict_rules::benchmark_accepts(x, uses_fp8_wire(cfg));
+  rec.validated = ok;
+  rec.rel_l2_all_views = v.all_views;
+  rec.rel_l2_all_views_stderr = v.all_views_stderr;
+}
+
+// ---- element checks ---------------------------------------------------------------------------------------
+
+namespace {
+
+bool nonfinite_bf16(uint16_t h) { return (h & 0x7f80) == 0x7f80; }
+
+// mori's tolerance for one gathered element (tests/python/cco/gemm_ar_wire_reference.py): the reference code is
+// torch's, q = RNE(x / s) with s = amax / max; the code sent may be it or an adjacent code where x / s lies
+// within 4e-6 relative (+1e-7) of their midpoint, and the scale may be off by 1e-6 relative. bf16 rounding is
+// monotone in the scale, so the view must lie between the dequantizations at the two ends of the scale range.
+bool within_tolerance(float x, float s_ref, uint16_t view, bool fnuz) {
+  const float scaled = nm::div_rn(x, s_ref);
+  const uint8_t c_ref = nm::f32_to_e4m3(scaled, fnuz);
+  const float v = nm::bf16_to_f32(view);
+  auto fits = [&](uint8_t c) {
+    const float d = nm::e4m3_to_f32(c, fnuz);
+    const uint16_t a = nm::f32_to_bf16(nm::mul_rn(d, float(double(s_ref) * (1 - 1e-6))));
+    const uint16_t b = nm::f32_to_bf16(nm::mul_rn(d, float(double(s_ref) * (1 + 1e-6))));
+    if (a == b) return view == a;  // bit for bit (a -0 code gives -0, not +0)
+    const float fa = nm::bf16_to_f32(a), fb = nm::bf16_to_f32(b);
+    return std::min(fa, fb) <= v && v <= std::max(fa, fb);
+  };
+  if (fits(c_ref)) return true;
+  const int mag = c_ref & 0x7f, sign = c_ref & 0x80;
+  const int max_code = fnuz ? 0x7f : 0x7e;
+  for (int d : {-1, 1}) {
+    const int m2 = mag + d;
+    if (m2 < 0 || m2 > max_code) continue;
+    const uint8_t c2 = uint8_t(sign | m2);
+    const float mid = 0.5f * (nm::e4m3_to_f32(c_ref, fnuz) + nm::e4m3_to_f32(c2, fnuz));
+    if (std::fabs(scaled - mid) <= 4e-6f * std::fabs(scaled) + 1e-7f && fits(c2)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+ElementChecks::ElementChecks(const Shape& shape, const Config& cfg, Fp8Format wire_format, size_t listed,
+                             bool wire_leg)
+    : shape_(shape),
+      cfg_(cfg),
+      wire_format_(wire_format),
+      listed_(listed),
+      collective_(has_collective(cfg.mode)),
+      fp8_wire_(collective_ && uses_fp8_wire(cfg) && shape.world > 1),
+      S_(slice_rows(shape, cfg.quant)),
+      codes_(size_t(shape.n)),
+      deq_(size_t(shape.n)),
+      reduced_(size_t(shape.n)),
+      acc_(size_t(shape.n)),
+      wire_leg_(wire_leg) {
+  const size_t W = size_t(shape.world);
+  wrong_by_rank.assign(W, 0);
+  wrong_by_slice.assign(W, 0);
+  disagreeing_by_rank.assign(W, 0);
+  disagreeing_by_slice.assign(W, 0);
+}
+
+int ElementChecks::slice_of(int64_t row) const { return int(std::min<int64_t>(row / S_, shape_.world - 1)); }
+
+void ElementChecks::wrong_at(int rank, int64_t row, int64_t col, uint16_t got, uint16_t want) {
+  ++wrong;
+  ++wrong_by_rank[size_t(rank)];
+  ++wrong_by_slice[size_t(slice_of(row))];
+  if (first_mismatches.size() < listed_) first_mismatches.push_back({rank, row, col, got, want});
+}
+
+void ElementChecks::add(const Chunk& c) {
+  const int W = shape_.world;
+  const int64_t N = shape_.n;
+  const size_t R = c.rows->size();
+  GEMMAR_CHECK(int(c.views.size()) == W, "a chunk needs every rank's view");
+  for (int r = 0; r < W; ++r) {
+    const uint16_t* v = c.views[size_t(r)];
+    int64_t bad = 0;
+    for (size_t e = 0; e < R * size_t(N); ++e) bad += nonfinite_bf16(v[e]);
+    nonfinite += bad;
+  }
+  checked += int64_t(R) * N * W;
+  for (size_t i = 0; i < R; ++i) {
+    const int owner = slice_of((*c.rows)[i]);
+    if (!c.partials.empty()) {
+      reduce_row(c, i, owner);
+      compare_rows(c, i, owner);
+    }
+    if (fp8_wire_ && wire_leg_) wire_row(c, i, owner);
+    if (collective_ && W > 1) agreement_row(c, i, owner);
+  }
+}
+
+void ElementChecks::reduce_row(const Chunk& c, size_t i, int owner) {
+  if (!collective_) return;  // gemm-only: each rank's own partial
+  const int64_t N = shape_.n;
+  const size_t at = i * size_t(N);
+  for (int64_t col = 0; col < N; ++col) {
+    acc_[size_t(col)] = nm::reduce_sum(owner, shape_.world, [&](int p) { return c.partials[size_t(p)][at + size_t(col)]; });
+    reduced_[size_t(col)] = nm::f32_to_bf16(acc_[size_t(col)]);
+  }
+}
+
+// Bit for bit against the collective over the partials; on the fp8 wire only the owner's rows (the reduce):
+// the gathered views are wire_row's.
+void ElementChecks::compare_rows(const Chunk& c, size_t i, int owner) {
+  compared = true;
+  const int64_t N = shape_.n, row = (*c.rows)[i];
+  for (int r = 0; r < shape_.world; ++r) {
+    if (fp8_wire_ && r != owner) continue;
+    const uint16_t* got = c.views[size_t(r)] + i * size_t(N);
+    const uint16_t* want = collective_ ? reduced_.data() : c.partials[size_t(r)] + i * size_t(N);
+    if (std::memcmp(got, want, size_t(N) * 2) == 0) continue;
+    for (int64_t col = 0; col < N; ++col)
+      if (got[col] != want[col]) wrong_at(r, row, col, got[col], want[col]);
+  }
+}
+
+// The fp8 wire's gathered views of one row: the recipes tried in order (the one the config implies first), the
+// first that reproduces every peer's view exactly is counted; otherwise each element is judged with mori's
+// tolerance and what it does not explain is wrong. The reduced row: the emulation's when partials are known,
+// else the owner's own view (never quantized).
+void ElementChecks::wire_row(const Chunk& c, size_t i, int owner) {
+  compared = true;
+  const int W = shape_.world;
+  const int64_t N = shape_.n, row = (*c.rows)[i];
+  const bool fnuz = wire_format_ == Fp8Format::E4M3FNUZ;
+  const bool known = !c.partials.empty();
+  const uint16_t* reduced = known ? reduced_.data() : c.views[size_t(owner)] + i * size_t(N);
+  const float* acc = known ? acc_.data() : nullptr;
+  if (acc) has_acc_ = true;
+  const WireRecipe first = first_recipe();
+  std::vector<WireRecipe> order{first};
+  for (WireRecipe w : reference::kWireRecipes)
+    if (w != first && (w != WireRecipe::AccAmax || acc)) order.push_back(w);
+  std::vector<uint16_t> expected_row;  // the first recipe's views, named in the mismatches
+  bool any = false;
+  for (WireRecipe w : order) {
+    const float scale = reference::wire_quantize_row(reduced, N, codes_.data(), wire_format_, w, acc);
+    reference::wire_dequantize_row(codes_.data(), scale, N, deq_.data(), wire_format_);
+    if (expected_row.empty()) expected_row = deq_;
+    bool all = true;
+    for (int r = 0; r < W && all; ++r)
+      all = r == owner || std::memcmp(c.views[size_t(r)] + i * size_t(N), deq_.data(), size_t(N) * 2) == 0;
+    if (!all) continue;
+    ++rows_by_recipe[size_t(w)];
+    if (w == first) {
+      ++rows_first;
+      return;  // the others are not tried where the expected recipe holds
+    }
+    any = true;
+  }
+  if (any) {
+    ++rows_other;
+    return;
+  }
+  // mori's reference scale: fl32(amax / max) over the bf16 row.
+  float amax = 0.0f;
+  for (int64_t col = 0; col < N; ++col) amax = nm::amax_step(amax, nm::bf16_to_f32(reduced[col]));
+  const float s_ref = amax == 0.0f ? 1.0f : nm::div_rn(amax, nm::fp8_max(fnuz));
+  int64_t flips = 0;
+  const int64_t wrong_before = wrong;
+  for (int r = 0; r < W; ++r) {
+    if (r == owner) continue;
+    const uint16_t* got = c.views[size_t(r)] + i * size_t(N);
+    for (int64_t col = 0; col < N; ++col) {
+      if (got[col] == expected_row[size_t(col)]) continue;
+      const float x = nm::bf16_to_f32(reduced[col]);
+      if (!nm::is_nan_f32(amax) && !nonfinite_bf16(got[col]) && within_tolerance(x, s_ref, got[col], fnuz))
+        ++flips;
+      else
+        wrong_at(r, row, col, got[col], expected_row[size_t(col)]);
+    }
+  }
+  if (wrong == wrong_before) {
+    ++rows_within_tolerance;
+    tolerance_elements += flips;
+  }
+}
+
+// The views the collective makes equal: every rank's (bf16 wire), every rank's but the owner's (fp8 wire).
+// A view differing from the majority of them counts once per element.
+void ElementChecks::agreement_row(const Chunk& c, size_t i, int owner) {
+  const int W = shape_.world;
+  const int64_t N = shape_.n, row = (*c.rows)[i];
+  std::vector<int> eligible;
+  for (int r = 0; r < W; ++r)
+    if (!fp8_wire_ || r != owner) eligible.push_back(r);
+  if (eligible.size() < 2) return;
+  auto at = [&](int r) { return c.views[size_t(r)] + i * size_t(N); };
+  bool same = true;
+  for (size_t e = 1; e < eligible.size() && same; ++e)
+    same = std::memcmp(at(eligible[e]), at(eligible[0]), size_t(N) * 2) == 0;
+  if (same) return;
+  for (int64_t col = 0; col < N; ++col) {
+    int best = -1, best_votes = 0;
+    for (int a : eligible) {
+      int votes = 0;
+      for (int b : eligible) votes += at(a)[col] == at(b)[col];
+      if (votes > best_votes) best = a, best_votes = votes;
+      if (votes * 2 > int(eligible.size())) break;
+    }
+    if (best_votes == int(eligible.size())) continue;
+    for (int a : eligible) {
+      if (at(a)[col] == at(best)[col]) continue;
+      ++disagreeing;
+      ++disagreeing_by_rank[size_t(a)];
+      ++disagreeing_by_slice[size_t(slice_of(row))];
+      if (first_disagreements.size() < listed_) first_disagreements.push_back({a, row, col, at(a)[col], at(best)[col]});
+    }
+  }
+}
+
+std::string ElementChecks::wire_recipe() const {
+  if (!fp8_wire_ || rows_first + rows_other + rows_within_tolerance == 0) return "";
+  const WireRecipe first = first_recipe();
+  // The recipes that reproduce every row the expected one does not (identical bits elsewhere are not told apart).
+  std::string explaining;
+  for (WireRecipe w : reference::kWireRecipes)
+    if (w != first && rows_other > 0 && rows_by_recipe[size_t(w)] == rows_other)
+      explaining += (explaining.empty() ? "" : " = ") + std::string(reference::to_string(w));
+  const std::string rest = rows_first == 0 ? ""
+                           : " (" + std::string(reference::to_string(first)) + " gives the same bits on " +
+                                 std::to_string(rows_first) + " rows)";
+  if (rows_within_tolerance > 0)
+    return "within mori's tolerance: " + std::to_string(tolerance_elements) + " gathered elements in " +
+           std::to_string(rows_within_tolerance) +
+           " rows differ from every recipe (codes adjacent at a rounding midpoint, scale within 1e-6)";
+  if (rows_other == 0) return reference::to_string(first);
+  if (!explaining.empty()) return explaining + rest;
+  std::string mixed;
+  for (WireRecipe w : reference::kWireRecipes)
+    if (rows_by_recipe[size_t(w)])
+      mixed += (mixed.empty() ? "" : ", ") + std::string(reference::to_string(w)) + ": " +
+               std::to_string(rows_by_recipe[size_t(w)]) + " rows";
+  return "mixed: " + mixed;
+}
+
+WireRecipe ElementChecks::first_recipe() const {
+  return cfg_.fuse_quantize && has_acc_ ? WireRecipe::AccAmax : WireRecipe::Mori;
+}
+
+void ElementChecks::record(RunRecord& rec) const {
+  rec.checked_elements = checked;
+  rec.nonfinite_elements = nonfinite;
+  if (compared) rec.wrong_elements = wrong;
+  if (collective_ && shape_.world > 1) rec.disagreeing_elements = disagreeing;
+  const std::string w = wire_recipe();
+  if (!w.empty()) rec.wire_recipe = w;
+}
+
+}  // namespace gemmar::output_check

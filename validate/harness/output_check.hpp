@@ -1,0 +1,108 @@
+// The checks of an op's output tensors, written once for `gemmar run` (run_driver.cpp run_and_check) and
+// `gemmar verify` (verify.cpp):
+//   - the rows of the fp32-reference relL2 (sampled, stratified over the slices) and relL2 over the views;
+//   - element by element, streamed over row chunks (every element of every rank by default): the comparison
+//     against the collective re-emulated over the run's partials, the NaN/inf scan, the agreement of the views
+//     the collective makes equal, and on the fp8 wire the gathered views judged against the quantization
+//     recipes (reference/quant.hpp WireRecipe) with mori's own tolerance
+//     (ROCm/mori tests/python/cco/gemm_ar_wire_reference.py: codes equal or adjacent at a rounding midpoint,
+//     the scale within 1e-6 relative);
+//   - worst relL2, NaN and `validated` into the record, as the benchmark decides them.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/config.hpp"
+#include "reference/emulation.hpp"
+#include "reference/quant.hpp"
+#include "validate/record/run_record.hpp"
+
+namespace gemmar::output_check {
+
+// The rows of the fp32-reference relL2: `check_rows` stratified over the slices (at least one per rank), or
+// every real row when check_rows is 0.
+std::vector<int64_t> rows_to_check(const Shape&, Quant, int64_t check_rows, uint64_t seed);
+
+// relL2 of every rank's view of `rows` (outputs [rank][rows x N]). With a collective: against the one fp32
+// reference (`ref`); gemm-only: each rank against its own fp32 partial (`rank_refs`).
+struct ViewRelL2 {
+  std::vector<double> per_rank, per_slice;
+  double all_views = 0, all_views_stderr = 0;
+};
+ViewRelL2 rel_l2_of_views(const Shape&, const Config& effective, const std::vector<int64_t>& rows,
+                          const reference::Bf16Outputs& outputs, const std::vector<float>& ref,
+                          const std::vector<std::vector<float>>& rank_refs);
+
+// per_rank/per_slice/all-views relL2 into the record, and the benchmark's rel_l2 (the worst rank; NaN when any
+// rank's is, or when `nonfinite` elements were found anywhere: the benchmark's relL2 over the whole output
+// would be NaN) and validated (every rank inside the benchmark's acceptance window).
+void record_numerics(RunRecord&, const ViewRelL2&, const Config& effective, int64_t nonfinite);
+
+struct Mismatch {
+  int rank = 0;
+  int64_t row = 0, col = 0;
+  uint16_t got = 0, expected = 0;  // bf16 bits
+};
+
+// One chunk of consecutive checked rows: every rank's view, and when the run's partials are known every rank's
+// bf16 partial of the same rows. The collective's result follows from them row by row: the reduce is
+// numerics::reduce_sum in peer order (owner + j) % W, stored bf16 (what reference::emulate_collective computes
+// with no fault injected: every mode reduces so), its fp32 accumulator feeding fuse_quantize's amax; gemm-only's
+// output is the rank's own partial.
+struct Chunk {
+  const std::vector<int64_t>* rows = nullptr;  // global rows of the chunk
+  std::vector<const uint16_t*> views;          // per rank, [rows x N]
+  std::vector<const uint16_t*> partials;       // per rank, [rows x N]; empty when unknown
+};
+
+// Accumulates the element checks over chunks.
+class ElementChecks {
+ public:
+  // wire_leg: judge the fp8 wire's gathered views against the recipes (verify, where another implementation's
+  // partials may be absent); `run` compares them bit for bit against the emulation itself and passes false.
+  ElementChecks(const Shape&, const Config& effective, Fp8Format wire_format, size_t listed = 10,
+                bool wire_leg = true);
+  void add(const Chunk&);
+  // Into the record: checked/wrong/nonfinite/disagreeing elements, wire_recipe.
+  void record(RunRecord&) const;
+  // The recipe that reproduced the gathered views: the expected one ("mori (...)"), else the recipes that
+  // reproduce every other row ("true-division scale (...) = x / scale codes (...)", joined where identical),
+  // "within mori's tolerance: ..." or "mixed: ..."; empty off the fp8 wire or when nothing was compared.
+  std::string wire_recipe() const;
+
+  int64_t checked = 0, wrong = 0, nonfinite = 0, disagreeing = 0;
+  std::vector<int64_t> wrong_by_rank, wrong_by_slice, disagreeing_by_rank, disagreeing_by_slice;
+  std::vector<Mismatch> first_mismatches, first_disagreements;
+  // fp8 wire, per row of gathered views: rows_first where the expected recipe (mori's; the fp32-accumulator amax
+  // under fuse_quantize when the partials are known) reproduces them exactly; rows_other where it does not but
+  // another recipe does (rows_by_recipe counts each recipe's exact rows: the expected one's on rows_first, the
+  // others' on rows_other); rows accepted within mori's tolerance, and the elements there that differ from every
+  // recipe (midpoint flips, scale within 1e-6).
+  std::array<int64_t, 4> rows_by_recipe{};
+  int64_t rows_first = 0, rows_other = 0, rows_within_tolerance = 0, tolerance_elements = 0;
+  bool compared = false;  // an element check ran (the bit-exact comparison or the wire leg)
+
+ private:
+  void reduce_row(const Chunk&, size_t i, int owner);
+  void compare_rows(const Chunk&, size_t i, int owner);
+  void wire_row(const Chunk&, size_t i, int owner);
+  void agreement_row(const Chunk&, size_t i, int owner);
+  void wrong_at(int rank, int64_t row, int64_t col, uint16_t got, uint16_t want);
+  int slice_of(int64_t row) const;
+  reference::WireRecipe first_recipe() const;
+  Shape shape_;
+  Config cfg_;
+  Fp8Format wire_format_;
+  size_t listed_;
+  bool collective_, fp8_wire_;
+  bool has_acc_ = false;  // the reduce's accumulator rows were given (partials known)
+  int64_t S_;
+  std::vector<uint8_t> codes_;
+  std::vector<uint16_t> deq_, reduced_;  // reduced_: the current row's reduce output (partials known)
+  std::vector<float> acc_;               // its fp32 accumulator
+  bool wire_leg_;
+};
+
+}  // namespace gemmar::output_check

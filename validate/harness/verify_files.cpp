@@ -1,0 +1,262 @@
+#include "validate/harness/verify_files.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/errors.hpp"
+#include "validate/harness/dump_write.hpp"
+
+namespace gemmar::dump {
+
+using reference::Operand;
+using safetensors::shape_text;
+using safetensors::TensorInfo;
+
+
+
+void bad(const std::string& path, const std::string& what) { throw UsageError(path + ": " + what); }
+
+std::string meta_get(const RankFile& f, const std::string& key, bool required) {
+  const auto it = f.meta.find(key);
+  if (it != f.meta.end()) return it->second;
+  if (required)
+    bad(f.file.path(), "metadata has no '" + key + "' (a gemmar dump carries rank, world, mode, quant, gather_dtype, "
+                       "gather_transport, fp8_format: see docs/verify.md)");
+  return "";
+}
+
+int64_t meta_int(const RankFile& f, const std::string& key, const std::string& text, int64_t lo, int64_t hi) {
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || !end || *end || errno || v < lo || v > hi)
+    bad(f.file.path(), "metadata " + key + "='" + text + "' is not an integer in [" + std::to_string(lo) + ", " +
+                           std::to_string(hi) + "]");
+  return v;
+}
+
+namespace {
+template <typename F>
+auto meta_parse(const RankFile& f, const std::string& key, const std::string& text, F parse) {
+  try {
+    return parse(text, key);
+  } catch (const UsageError& e) {
+    bad(f.file.path(), std::string("metadata ") + e.what());
+  }
+}
+
+const TensorInfo& expect_tensor(const RankFile& f, const std::string& name, const std::vector<std::string>& dtypes,
+                                const std::vector<int64_t>& shape, const std::string& layout_hint = "") {
+  const TensorInfo& t = f.file.tensor(name);
+  if (std::find(dtypes.begin(), dtypes.end(), t.dtype) == dtypes.end()) {
+    std::string list;
+    for (const auto& d : dtypes) list += (list.empty() ? "" : " or ") + d;
+    bad(f.file.path(), "tensor '" + name + "' has dtype " + t.dtype + ", expected " + list);
+  }
+  if (t.shape != shape) {
+    std::string msg = "tensor '" + name + "' has shape " + shape_text(t.shape) + ", expected " + shape_text(shape);
+    if (!layout_hint.empty()) msg += " (" + layout_hint + ")";
+    bad(f.file.path(), msg);
+  }
+  return t;
+}
+
+}  // namespace
+
+// The scale shapes of docs/spec.md 1.2, as the file stores them (row-major bytes): blockscale A [K/128, rows] (that is,
+// column-major [rows, K/128], torch._scaled_mm's layout), B [N/128, K/128]; ptpc [rows] and [N]; mxfp8 [rows,
+// K/32] and [N, K/32].
+std::vector<int64_t> scale_shape(Quant q, Operand op, int64_t rows, int64_t k) {
+  switch (q) {
+    case Quant::Blockscale: return op == Operand::A ? std::vector<int64_t>{k / 128, rows} : std::vector<int64_t>{rows / 128, k / 128};
+    case Quant::Ptpc: return {rows};
+    case Quant::Mxfp8: return {rows, k / 32};
+  }
+  return {};
+}
+
+namespace {
+std::string scale_hint(Quant q, Operand op) {
+  switch (q) {
+    case Quant::Blockscale:
+      return op == Operand::A ? "blockscale A scales are one fp32 per 1x128 block, stored column-major as [K/128, M]: "
+                                "write scale_a.t().contiguous() for torch._scaled_mm's [M, K/128]"
+                              : "blockscale B scales are one fp32 per 128x128 block, row-major [N/128, K/128]";
+    case Quant::Ptpc: return op == Operand::A ? "ptpc: one fp32 per row of A, [M]" : "ptpc: one fp32 per row of B, [N]";
+    case Quant::Mxfp8: return "mxfp8: one fp32 (a power of two) per 1x32 block along K, [rows, K/32]";
+  }
+  return "";
+}
+
+}  // namespace
+
+RankFile open_rank_file(const std::string& path) {
+  RankFile f(safetensors::File::open(path));
+  f.meta = f.file.metadata();
+  const std::string fmt = meta_get(f, "format", false);
+  if (!fmt.empty() && fmt != kDumpFormat) bad(path, "metadata format='" + fmt + "' is not a gemmar dump");
+  f.world = int(meta_int(f, "world", meta_get(f, "world", true), 1, 512));
+  f.rank = int(meta_int(f, "rank", meta_get(f, "rank", true), 0, f.world - 1));
+  f.config.mode = meta_parse(f, "mode", meta_get(f, "mode", true), parse_mode);
+  f.config.quant = meta_parse(f, "quant", meta_get(f, "quant", true), parse_quant);
+  f.config.gather_dtype = meta_parse(f, "gather_dtype", meta_get(f, "gather_dtype", true), parse_wire);
+  f.config.gather_transport = meta_parse(f, "gather_transport", meta_get(f, "gather_transport", true), parse_transport);
+  const std::string fq = meta_get(f, "fuse_quantize", false);
+  if (!fq.empty()) {
+    if (fq != "0" && fq != "1" && fq != "true" && fq != "false" && fq != "True" && fq != "False")
+      bad(path, "metadata fuse_quantize='" + fq + "' is not a boolean (0|1|true|false)");
+    f.config.fuse_quantize = fq == "1" || fq == "true" || fq == "True";
+  }
+  const std::string pb = meta_get(f, "pull_blocks", false);
+  if (!pb.empty()) {
+    f.pull_blocks = int(meta_int(f, "pull_blocks", pb, 1, 65536));
+    f.config.pull_blocks = *f.pull_blocks;
+  }
+
+  // A and B: codes, [M, K] and [N, K].
+  const TensorInfo& a = f.file.tensor("a");
+  const TensorInfo& b = f.file.tensor("b");
+  for (const TensorInfo* t : {&a, &b}) {
+    if (t->dtype != "F8_E4M3" && t->dtype != "U8")
+      bad(path, "tensor '" + t->name + "' has dtype " + t->dtype + ", expected F8_E4M3 (e4m3fn codes) or U8 (codes in "
+                "the metadata's fp8_format)");
+    if (t->shape.size() != 2) bad(path, "tensor '" + t->name + "' has shape " + shape_text(t->shape) + ", expected 2-D");
+  }
+  if (a.dtype != b.dtype) bad(path, "tensors 'a' (" + a.dtype + ") and 'b' (" + b.dtype + ") have different dtypes");
+  const std::string ff = meta_get(f, "fp8_format", a.dtype == "U8");
+  f.fp8 = ff.empty() ? Fp8Format::E4M3FN : meta_parse(f, "fp8_format", ff, parse_fp8_format);
+  if (a.dtype == "F8_E4M3" && f.fp8 != Fp8Format::E4M3FN)
+    bad(path, "tensor 'a' has dtype F8_E4M3 (e4m3fn) but metadata fp8_format='" + ff +
+                  "' (store e4m3fnuz codes as U8 with fp8_format=e4m3fnuz)");
+  const std::string wf = meta_get(f, "wire_format", false);
+  f.wire_format = wf.empty() ? f.fp8 : meta_parse(f, "wire_format", wf, parse_fp8_format);
+
+  f.file_rows = a.shape[0];
+  f.k = a.shape[1];
+  f.n = b.shape[0];
+  if (b.shape[1] != f.k)
+    bad(path, "tensor 'b' has shape " + shape_text(b.shape) + ": its K (" + std::to_string(b.shape[1]) +
+                  ") differs from a's " + shape_text(a.shape) + " (b is [N, K], as gemm_ar holds it)");
+
+  if (f.file.has("rows")) {
+    const TensorInfo& r = expect_tensor(f, "rows", {"I64"}, {f.file_rows});
+    const std::string mm = meta_get(f, "m", false);
+    if (mm.empty()) bad(path, "a row-subset dump (tensor 'rows') must carry metadata 'm' (the run's M)");
+    f.m = meta_int(f, "m", mm, 1, int64_t(1) << 24);
+    f.rows.resize(size_t(f.file_rows));
+    std::memcpy(f.rows.data(), f.file.data(r), f.rows.size() * 8);
+    for (size_t i = 0; i < f.rows.size(); ++i)
+      if (f.rows[i] < 0 || f.rows[i] >= f.m || (i && f.rows[i] <= f.rows[i - 1]))
+        bad(path, "tensor 'rows' must hold increasing rows in [0, m=" + std::to_string(f.m) + "); entry " +
+                      std::to_string(i) + " is " + std::to_string(f.rows[i]));
+  } else {
+    f.m = f.file_rows;
+    const std::string mm = meta_get(f, "m", false);
+    if (!mm.empty() && meta_int(f, "m", mm, 1, int64_t(1) << 24) != f.m)
+      bad(path, "metadata m=" + mm + " but tensor 'a' has " + std::to_string(f.file_rows) + " rows (the header lies)");
+  }
+  try {
+    validate_shape_config(Shape{f.m, f.n, f.k, f.world}, f.config);
+  } catch (const UsageError& e) {
+    bad(path, "M=" + std::to_string(f.m) + " N=" + std::to_string(f.n) + " K=" + std::to_string(f.k) + " W=" +
+                  std::to_string(f.world) + " (from the tensors and metadata) is not a shape gemm_ar runs: " + e.what());
+  }
+  const Quant q = f.config.quant;
+  expect_tensor(f, "a_scale", {"F32"}, scale_shape(q, Operand::A, f.file_rows, f.k), scale_hint(q, Operand::A));
+  expect_tensor(f, "b_scale", {"F32"}, scale_shape(q, Operand::B, f.n, f.k), scale_hint(q, Operand::B));
+  expect_tensor(f, "out", {"BF16"}, {f.file_rows, f.n}, "out is the op's bf16 output [M, N]");
+  f.partial = f.file.has("partial");
+  if (f.partial) expect_tensor(f, "partial", {"BF16"}, {f.file_rows, f.n}, "partial is the GEMM's bf16 result [M, N]");
+  f.wire = f.file.has("wire");
+  if (f.wire || f.file.has("wire_scale")) {
+    if (!f.rows.empty()) bad(path, "wire tensors are only read from full dumps (no 'rows' tensor)");
+    const Shape s{f.m, f.n, f.k, f.world};
+    const int64_t S = slice_rows(s, q);
+    expect_tensor(f, "wire", {"U8", "F8_E4M3"}, {S, f.n}, "the owned slice's fp8 codes, [padded M / W, N]");
+    expect_tensor(f, "wire_scale", {"F32"}, {S}, "one fp32 scale per row of the owned slice");
+    f.wire = true;
+  }
+  return f;
+}
+
+// The same run on every rank: everything but the rank must agree with rank 0.
+void check_consistent(const RankFile& f0, const RankFile& f) {
+  auto differ = [&](const std::string& what, const std::string& a, const std::string& b) {
+    bad(f.file.path(), what + " " + b + " differs from " + f0.file.path() + "'s " + a);
+  };
+  if (f.world != f0.world) differ("metadata world", std::to_string(f0.world), std::to_string(f.world));
+  if (config_label(f.config) != config_label(f0.config))
+    differ("config", config_label(f0.config), config_label(f.config));
+  if (f.fp8 != f0.fp8) differ("fp8_format", to_string(f0.fp8), to_string(f.fp8));
+  if (f.m != f0.m) differ("M", std::to_string(f0.m), std::to_string(f.m));
+  for (const char* t : {"a", "b", "a_scale", "b_scale", "out"})
+    if (f.file.tensor(t).shape != f0.file.tensor(t).shape)
+      differ(std::string("tensor '") + t + "' shape", shape_text(f0.file.tensor(t).shape), shape_text(f.file.tensor(t).shape));
+  if (f.rows != f0.rows) differ("tensor 'rows'", "rows", "rows");
+  if (f.partial != f0.partial)
+    bad(f.file.path(), std::string(f.partial ? "has" : "has no") + " tensor 'partial' but " + f0.file.path() +
+                           (f0.partial ? " has" : " has not") + ": dump the partials on every rank or on none");
+  if (f.wire != f0.wire)
+    bad(f.file.path(), std::string(f.wire ? "has" : "has no") + " wire tensors but " + f0.file.path() +
+                           (f0.wire ? " has" : " has not") + ": dump them on every rank or on none");
+}
+
+// Reads the A rows (their codes and scales in the quant's A layout over the held rows) and the whole of B.
+reference::RankOperands read_operands(const RankFile& f, const std::vector<int64_t>& file_rows, const Shape& shape) {
+  const Quant q = f.config.quant;
+  reference::RankOperands op;
+  op.rank = f.rank;
+  const int64_t R = int64_t(file_rows.size()), K = shape.k, N = shape.n;
+  op.a.rows = R;
+  op.a.cols = K;
+  op.a.codes.resize(size_t(R * K));
+  const uint8_t* a = f.file.data(f.file.tensor("a"));
+  for (int64_t i = 0; i < R; ++i) std::memcpy(&op.a.codes[size_t(i * K)], a + file_rows[size_t(i)] * K, size_t(K));
+  op.a.scales.resize(size_t(reference::scale_count(q, Operand::A, R, K)));
+  const float* as = reinterpret_cast<const float*>(f.file.data(f.file.tensor("a_scale")));
+  const int64_t bk = reference::scale_k_block(q, K);
+  for (int64_t i = 0; i < R; ++i)
+    for (int64_t c = 0; c < K; c += bk)
+      std::memcpy(&op.a.scales[size_t(reference::scale_index(q, Operand::A, R, K, i, c))],
+                  as + reference::scale_index(q, Operand::A, f.file_rows, K, file_rows[size_t(i)], c), 4);
+  op.b.rows = N;
+  op.b.cols = K;
+  const uint8_t* b = f.file.data(f.file.tensor("b"));
+  op.b.codes.assign(b, b + N * K);
+  const TensorInfo& bs = f.file.tensor("b_scale");
+  const float* bsp = reinterpret_cast<const float*>(f.file.data(bs));
+  op.b.scales.assign(bsp, bsp + bs.numel());
+  return op;
+}
+
+std::vector<uint16_t> read_bf16_rows(const RankFile& f, const std::string& name, const std::vector<int64_t>& file_rows) {
+  const int64_t N = f.n;
+  std::vector<uint16_t> out(file_rows.size() * size_t(N));
+  const uint8_t* p = f.file.data(f.file.tensor(name));
+  for (size_t i = 0; i < file_rows.size(); ++i)
+    std::memcpy(&out[i * size_t(N)], p + file_rows[i] * N * 2, size_t(N) * 2);
+  return out;
+}
+
+
+DumpRun open_run(const std::vector<std::string>& paths) {
+  GEMMAR_USAGE_CHECK(!paths.empty(), "no files");
+  DumpRun run;
+  for (const auto& p : paths) run.files.push_back(open_rank_file(p));
+  const int W = run.files.front().world;
+  if (int(run.files.size()) != W)
+    bad(run.files.front().file.path(), "metadata world=" + std::to_string(W) + " but " +
+                                           std::to_string(run.files.size()) + " file(s) were given (one per rank)");
+  run.by_rank.assign(size_t(W), nullptr);
+  for (const auto& f : run.files) {
+    if (run.by_rank[size_t(f.rank)])
+      bad(f.file.path(), "rank " + std::to_string(f.rank) + " is also " + run.by_rank[size_t(f.rank)]->file.path());
+    run.by_rank[size_t(f.rank)] = &f;
+  }
+  for (const RankFile* f : run.by_rank) check_consistent(run.rank(0), *f);
+  return run;
+}
+
+}  // namespace gemmar::dump
