@@ -515,7 +515,7 @@ struct Judge {
                           {"calibrated", prof.calibrated},
                           {"total_us", tb.pred.total_us},
                           {"lower_bound_us", tb.pred.lower_bound_us},
-                          {"model_band", prof.model_band},
+                          {"model_band", prof.band(cfg.mode)},
                           {"run_to_run_spread", prof.run_to_run_spread},
                           {"pull_blocks", cfg.pull_blocks}};
     if (tb.partial) v.context["model"]["partial"] = true;
@@ -562,6 +562,7 @@ struct Judge {
     const model::Profile& prof = *e.profile;
     const std::string& pname = e.profile_name;
     const model::Prediction& pred = tb.pred;
+    const double band = prof.band(cfg.mode);  // the mode's measured leave-one-out error + spread
     if (t < pred.lower_bound_us) {
       add_timing("FASTER_THAN_PHYSICS", Severity::Error,
           us(t) + " is below the " + us(pred.lower_bound_us) + " that moving this run's bytes takes at the " +
@@ -571,17 +572,19 @@ struct Judge {
       add_timing("FASTER_THAN_MODEL", Severity::Warning,
           us(t) + " is " + pct(t / pred.total_us - 1.0) + " under the " + pname + " model's " + us(pred.total_us) +
               " (more than " + pct(kFasterThanModel).substr(1) + " faster, yet above the lower bound " +
-              us(pred.lower_bound_us) + "): check that --profile names the hardware the run was on, or that the "
-              "run moved all its data (a leg that moved part of it reads fast).");
+              us(pred.lower_bound_us) + "): check that --profile names the hardware the run was on" +
+              (has_collective(cfg.mode) ? ", or that the run moved all its data (a leg that moved part of it "
+                                          "reads fast)."
+                                        : " and the quant its GEMM ran (gemm-only moves no data)."));
     }
     const double expected_total = pred.total_us + tb.launch_extra;
-    if (t <= expected_total * (1.0 + prof.model_band)) return;
+    if (t <= expected_total * (1.0 + band)) return;
     const std::string msg = us(t) + " is " + pct(t / expected_total - 1.0) + " over the model's " +
                             us(expected_total) + (tb.eager ? " (eager: with the launches)" : "") + " (band " +
-                            pct(prof.model_band).substr(1) + ")";
+                            pct(band).substr(1) + ")";
     // With phases in the record the slow phase is named; only when it is the pull (or the record has no
     // phases) can the pull grid be the explanation.
-    const SlowPhase sp = slow_phase(r.phases_us, pred, prof.model_band);
+    const SlowPhase sp = slow_phase(r.phases_us, pred, band);
     const std::optional<model::Sweep>& sw = e.pull_sweep;
     std::string why;
     if (sw && !tb.partial && !tb.eager && !r.pull_blocks && (sp.name.empty() || sp.name == "pull")) {
@@ -590,7 +593,7 @@ struct Judge {
       for (const auto& pt : sw->points)
         if (!near || std::fabs(pt.total_us - t) < std::fabs(near->total_us - t)) near = &pt;
       if (near && (near->value < sw->band_lo || near->value > sw->band_hi) &&
-          std::fabs(near->total_us - t) <= prof.model_band * t)
+          std::fabs(near->total_us - t) <= band * t)
         why = "which matches a pull grid of " + std::to_string(near->value) + " blocks (model " +
               us(near->total_us) + "): wrong grid, not wrong transport, check MORI_GEMM_AR_PULL_BLOCKS" +
               (sp.text.empty() ? "" : " (" + sp.text + ")");
