@@ -188,6 +188,27 @@ void in_server_phases(const nlohmann::json& d, const Add& add) {
   }
 }
 
+// fuse_reduce_push.txt: mori's README table, "gather_bands publish total_us" (the file's header says its shape).
+void fuse_push_txt(const std::string& path, const std::string& name, std::vector<CalPoint>& out) {
+  std::ifstream in = open(path);
+  int line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream is(line);
+    int bands = 0;
+    std::string publish;
+    double us = 0;
+    if (!(is >> bands >> publish >> us) || bands < 1 || !(us > 0))
+      throw UsageError(path + ":" + std::to_string(line_no) + ": expected 'gather_bands publish us'");
+    CalPoint p = point(name + ":" + std::to_string(line_no), Mode::FusedSdma, Quant::Blockscale, 8, 16384, 7168, 2048, us);
+    p.config.fuse_reduce_push = true;
+    p.config.gather_bands = bands;
+    p.config.publish = parse_publish(publish, path + ":" + std::to_string(line_no));
+    out.push_back(p);
+  }
+}
+
 void measured_json(const std::string& path, std::vector<CalPoint>& out) {
   std::ifstream in = open(path);
   const auto d = nlohmann::json::parse(in);
@@ -234,6 +255,8 @@ const std::vector<FitParam>& default_fit_parameters() {
       {"link.scatter_efficiency", 0.3, 1},
       {"link.lsa_efficiency", 0.3, 1},
       {"standalone.rank_skew_us", 0, 100},
+      {"sync.band_sync_us", 0, 100},
+      {"sync.system_release_us", 0, 5},
   };
   return v;
 }
@@ -243,6 +266,7 @@ std::vector<CalPoint> load_mi355x_points(const std::string& data_dir) {
   measured_json(data_dir + "/mi355x_measured.json", pts);
   sweep_jsonl(data_dir + "/model/sweep_dsv41.jsonl", "sweep_dsv41.jsonl", pts);
   mxfp8_txt(data_dir + "/model/fused_mxfp8.txt", "fused_mxfp8.txt", pts);
+  fuse_push_txt(data_dir + "/model/fuse_reduce_push.txt", "fuse_reduce_push.txt", pts);
   return pts;
 }
 

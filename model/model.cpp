@@ -222,7 +222,7 @@ struct PredictionBuilder {
       pr.phases.push_back(r);
       lb += (pr.phases.back().lower_bound_us = us_at(b, x.hbm_peak()));
     } else {
-      Phase r = phase("reduce", L + us_at(reduce_b, x.hbm_rate()), reduce_b, "hbm");
+      Phase r = phase("reduce", L + us_at(reduce_b, x.hbm_rate()) + band_publish_us(), reduce_b, "hbm");
       r.hbm_bytes = reduce_b;
       r.ceiling_us = us_at(reduce_b, x.hbm_rate());
       pr.phases.push_back(r);
@@ -238,14 +238,37 @@ struct PredictionBuilder {
     }
   }
 
+  // fuse_reduce_push (mori python/mori/ops/gemm_ar/README.md @0187031f, "Firing the gather's puts from inside the
+  // reduce"): each of the B bands pays a barrier of the reducing blocks, a counter atomic and the elected block's
+  // puts; with publish=fence every reducing block also releases its stores to system scope (an L2 writeback)
+  // once per band. Both sit on the critical path: a band's puts wait for its publish.
+  double band_publish_us() const {
+    if (!cfg.fuse_reduce_push) return 0.0;
+    GEMMAR_USAGE_CHECK(std::isfinite(p.sync.band_sync_us) && std::isfinite(p.sync.system_release_us) &&
+                           std::isfinite(p.sync.reduce_blocks),
+                       "--fuse-reduce-push: the profile has no sync.band_sync_us / sync.system_release_us / "
+                       "sync.reduce_blocks, so it cannot model the per-band publish");
+    const double per_band = p.sync.band_sync_us +
+                            (cfg.publish == Publish::Fence ? p.sync.reduce_blocks * p.sync.system_release_us : 0.0);
+    return cfg.gather_bands * per_band;
+  }
+  // What the bands buy: the gather of band b overlaps the reduce of the later bands, so all of the reduce's
+  // streaming time but its first band is hidden under the (longer) gather.
+  double band_overlap_us() const {
+    if (!cfg.fuse_reduce_push) return 0.0;
+    const double reduce_b = W * slice_bf16 + slice_bf16;
+    return us_at(reduce_b, x.hbm_rate()) * (1.0 - 1.0 / cfg.gather_bands);
+  }
+
   // The all-gather: copy-engine puts (+ dequantize on the fp8 wire) or the CU pull.
   void gather() {
     // --- gather
     if (!lsa_gather) {
       const double gb = fp8 ? (W - 1) * (S * N + 4 * S) : (W - 1) * slice_bf16;
-      const double puts = fp8 ? 2 : 1;  // the fp8 wire carries the row scales in a second put
+      // The fp8 wire carries the row scales in a second put; fuse_reduce_push puts each band on its own.
+      const double puts = fp8 ? 2 : cfg.fuse_reduce_push ? cfg.gather_bands : 1;
       const double us = puts * p.copy_engine.per_put_us + (fp8 ? p.sdma_fp8.gather_handoff_us : 0.0) +
-                        us_at(gb, x.sdma_rate()) + p.sync.barrier_us;
+                        us_at(gb, x.sdma_rate()) + p.sync.barrier_us - band_overlap_us();
       Phase g = phase("gather", us, gb, "link");
       g.link_bytes = gb;
       g.ceiling_us = us_at(gb, x.sdma_rate());

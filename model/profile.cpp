@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "common/errors.hpp"
@@ -150,6 +151,10 @@ Params parse_params(const nlohmann::json& doc, const std::string& origin) {
   }
   p.sync.kernel_launch_us = r.number("sync.kernel_launch_us", R::NonNegative);
   p.sync.barrier_us = r.number("sync.barrier_us", R::NonNegative);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  p.sync.band_sync_us = r.number_or("sync.band_sync_us", R::NonNegative, nan);
+  p.sync.system_release_us = r.number_or("sync.system_release_us", R::NonNegative, nan);
+  p.sync.reduce_blocks = r.number_or("sync.reduce_blocks", R::AtLeastOne, nan);
   p.sdma_fp8.gather_handoff_us = r.number("sdma_fp8.gather_handoff_us", R::NonNegative);
   p.sdma_fp8.dequantize_handoff_us = r.number("sdma_fp8.dequantize_handoff_us", R::NonNegative);
   p.pull.bytes_in_flight_per_block = r.number("pull.bytes_in_flight_per_block", R::Positive);

@@ -2,6 +2,7 @@
 // Every field is one leaf {"value": v, "source": "..."} of the document; see docs/model.md for each one.
 #pragma once
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -48,6 +49,12 @@ struct Params {
   } copy_engine;
   struct {
     double kernel_launch_us = 0, barrier_us = 0;
+    // Optional (NaN when the profile has none: then --fuse-reduce-push cannot be modeled). Per band of
+    // fuse_reduce_push: the barrier of the reducing blocks, the counter atomic and the elected block's locked
+    // puts; and, with publish=fence, one system-scope release (an L2 writeback) per reducing block.
+    double band_sync_us = std::numeric_limits<double>::quiet_NaN();
+    double system_release_us = std::numeric_limits<double>::quiet_NaN();
+    double reduce_blocks = std::numeric_limits<double>::quiet_NaN();  // the reduce kernel's grid
   } sync;
   struct {
     double gather_handoff_us = 0, dequantize_handoff_us = 0;

@@ -16,7 +16,7 @@ using namespace gemmar;
 TEST(ModelCalibrationFit, TheProfileHoldsWhatTheFitGivesFromItsPoints) {
   const auto start = model::load_profile("mi355x");
   const auto points = model::load_mi355x_points(GEMMAR_TEST_DATA_DIR);
-  ASSERT_EQ(points.size(), 81u);  // 29 of mi355x_measured.json, 36 sweep rows, 16 mxfp8 rows
+  ASSERT_EQ(points.size(), 91u);  // 29 of mi355x_measured.json, 36 sweep rows, 16 mxfp8 rows, 10 fuse_reduce_push
   const auto fit = model::fit_profile(start, points, model::default_fit_parameters());
   for (const auto& fp : model::default_fit_parameters()) {
     const double committed = start.source[model::value_pointer(fp.path)].get<double>();
@@ -63,4 +63,31 @@ TEST(ModelCalibrationFit, AMalformedRowNamesItsFileAndLine) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("fused_mxfp8.txt:2"), std::string::npos) << e.what();
   }
+}
+
+TEST(ModelCalibrationFit, FuseReducePushCurvesFollowTheirMechanisms) {
+  // mori's README table (tests/data/model/fuse_reduce_push.txt): writethrough is best at a few bands (the
+  // reduce hidden under the gather against a per-band sync), fence grows by ~256 system-scope releases per band.
+  const auto prof = model::load_profile("mi355x");
+  Config c;
+  c.fuse_reduce_push = true;
+  auto at = [&](int bands, Publish p) {
+    c.gather_bands = bands;
+    c.publish = p;
+    return model::predict(prof, Shape{}, c).total_us;
+  };
+  const double plain = model::predict(prof, Shape{}, Config{}).total_us;
+  EXPECT_GT(at(1, Publish::Writethrough), plain);  // the sync with nothing to hide
+  EXPECT_LT(at(4, Publish::Writethrough), at(1, Publish::Writethrough));
+  EXPECT_LT(at(4, Publish::Writethrough), at(16, Publish::Writethrough));
+  const double per_band = (at(32, Publish::Fence) - at(16, Publish::Fence)) / 16;
+  EXPECT_GT(per_band, 45);  // the README: ~61 us per band
+  EXPECT_LT(per_band, 75);
+  for (int b : {1, 4, 8, 16, 32}) EXPECT_GT(at(b, Publish::Fence), at(b, Publish::Writethrough)) << b;
+  // Not a bf16 sdma gather: the option does not apply and the prediction is the plain one.
+  c.gather_transport = Transport::Lsa;
+  c.gather_dtype = WireDtype::Fp8;
+  Config plain_lsa = c;
+  plain_lsa.fuse_reduce_push = false;
+  EXPECT_EQ(model::predict(prof, Shape{}, c).total_us, model::predict(prof, Shape{}, plain_lsa).total_us);
 }
