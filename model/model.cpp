@@ -43,6 +43,10 @@ struct Ctx {
     if (p.link.medium == Medium::Hbm) return p.hbm.copy_gbps / share;
     return links() * p.link.gbps_per_direction * p.link.protocol_efficiency;
   }
+  double pull_cap() const {
+    if (p.link.medium == Medium::Hbm) return cu_rate();
+    return p.link.links * p.link.gbps_per_direction * p.link.protocol_efficiency;
+  }
   double hbm_rate() const { return p.hbm.peak_gbps * p.hbm.efficiency / share; }
   double hbm_peak() const { return p.hbm.peak_gbps / share; }
 
@@ -91,7 +95,10 @@ struct PullRate {
 };
 PullRate pull_rate(const Ctx& x, int blocks) {
   const auto& p = x.p;
-  const double cap = x.cu_rate() * x.share;                                      // device GB/s
+  // The pull keeps the whole mesh's links (not W - 1): its latency and thrash terms are calibrated at W = 8 only,
+  // and W - 1 links would move its grid optimum at W < 8 on no measurement (docs/model.md "Where the model is
+  // weakest").
+  const double cap = x.pull_cap() * x.share;                                     // device GB/s
   const double outstanding = x.share * blocks * p.pull.bytes_in_flight_per_block;  // B
   const double little = outstanding / p.pull.remote_latency_us / 1e3;              // GB/s
   const double bdp = cap * 1e3 * p.pull.remote_latency_us;                         // B
