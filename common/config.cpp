@@ -39,6 +39,8 @@ constexpr std::array<std::pair<const char*, Fp8Format>, 2> kFp8Formats{
     {{"e4m3fn", Fp8Format::E4M3FN}, {"e4m3fnuz", Fp8Format::E4M3FNUZ}}};
 constexpr std::array<std::pair<const char*, GemmImpl>, 2> kGemmImpls{
     {{"gemmar", GemmImpl::Gemmar}, {"cublaslt", GemmImpl::Cublaslt}}};
+constexpr std::array<std::pair<const char*, Publish>, 2> kPublishes{
+    {{"writethrough", Publish::Writethrough}, {"fence", Publish::Fence}}};
 
 }  // namespace
 
@@ -54,6 +56,8 @@ Transport parse_transport(const std::string& s, const std::string& o) { return p
 Fp8Format parse_fp8_format(const std::string& s, const std::string& o) { return parse_enum(s, o, kFp8Formats); }
 std::string to_string(GemmImpl v) { return enum_name(v, kGemmImpls); }
 GemmImpl parse_gemm_impl(const std::string& s, const std::string& o) { return parse_enum(s, o, kGemmImpls); }
+std::string to_string(Publish v) { return enum_name(v, kPublishes); }
+Publish parse_publish(const std::string& s, const std::string& o) { return parse_enum(s, o, kPublishes); }
 
 const std::vector<Mode>& all_modes() {
   static const std::vector<Mode> modes{Mode::GemmOnly, Mode::SplitSdma, Mode::FusedSdma, Mode::SplitLsa,
@@ -104,12 +108,18 @@ const std::vector<std::string>& all_phase_names() {
 
 Config effective_config(const Config& c) {
   Config e = c;
-  if (!has_collective(c.mode)) return e;
+  if (!has_collective(c.mode)) {
+    e.fuse_reduce_push = false;
+    return e;
+  }
   if (!traits(c.mode).fp8_wire) {
     e.gather_dtype = WireDtype::Bf16;
     e.gather_transport = Transport::Lsa;
   }
   if (c.gather_dtype == WireDtype::Bf16) e.fuse_quantize = false;
+  // The reduce fires copy-engine puts of its bf16 output: only where a reduce feeds a bf16 sdma gather.
+  if (traits(c.mode).two_stage_allreduce || e.gather_dtype != WireDtype::Bf16 || e.gather_transport != Transport::Sdma)
+    e.fuse_reduce_push = false;
   return e;
 }
 
@@ -142,6 +152,8 @@ void validate_shape_config(const Shape& s, const Config& c, bool require_padded)
   if (uses_fp8_wire(c))
     GEMMAR_USAGE_CHECK(s.n % 1024 == 0, "-n: ", s.n, " is not a multiple of 1024, required on an fp8 wire",
                        " (--gather-dtype fp8)");
+  GEMMAR_USAGE_CHECK(c.gather_bands >= 1 && c.gather_bands <= 4096, "--gather-bands: ", c.gather_bands,
+                     " is out of range [1, 4096]");
   GEMMAR_USAGE_CHECK(c.pull_blocks >= 1 && c.pull_blocks <= 65536, "--pull-blocks: ", c.pull_blocks,
                      " is out of range [1, 65536]");
   if (require_padded) {
@@ -156,6 +168,7 @@ std::string config_label(const Config& c) {
   std::string s = to_string(e.mode) + "/" + to_string(e.quant);
   if (has_collective(e.mode)) s += "/" + to_string(e.gather_dtype) + "/" + to_string(e.gather_transport);
   if (e.fuse_quantize) s += "/fuse-quantize";
+  if (e.fuse_reduce_push) s += "/fuse-reduce-push-" + std::to_string(e.gather_bands) + "-" + to_string(e.publish);
   return s;
 }
 

@@ -16,6 +16,10 @@ enum class Fp8Format { E4M3FN, E4M3FNUZ };
 // Which GEMM computes the partials on the GPU, as the benchmark's --gemm-impl: ours (the fused modes always use
 // it: their epilogue pushes tiles), or the vendor's blockscale GEMM (cuBLASLt) for gemm-only and the split modes.
 enum class GemmImpl { Gemmar, Cublaslt };
+// How the reduce publishes a band to the copy engine under fuse_reduce_push (mori python/mori/ops/gemm_ar/README.md,
+// "Firing the gather's puts from inside the reduce"): cache-bypassing stores (the wait is the release), or cached
+// stores and a system-scope release per block per band.
+enum class Publish { Writethrough, Fence };
 
 struct Shape {
   int64_t m = 16384;  // rows of the output, before padding
@@ -31,6 +35,12 @@ struct Config {
   Transport gather_transport = Transport::Sdma;
   int pull_blocks = 64;        // MORI_GEMM_AR_PULL_BLOCKS
   bool fuse_quantize = false;  // fold the fp8 narrowing into the reduce
+  // The reduce fires the bf16 gather's copy-engine puts itself, band by band (mori's fuse_reduce_push): per band
+  // a barrier of the reducing blocks, a counter atomic and the elected block's puts, so the gather of band b
+  // overlaps the reduce of the later bands. Only on the bf16 gather over sdma.
+  bool fuse_reduce_push = false;
+  int gather_bands = 8;  // bands of the owned slice (mori's default)
+  Publish publish = Publish::Writethrough;
 };
 
 std::string to_string(Mode);
@@ -39,6 +49,7 @@ std::string to_string(WireDtype);
 std::string to_string(Transport);
 std::string to_string(Fp8Format);
 std::string to_string(GemmImpl);
+std::string to_string(Publish);
 // Parsers throw UsageError naming `option` and listing the accepted spellings.
 Mode parse_mode(const std::string& s, const std::string& option = "--mode");
 Quant parse_quant(const std::string& s, const std::string& option = "--quant");
@@ -46,6 +57,7 @@ WireDtype parse_wire(const std::string& s, const std::string& option = "--gather
 Transport parse_transport(const std::string& s, const std::string& option = "--gather-transport");
 Fp8Format parse_fp8_format(const std::string& s, const std::string& option = "--fp8-format");
 GemmImpl parse_gemm_impl(const std::string& s, const std::string& option = "--gemm-impl");
+Publish parse_publish(const std::string& s, const std::string& option = "--publish");
 const std::vector<Mode>& all_modes();
 
 // Everything that differs between modes, in one table (common/config.cpp): a new mode is a row here plus one

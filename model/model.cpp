@@ -32,14 +32,19 @@ struct Ctx {
   // Per-rank effective rates: on one device every rank's traffic shares the device's rate.
   double link_peak_raw() const {  // datasheet, no efficiency: for the lower bound
     if (p.link.medium == Medium::Hbm) return p.hbm.peak_gbps / 2.0 / share;  // a local copy reads and writes
-    return p.link.links * p.link.gbps_per_direction;
+    return links() * p.link.gbps_per_direction;
   }
+  double links() const { return p.link.links_used(W); }
   double sdma_rate() const {  // copy-engine puts
     if (p.link.medium == Medium::Hbm) return p.copy_engine.d2d_gbps / share;
-    return p.link.links * p.link.gbps_per_direction * p.link.protocol_efficiency;
+    return links() * p.link.gbps_per_direction * p.link.protocol_efficiency;
   }
   double cu_rate() const {  // CU loads/stores to peer memory, once enough requests are in flight
     if (p.link.medium == Medium::Hbm) return p.hbm.copy_gbps / share;
+    return links() * p.link.gbps_per_direction * p.link.protocol_efficiency;
+  }
+  double pull_cap() const {
+    if (p.link.medium == Medium::Hbm) return cu_rate();
     return p.link.links * p.link.gbps_per_direction * p.link.protocol_efficiency;
   }
   double hbm_rate() const { return p.hbm.peak_gbps * p.hbm.efficiency / share; }
@@ -51,17 +56,26 @@ struct Ctx {
     if (c.quant == Quant::Mxfp8) r = p.gemm.mxfp8_efficiency_ratio;
     return p.gemm.achieved_efficiency * r;
   }
-  double tile_us() const {
+  // One tile's K loop at the achieved MFMA rate.
+  double k_loop_us() const {
     const double bm = block_m(c.quant), bn = p.gemm.tile_n;
     const double per_cu_flops_per_us = p.gemm.fp8_tflops_dense * 1e6 / p.gemm.compute_units;
     return 2.0 * bm * bn * K / (per_cu_flops_per_us * quant_eff());
   }
-  double waves_per_gemm() const {
-    const double tiles = std::ceil(Mp / block_m(c.quant)) * std::ceil(N / p.gemm.tile_n);
-    return std::ceil(tiles / p.gemm.compute_units);
+  double tile_us() const { return p.gemm.tile_epilogue_us + k_loop_us(); }
+  double tiles() const { return std::ceil(Mp / block_m(c.quant)) * std::ceil(N / p.gemm.tile_n); }
+  // Tiles in waves of compute_units: the full waves at the whole tile time; a last wave of a fraction f of the
+  // CUs keeps its MFMA part but its memory part (the rest of the K loop, and the C store) runs f times as
+  // contended (docs/model.md "GEMM").
+  double gemm_waves_us() const {
+    const double waves = tiles() / p.gemm.compute_units;
+    const double full = std::floor(waves), f = waves - full;
+    const double c_frac = p.gemm.partial_wave_compute_fraction;
+    const double last = f > 0 ? p.gemm.tile_epilogue_us * f + k_loop_us() * (c_frac + (1 - c_frac) * f) : 0.0;
+    return full * tile_us() + last;
   }
   // The emulated ranks' GEMMs run one after another on the device: each keeps its own wave quantization.
-  double gemm_only_us() const { return share * (p.gemm.launch_us + waves_per_gemm() * tile_us()); }
+  double gemm_only_us() const { return share * (p.gemm.launch_us + gemm_waves_us()); }
   double gemm_flops() const { return 2.0 * Mp * N * K; }
 };
 
@@ -81,7 +95,10 @@ struct PullRate {
 };
 PullRate pull_rate(const Ctx& x, int blocks) {
   const auto& p = x.p;
-  const double cap = x.cu_rate() * x.share;                                      // device GB/s
+  // The pull keeps the whole mesh's links (not W - 1): its latency and thrash terms are calibrated at W = 8 only,
+  // and W - 1 links would move its grid optimum at W < 8 on no measurement (docs/model.md "Where the model is
+  // weakest").
+  const double cap = x.pull_cap() * x.share;                                     // device GB/s
   const double outstanding = x.share * blocks * p.pull.bytes_in_flight_per_block;  // B
   const double little = outstanding / p.pull.remote_latency_us / 1e3;              // GB/s
   const double bdp = cap * 1e3 * p.pull.remote_latency_us;                         // B
@@ -173,12 +190,14 @@ struct PredictionBuilder {
 
   // split-lsa: one 2-stage CU all-reduce kernel.
   void allreduce() {
-    // Stage 1 reads every peer's partial of the owned rows, stage 2 every peer's reduced rows; the
-    // kernel's grid is assumed sized to keep the links full (no data to calibrate a grid term on).
+    // Stage 1 reads every peer's partial of the owned rows, stage 2 every peer's reduced rows (mori
+    // kernels_lsa.py ar_2stage: one thread loads a 16-byte pack from every peer before it stores); the rate of
+    // those CU loads over the W - 1 links is link.lsa_efficiency of the copy engines' protocol rate.
     const double link_b = 2 * (W - 1) * slice_bf16;
     const double hbm_b = W * slice_bf16 + slice_bf16 + (W - 1) * slice_bf16;
-    double stage1 = std::max(us_at((W - 1) * slice_bf16, x.cu_rate()), us_at(W * slice_bf16 + slice_bf16, x.hbm_rate()));
-    double stage2 = std::max(us_at((W - 1) * slice_bf16, x.cu_rate()), us_at((W - 1) * slice_bf16, x.hbm_rate()));
+    const double lsa_rate = x.cu_rate() * p.link.lsa_efficiency;
+    double stage1 = std::max(us_at((W - 1) * slice_bf16, lsa_rate), us_at(W * slice_bf16 + slice_bf16, x.hbm_rate()));
+    double stage2 = std::max(us_at((W - 1) * slice_bf16, lsa_rate), us_at((W - 1) * slice_bf16, x.hbm_rate()));
     if (p.one_device) {
       // "Peer" loads are local HBM: the link bytes ARE HBM bytes, so each stage is its reads + writes at
       // the HBM rate (stage 1 reads W slices and writes one, stage 2 reads W-1 and writes W-1).
@@ -210,7 +229,7 @@ struct PredictionBuilder {
       pr.phases.push_back(r);
       lb += (pr.phases.back().lower_bound_us = us_at(b, x.hbm_peak()));
     } else {
-      Phase r = phase("reduce", L + us_at(reduce_b, x.hbm_rate()), reduce_b, "hbm");
+      Phase r = phase("reduce", L + us_at(reduce_b, x.hbm_rate()) + band_publish_us(), reduce_b, "hbm");
       r.hbm_bytes = reduce_b;
       r.ceiling_us = us_at(reduce_b, x.hbm_rate());
       pr.phases.push_back(r);
@@ -226,14 +245,37 @@ struct PredictionBuilder {
     }
   }
 
+  // fuse_reduce_push (mori python/mori/ops/gemm_ar/README.md @0187031f, "Firing the gather's puts from inside the
+  // reduce"): each of the B bands pays a barrier of the reducing blocks, a counter atomic and the elected block's
+  // puts; with publish=fence every reducing block also releases its stores to system scope (an L2 writeback)
+  // once per band. Both sit on the critical path: a band's puts wait for its publish.
+  double band_publish_us() const {
+    if (!cfg.fuse_reduce_push) return 0.0;
+    GEMMAR_USAGE_CHECK(std::isfinite(p.sync.band_sync_us) && std::isfinite(p.sync.system_release_us) &&
+                           std::isfinite(p.sync.reduce_blocks),
+                       "--fuse-reduce-push: the profile has no sync.band_sync_us / sync.system_release_us / "
+                       "sync.reduce_blocks, so it cannot model the per-band publish");
+    const double per_band = p.sync.band_sync_us +
+                            (cfg.publish == Publish::Fence ? p.sync.reduce_blocks * p.sync.system_release_us : 0.0);
+    return cfg.gather_bands * per_band;
+  }
+  // What the bands buy: the gather of band b overlaps the reduce of the later bands, so all of the reduce's
+  // streaming time but its first band is hidden under the (longer) gather.
+  double band_overlap_us() const {
+    if (!cfg.fuse_reduce_push) return 0.0;
+    const double reduce_b = W * slice_bf16 + slice_bf16;
+    return us_at(reduce_b, x.hbm_rate()) * (1.0 - 1.0 / cfg.gather_bands);
+  }
+
   // The all-gather: copy-engine puts (+ dequantize on the fp8 wire) or the CU pull.
   void gather() {
     // --- gather
     if (!lsa_gather) {
       const double gb = fp8 ? (W - 1) * (S * N + 4 * S) : (W - 1) * slice_bf16;
-      const double puts = fp8 ? 2 : 1;  // the fp8 wire carries the row scales in a second put
+      // The fp8 wire carries the row scales in a second put; fuse_reduce_push puts each band on its own.
+      const double puts = fp8 ? 2 : cfg.fuse_reduce_push ? cfg.gather_bands : 1;
       const double us = puts * p.copy_engine.per_put_us + (fp8 ? p.sdma_fp8.gather_handoff_us : 0.0) +
-                        us_at(gb, x.sdma_rate()) + p.sync.barrier_us;
+                        us_at(gb, x.sdma_rate()) + p.sync.barrier_us - band_overlap_us();
       Phase g = phase("gather", us, gb, "link");
       g.link_bytes = gb;
       g.ceiling_us = us_at(gb, x.sdma_rate());

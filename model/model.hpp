@@ -1,5 +1,6 @@
 // The analytic timing model: per-phase predictions from a hardware profile stored as data.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,13 @@ struct Profile {
   // Relative band around the model's total within which a measured run is "as the model says"
   // (the model's calibrated error plus run-to-run spread); beyond it SLOWER_THAN_MODEL.
   double model_band = 0.10;
+  // Per mode, where the profile's model_band_by_mode gives one (the mode's measured leave-one-out error plus
+  // the spread): band(mode) falls back to model_band.
+  std::map<Mode, double> model_band_by_mode;
+  double band(Mode m) const {
+    const auto it = model_band_by_mode.find(m);
+    return it == model_band_by_mode.end() ? model_band : it->second;
+  }
   double run_to_run_spread = 0.02;
   // Whether the parameters are calibrated on measurements of this hardware; only a calibrated profile's
   // timing findings are errors (an uncalibrated one's are warnings). `calibration` says why, either way.

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "common/errors.hpp"
@@ -61,6 +62,17 @@ class Reader {
         break;
     }
     return x;
+  }
+
+  // An optional parameter: `fallback` when the profile does not have it.
+  double number_or(const std::string& path, Rule rule, double fallback) const {
+    const nlohmann::json* node = &doc_;
+    std::istringstream parts(path);
+    for (std::string key; std::getline(parts, key, '.');) {
+      if (!node->is_object() || !node->contains(key)) return fallback;
+      node = &node->at(key);
+    }
+    return number(path, rule);
   }
 
   bool boolean(const std::string& path) const {
@@ -124,6 +136,8 @@ Params parse_params(const nlohmann::json& doc, const std::string& origin) {
   p.gemm.mxfp8_efficiency_ratio = r.number("gemm.mxfp8_efficiency_ratio", R::Positive);
   p.gemm.launch_us = r.number("gemm.launch_us", R::NonNegative);
   p.gemm.epilogue_slowdown = r.number("gemm.epilogue_slowdown", R::NonNegative);
+  p.gemm.tile_epilogue_us = r.number_or("gemm.tile_epilogue_us", R::NonNegative, 0.0);
+  p.gemm.partial_wave_compute_fraction = r.number_or("gemm.partial_wave_compute_fraction", R::Fraction, 1.0);
   for (const char* q : {"ptpc", "mxfp8"}) {
     const double ratio = q[0] == 'p' ? p.gemm.ptpc_efficiency_ratio : p.gemm.mxfp8_efficiency_ratio;
     if (p.gemm.achieved_efficiency * ratio > 1)
@@ -145,6 +159,7 @@ Params parse_params(const nlohmann::json& doc, const std::string& origin) {
   }
   p.link.protocol_efficiency = r.number("link.protocol_efficiency", R::Fraction);
   p.link.scatter_efficiency = r.number("link.scatter_efficiency", R::Fraction);
+  p.link.lsa_efficiency = r.number_or("link.lsa_efficiency", R::Fraction, 1.0);
 
   p.copy_engine.per_put_us = r.number("copy_engine.per_put_us", R::NonNegative);
   if (p.link.medium == Medium::Hbm) {
@@ -157,6 +172,10 @@ Params parse_params(const nlohmann::json& doc, const std::string& origin) {
   }
   p.sync.kernel_launch_us = r.number("sync.kernel_launch_us", R::NonNegative);
   p.sync.barrier_us = r.number("sync.barrier_us", R::NonNegative);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  p.sync.band_sync_us = r.number_or("sync.band_sync_us", R::NonNegative, nan);
+  p.sync.system_release_us = r.number_or("sync.system_release_us", R::NonNegative, nan);
+  p.sync.reduce_blocks = r.number_or("sync.reduce_blocks", R::AtLeastOne, nan);
   p.sdma_fp8.gather_handoff_us = r.number("sdma_fp8.gather_handoff_us", R::NonNegative);
   p.sdma_fp8.dequantize_handoff_us = r.number("sdma_fp8.dequantize_handoff_us", R::NonNegative);
   p.pull.bytes_in_flight_per_block = r.number("pull.bytes_in_flight_per_block", R::Positive);
@@ -204,6 +223,21 @@ Profile load_profile(const std::string& name_or_file) {
   prof.name = name->get<std::string>();
   prof.model_band = r.number("model_band", Rule::Fraction);
   prof.run_to_run_spread = r.number("run_to_run_spread", Rule::Fraction);
+  if (doc.contains("model_band_by_mode")) {
+    const auto& bands = r.leaf("model_band_by_mode");
+    if (!bands.is_object()) r.fail("model_band_by_mode", "value must be an object {\"mode\": band}");
+    for (const auto& [mode, band] : bands.items()) {
+      const std::string path = "model_band_by_mode." + mode;
+      Mode m{};
+      try {
+        m = parse_mode(mode);
+      } catch (const UsageError&) {
+        r.fail(path, "not a mode");
+      }
+      if (!band.is_number() || !(band.get<double>() > 0 && band.get<double>() <= 1)) r.fail(path, "must be in (0, 1]");
+      prof.model_band_by_mode[m] = band.get<double>();
+    }
+  }
   // "calibrated": {"value": true|false, "source": why}. A profile that does not say is uncalibrated: its
   // timing findings are warnings, never errors.
   if (const auto c = doc.find("calibrated"); c != doc.end()) {

@@ -1,6 +1,8 @@
 // The physical parameters of a hardware profile, as parsed and validated from model/profiles/*.json.
 // Every field is one leaf {"value": v, "source": "..."} of the document; see docs/model.md for each one.
 #pragma once
+#include <algorithm>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -16,6 +18,11 @@ struct Params {
   struct {
     double fp8_tflops_dense = 0, compute_units = 0, tile_n = 0, achieved_efficiency = 0;
     double ptpc_efficiency_ratio = 1, mxfp8_efficiency_ratio = 1, launch_us = 0, epilogue_slowdown = 0;
+    // Optional (absent: 0 and 1, a whole wave per started wave). A tile's fixed cost beside its K loop (the C
+    // store and the prologue), and the part of a tile's K loop that does not speed up when only part of the
+    // CUs run (the MFMA issue): the rest is memory time, shared by the tiles in flight, so a last wave of
+    // f x compute_units tiles takes tile_epilogue_us x f + k_loop x (c + (1 - c) x f).
+    double tile_epilogue_us = 0, partial_wave_compute_fraction = 1;
   } gemm;
   struct {
     double peak_gbps = 0, efficiency = 0, latency_us = 0;
@@ -27,6 +34,14 @@ struct Params {
     Medium medium = Medium::Xgmi;
     double links = 0, gbps_per_direction = 0;  // not on medium hbm
     double protocol_efficiency = 1, scatter_efficiency = 1;
+    // Optional (absent: 1): the split-lsa all-reduce kernel's CU loads over the links, as a fraction of the
+    // protocol rate (its grid and loads in flight, kernels_lsa.py ar_2stage).
+    double lsa_efficiency = 1;
+    // Links a rank of a W-rank run drives: on a fully connected xGMI mesh one per peer, W - 1 (a 4-rank run
+    // on an 8-GPU node uses 3 of its 7); behind a switch (NVLink) every link whatever W.
+    double links_used(double world) const {
+      return medium == Medium::Xgmi ? std::min(links, std::max(1.0, world - 1)) : links;
+    }
   } link;
   struct {
     double per_put_us = 0;
@@ -34,6 +49,12 @@ struct Params {
   } copy_engine;
   struct {
     double kernel_launch_us = 0, barrier_us = 0;
+    // Optional (NaN when the profile has none: then --fuse-reduce-push cannot be modeled). Per band of
+    // fuse_reduce_push: the barrier of the reducing blocks, the counter atomic and the elected block's locked
+    // puts; and, with publish=fence, one system-scope release (an L2 writeback) per reducing block.
+    double band_sync_us = std::numeric_limits<double>::quiet_NaN();
+    double system_release_us = std::numeric_limits<double>::quiet_NaN();
+    double reduce_blocks = std::numeric_limits<double>::quiet_NaN();  // the reduce kernel's grid
   } sync;
   struct {
     double gather_handoff_us = 0, dequantize_handoff_us = 0;

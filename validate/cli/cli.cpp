@@ -36,7 +36,12 @@ void add_config_options(po::options_description& d) {
       ("gather-transport", po::value<std::string>()->default_value(to_string(c.gather_transport)), "sdma|lsa")
       ("pull-blocks", po::value<int>(),
        "pull kernel grid per rank (default: $MORI_GEMM_AR_PULL_BLOCKS, else 64)")
-      ("fuse-quantize", po::bool_switch()->default_value(false), "fold the fp8 narrowing into the reduce");
+      ("fuse-quantize", po::bool_switch()->default_value(false), "fold the fp8 narrowing into the reduce")
+      ("fuse-reduce-push", po::bool_switch()->default_value(false),
+       "the reduce fires the bf16 gather's copy-engine puts band by band (bf16 gather over sdma)")
+      ("gather-bands", po::value<int>()->default_value(c.gather_bands), "bands of --fuse-reduce-push")
+      ("publish", po::value<std::string>()->default_value(to_string(c.publish)),
+       "writethrough|fence: how --fuse-reduce-push releases a band to the copy engine");
 }
 
 void add_common_options(po::options_description& d) {
@@ -62,6 +67,14 @@ Config read_config(const po::variables_map& vm) {
   c.gather_transport = parse_transport(vm["gather-transport"].as<std::string>());
   c.pull_blocks = vm.count("pull-blocks") ? vm["pull-blocks"].as<int>() : pull_blocks_from_env();
   c.fuse_quantize = vm["fuse-quantize"].as<bool>();
+  c.fuse_reduce_push = vm["fuse-reduce-push"].as<bool>();
+  c.gather_bands = vm["gather-bands"].as<int>();
+  c.publish = parse_publish(vm["publish"].as<std::string>());
+  GEMMAR_USAGE_CHECK(!c.fuse_reduce_push || effective_config(c).fuse_reduce_push,
+                     "--fuse-reduce-push: needs a reduce feeding the bf16 gather over sdma (--gather-dtype bf16 "
+                     "--gather-transport sdma, not gemm-only or split-lsa)");
+  GEMMAR_USAGE_CHECK(c.gather_bands >= 1 && c.gather_bands <= 4096, "--gather-bands: ", c.gather_bands,
+                     " is out of range [1, 4096]");
   GEMMAR_USAGE_CHECK(!(has_collective(c.mode) && !traits(c.mode).fp8_wire && c.gather_dtype == WireDtype::Fp8),
                      "--gather-dtype: ", to_string(c.mode), " has no fp8 wire (a bf16-only all-reduce)");
   GEMMAR_USAGE_CHECK(!(c.fuse_quantize && c.gather_dtype != WireDtype::Fp8),

@@ -43,6 +43,9 @@ nlohmann::json config_json(const Config& c) {
           {"gather_transport", to_string(c.gather_transport)},
           {"pull_blocks", c.pull_blocks},
           {"fuse_quantize", c.fuse_quantize},
+          {"fuse_reduce_push", c.fuse_reduce_push},
+          {"gather_bands", c.gather_bands},
+          {"publish", to_string(c.publish)},
           {"label", config_label(c)}};
 }
 

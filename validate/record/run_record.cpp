@@ -223,6 +223,15 @@ RunRecord run_record_from_json(const nlohmann::json& j, const std::string& sourc
   if (present(j, "gather_transport"))
     r.config.gather_transport = parse_enum_field(j, "gather_transport", source, parse_transport);
   if (present(j, "fuse_quantize")) r.config.fuse_quantize = get_bool(j, "fuse_quantize", source);
+  // mori's fuse_reduce_push with its gather_bands and publish (the benchmark prints all three on every run).
+  if (present(j, "fuse_reduce_push")) r.config.fuse_reduce_push = get_bool(j, "fuse_reduce_push", source);
+  if (present(j, "gather_bands")) {
+    const double b = get_number(j, "gather_bands", source);
+    if (!(b >= 1 && b <= 4096 && b == std::floor(b)))
+      throw UsageError(source + ": gather_bands: must be an integer in [1, 4096]");
+    r.config.gather_bands = int(b);
+  }
+  if (present(j, "publish")) r.config.publish = parse_enum_field(j, "publish", source, parse_publish);
 
   if (present(j, "max_rank_time_us")) {
     r.max_rank_time_us = get_number(j, "max_rank_time_us", source);
@@ -388,6 +397,11 @@ nlohmann::json run_record_to_json(const RunRecord& r) {
   j["gather_dtype"] = to_string(r.config.gather_dtype);
   j["gather_transport"] = to_string(r.config.gather_transport);
   j["fuse_quantize"] = r.config.fuse_quantize;
+  if (r.config.fuse_reduce_push) {  // otherwise the input's own fields (kept in raw) stand
+    j["fuse_reduce_push"] = true;
+    j["gather_bands"] = r.config.gather_bands;
+    j["publish"] = to_string(r.config.publish);
+  }
   if (r.max_rank_time_us) j["max_rank_time_us"] = *r.max_rank_time_us;
   if (!r.per_rank_time_us.empty()) j["per_rank_time_us"] = r.per_rank_time_us;
   if (r.rel_l2) j["rel_l2"] = *r.rel_l2;

@@ -54,7 +54,7 @@ std::string grid_explaining(const RunRecord& r, const Basis& b, double t, const 
   for (const auto& pt : sw->points)
     if (!near || std::fabs(pt.total_us - t) < std::fabs(near->total_us - t)) near = &pt;
   if (!near || (near->value >= sw->band_lo && near->value <= sw->band_hi) ||
-      std::fabs(near->total_us - t) > b.e.profile->model_band * t)
+      std::fabs(near->total_us - t) > b.e.profile->band(b.cfg.mode) * t)
     return "";
   return "which matches a pull grid of " + std::to_string(near->value) + " blocks (model " + us(near->total_us) +
          "): wrong grid, not wrong transport, check MORI_GEMM_AR_PULL_BLOCKS" +
@@ -110,15 +110,17 @@ Hits faster_than_model(const RunRecord&, const Basis& b) {
   return Hit{us(t) + " is " + pct(t / pred.total_us - 1.0) + " under the " + b.e.profile_name + " model's " +
              us(pred.total_us) + " (more than " + pct(kFasterThanModel).substr(1) +
              " faster, yet above the lower bound " + us(pred.lower_bound_us) +
-             "): check that --profile names the hardware the run was on, or that the run moved all its data (a leg "
-             "that moved part of it reads fast)."};
+             "): check that --profile names the hardware the run was on" +
+             (has_collective(b.cfg.mode) ? ", or that the run moved all its data (a leg that moved part of it reads "
+                                           "fast)."
+                                         : " and the quant its GEMM ran (gemm-only moves no data).")};
 }
 
 // --- SLOWER_THAN_MODEL: beyond the model's band, naming the slow phase or the pull grid that explains the time.
 // An error only on a calibrated implementation profile (the table's grading).
 Hits slower_than_model(const RunRecord& r, const Basis& b) {
   const TimingBasis& tb = *b.timing;
-  const double band = b.e.profile->model_band;
+  const double band = b.e.profile->band(b.cfg.mode);  // the mode's measured leave-one-out error + spread
   const double t = *b.time_us;
   const double expected_total = tb.pred.total_us + tb.launch_extra;
   if (t <= expected_total * (1.0 + band)) return {};

@@ -86,7 +86,7 @@ void timing_context(const RunRecord& r, const Basis& b, VerdictContext& c) {
   const model::Profile& prof = *b.e.profile;
   const TimingBasis& tb = *b.timing;
   ModelContext m{b.e.profile_name, prof.calibrated, model::to_string(prof.basis), tb.pred.total_us,
-                 tb.pred.lower_bound_us, prof.model_band, prof.run_to_run_spread, b.cfg.pull_blocks, tb.partial,
+                 tb.pred.lower_bound_us, prof.band(b.cfg.mode), prof.run_to_run_spread, b.cfg.pull_blocks, tb.partial,
                  std::nullopt};
   if (tb.eager) m.eager_launch_us = tb.launch_extra;
   c.model = m;

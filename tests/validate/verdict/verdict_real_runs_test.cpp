@@ -71,7 +71,7 @@ TEST(VerdictRealRuns, EagerTimingIsJudgedWithTheLaunchesAndWarned) {
   RunRecord r = run(Mode::FusedSdma, 0, 2.351e-3);
   const Expectations e = expect_for(r);
   const double launches = 4 * e.profile->params.gemm.launch_us;  // gemm, drain, reduce, gather
-  const double t = (e.prediction->total_us + launches) * (1.0 + e.profile->model_band) - 1.0;
+  const double t = (e.prediction->total_us + launches) * (1.0 + e.profile->band(r.config.mode)) - 1.0;
   r.max_rank_time_us = t;
   r.per_rank_time_us.assign(8, t);
   EXPECT_TRUE(find(judge(r, e), "SLOWER_THAN_MODEL")) << "graph timing at this time is slow";

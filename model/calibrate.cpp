@@ -1,0 +1,300 @@
+// Least-squares calibration of a profile and its leave-one-out check (docs/model.md).
+#include "model/calibrate.hpp"
+
+#include <Eigen/Dense>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "common/errors.hpp"
+
+namespace gemmar::model {
+nlohmann::json::json_pointer value_pointer(const std::string& dotted) {
+  std::string p;
+  std::istringstream parts(dotted);
+  for (std::string key; std::getline(parts, key, '.');) p += "/" + key;
+  return nlohmann::json::json_pointer(p + "/value");
+}
+
+namespace {
+
+// The profile with `x` in place of the fitted parameters; throws UsageError when x breaks a profile rule.
+Profile with_values(const Profile& base, const std::vector<FitParam>& params, const Eigen::VectorXd& x) {
+  Profile p = base;
+  for (std::size_t i = 0; i < params.size(); ++i) p.source[value_pointer(params[i].path)] = x[Eigen::Index(i)];
+  p.params = parse_params(p.source, p.origin);
+  return p;
+}
+
+// log(predicted / measured) per point; false when the values make a profile the parser refuses.
+bool residuals(const Profile& base, const std::vector<FitParam>& params, const std::vector<const CalPoint*>& pts,
+               const Eigen::VectorXd& x, Eigen::VectorXd& r) {
+  Profile p;
+  try {
+    p = with_values(base, params, x);
+  } catch (const UsageError&) {
+    return false;
+  }
+  r.resize(Eigen::Index(pts.size()));
+  for (std::size_t i = 0; i < pts.size(); ++i)
+    r[Eigen::Index(i)] = std::log(predicted_us(p, *pts[i]) / pts[i]->measured_us);
+  return true;
+}
+
+Eigen::VectorXd clamp(Eigen::VectorXd x, const std::vector<FitParam>& params) {
+  for (std::size_t i = 0; i < params.size(); ++i)
+    x[Eigen::Index(i)] = std::clamp(x[Eigen::Index(i)], params[i].lo, params[i].hi);
+  return x;
+}
+
+// One-sided differences, stepping inward at a bound.
+Eigen::MatrixXd jacobian(const Profile& base, const std::vector<FitParam>& params,
+                         const std::vector<const CalPoint*>& pts, const Eigen::VectorXd& x, const Eigen::VectorXd& r0) {
+  Eigen::MatrixXd J(r0.size(), x.size());
+  for (Eigen::Index j = 0; j < x.size(); ++j) {
+    const FitParam& fp = params[std::size_t(j)];
+    double h = 1e-5 * (fp.hi - fp.lo);
+    if (x[j] + h > fp.hi) h = -h;
+    Eigen::VectorXd xh = x, rh;
+    xh[j] += h;
+    if (!residuals(base, params, pts, xh, rh)) {
+      J.col(j).setZero();
+      continue;
+    }
+    J.col(j) = (rh - r0) / h;
+  }
+  return J;
+}
+
+FitResult fit_points(const Profile& start, const std::vector<const CalPoint*>& pts, const std::vector<FitParam>& params) {
+  Eigen::VectorXd x(Eigen::Index(params.size()));
+  for (std::size_t i = 0; i < params.size(); ++i) x[Eigen::Index(i)] = start.source[value_pointer(params[i].path)].get<double>();
+  x = clamp(x, params);
+  Eigen::VectorXd r;
+  GEMMAR_CHECK(residuals(start, params, pts, x, r), "the starting profile ", start.origin, " does not parse");
+  double cost = r.squaredNorm(), lambda = 1e-3;
+  int it = 0;
+  for (; it < 200 && lambda < 1e12; ++it) {
+    const Eigen::MatrixXd J = jacobian(start, params, pts, x, r);
+    const Eigen::MatrixXd A = J.transpose() * J;
+    const Eigen::VectorXd g = J.transpose() * r;
+    Eigen::MatrixXd D = A.diagonal().cwiseMax(1e-12).asDiagonal();
+    const Eigen::VectorXd step = (A + lambda * D).ldlt().solve(-g);
+    const Eigen::VectorXd xn = clamp(x + step, params);
+    Eigen::VectorXd rn;
+    if (residuals(start, params, pts, xn, rn) && rn.squaredNorm() < cost) {
+      const double gain = cost - rn.squaredNorm();
+      x = xn;
+      r = rn;
+      cost = r.squaredNorm();
+      lambda = std::max(lambda / 3, 1e-9);
+      if (gain < 1e-14 * std::max(cost, 1e-30)) break;
+    } else {
+      lambda *= 4;
+    }
+  }
+  return {with_values(start, params, x), std::sqrt(cost / double(pts.size())), it};
+}
+
+}  // namespace
+
+double predicted_us(const Profile& prof, const CalPoint& pt) {
+  const Prediction pr = predict(prof, pt.shape, pt.config);
+  if (pt.phase.empty()) return pr.total_us;
+  if (pt.phase == "layer_total") return pr.in_server_us;
+  for (const auto& ph : pr.phases)
+    if (ph.name == pt.phase) return ph.us;
+  throw UsageError(pt.source + ": the model has no phase '" + pt.phase + "' for " + config_label(pt.config));
+}
+
+namespace {
+
+CalPoint point(std::string source, Mode mode, Quant q, int64_t w, int64_t m, int64_t n, int64_t k, double us) {
+  CalPoint p;
+  p.source = std::move(source);
+  p.shape.world = int(w);
+  p.shape.m = m;
+  p.shape.n = n;
+  p.shape.k = k;
+  p.config.mode = mode;
+  p.config.quant = q;
+  p.measured_us = us;
+  return p;
+}
+
+std::ifstream open(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UsageError(path + ": cannot read");
+  return in;
+}
+
+// mori benchmark/cco/flydsl/gemm_ar/sweep_dsv41.jsonl: one RESULT_JSON object per line (bench_gemm_ar.py).
+void sweep_jsonl(const std::string& path, const std::string& name, std::vector<CalPoint>& out) {
+  std::ifstream in = open(path);
+  int line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (line.empty()) continue;
+    const std::string src = name + ":" + std::to_string(line_no);
+    try {
+      const auto j = nlohmann::json::parse(line);
+      CalPoint p = point(src, parse_mode(j.at("mode")), parse_quant(j.at("quant")), j.at("world_size"), j.at("m"),
+                         j.at("n"), j.at("k"), j.at("max_rank_time_us"));
+      p.config.gather_dtype = parse_wire(j.at("gather_dtype"));
+      p.config.gather_transport = parse_transport(j.at("gather_transport"));
+      out.push_back(p);
+    } catch (const nlohmann::json::exception& e) {
+      throw UsageError(path + ":" + std::to_string(line_no) + ": " + e.what());
+    }
+  }
+}
+
+// mori benchmark/cco/flydsl/gemm_ar/fused_mxfp8.txt: "M mode max_rank_time_us" (tune_mxfp8.sh's defaults:
+// --quant mxfp8, N = 5120, K = 2048, 4 ranks; model/README.md).
+void mxfp8_txt(const std::string& path, const std::string& name, std::vector<CalPoint>& out) {
+  std::ifstream in = open(path);
+  int line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (line.empty()) continue;
+    std::istringstream is(line);
+    int64_t m = 0;
+    std::string mode;
+    double us = 0;
+    if (!(is >> m >> mode >> us) || m <= 0 || !(us > 0))
+      throw UsageError(path + ":" + std::to_string(line_no) + ": expected 'M mode us'");
+    out.push_back(point(name + ":" + std::to_string(line_no), parse_mode(mode), Quant::Mxfp8, 4, m, 5120, 2048, us));
+  }
+}
+
+// phases_in_server_us: one point per phase and wire column (fused-sdma, the shape of the file), and the layer
+// totals; the gather of fp8/lsa is a barrier only and the pull carries its data.
+template <class Add>
+void in_server_phases(const nlohmann::json& d, const Add& add) {
+  const auto& ph = d.at("phases_in_server_us");
+  const auto& cols = ph.at("columns");
+  for (std::size_t c = 0; c < cols.size(); ++c) {
+    const std::string col = cols[c];
+    const bool fp8 = col != "bf16";
+    const nlohmann::json row = {{"gather_dtype", fp8 ? "fp8" : "bf16"},
+                                {"gather_transport", col == "fp8/lsa" ? "lsa" : "sdma"}};
+    for (const char* name : {"gemm", "drain", "reduce", "quantize", "gather", "dequantize", "pull", "layer_total"}) {
+      const auto& v = ph.at(name).at(c);
+      if (v.is_null()) continue;
+      CalPoint* p = add("phases_in_server_us " + std::string(name) + " " + col, row, v.get<double>());
+      p->phase = name;
+    }
+  }
+}
+
+// fuse_reduce_push.txt: mori's README table, "gather_bands publish total_us" (the file's header says its shape).
+void fuse_push_txt(const std::string& path, const std::string& name, std::vector<CalPoint>& out) {
+  std::ifstream in = open(path);
+  int line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream is(line);
+    int bands = 0;
+    std::string publish;
+    double us = 0;
+    if (!(is >> bands >> publish >> us) || bands < 1 || !(us > 0))
+      throw UsageError(path + ":" + std::to_string(line_no) + ": expected 'gather_bands publish us'");
+    CalPoint p = point(name + ":" + std::to_string(line_no), Mode::FusedSdma, Quant::Blockscale, 8, 16384, 7168, 2048, us);
+    p.config.fuse_reduce_push = true;
+    p.config.gather_bands = bands;
+    p.config.publish = parse_publish(publish, path + ":" + std::to_string(line_no));
+    out.push_back(p);
+  }
+}
+
+void measured_json(const std::string& path, std::vector<CalPoint>& out) {
+  std::ifstream in = open(path);
+  const auto d = nlohmann::json::parse(in);
+  const auto& sh = d.at("shape");
+  const auto add = [&](const std::string& src, const nlohmann::json& row, double us) {
+    CalPoint p = point("mi355x_measured.json: " + src, parse_mode(row.value("mode", "fused-sdma")),
+                       parse_quant(row.value("quant", "blockscale")), sh.at("world"), row.value("m", 16384), sh.at("n"),
+                       sh.at("k"), us);
+    p.config.gather_dtype = parse_wire(row.value("gather_dtype", "bf16"));
+    p.config.gather_transport = parse_transport(row.value("gather_transport", "sdma"));
+    out.push_back(p);
+    return &out.back();
+  };
+  for (const auto& row : d.at("mode_totals_us")) {
+    const std::string mode = row.at("mode");
+    if (mode.rfind("unfused", 0) == 0) continue;  // the RCCL baseline is not a mode of the op
+    add("mode_totals_us " + mode + "/" + row.value("gather_dtype", "-") + "/" + row.value("gather_transport", "sdma"),
+        row, row.at("total_us"));
+  }
+  in_server_phases(d, add);
+  for (const auto& row : d.at("gather_wire_us"))
+    add("gather_wire_us " + row.value("gather_dtype", "bf16") + "/" + row.value("gather_transport", "sdma"), row,
+        row.at("total_us"));
+  for (const auto& pt : d.at("pull_grid_us").at("points")) {
+    const nlohmann::json row = {{"gather_dtype", "fp8"}, {"gather_transport", "lsa"}};
+    const int blocks = pt.at("blocks");
+    CalPoint* p = add("pull_grid_us " + std::to_string(blocks) + " blocks", row, pt.at("total_us"));
+    p->config.pull_blocks = blocks;
+    p->scored = blocks == Config{}.pull_blocks;  // 16 and 512 alone fix the pull's latency and contention
+  }
+}
+
+}  // namespace
+
+const std::vector<FitParam>& default_fit_parameters() {
+  static const std::vector<FitParam> v{
+      {"gemm.launch_us", 0, 60},
+      {"gemm.tile_epilogue_us", 0, 30},
+      {"gemm.achieved_efficiency", 0.05, 1},
+      {"gemm.partial_wave_compute_fraction", 0.01, 1},
+      {"gemm.mxfp8_efficiency_ratio", 0.3, 3},
+      {"gemm.epilogue_slowdown", 0, 2},
+      {"link.protocol_efficiency", 0.3, 1},
+      {"link.scatter_efficiency", 0.3, 1},
+      {"link.lsa_efficiency", 0.3, 1},
+      {"standalone.rank_skew_us", 0, 100},
+      {"sync.band_sync_us", 0, 100},
+      {"sync.system_release_us", 0, 5},
+  };
+  return v;
+}
+
+std::vector<CalPoint> load_mi355x_points(const std::string& data_dir) {
+  std::vector<CalPoint> pts;
+  measured_json(data_dir + "/mi355x_measured.json", pts);
+  sweep_jsonl(data_dir + "/model/sweep_dsv41.jsonl", "sweep_dsv41.jsonl", pts);
+  mxfp8_txt(data_dir + "/model/fused_mxfp8.txt", "fused_mxfp8.txt", pts);
+  fuse_push_txt(data_dir + "/model/fuse_reduce_push.txt", "fuse_reduce_push.txt", pts);
+  return pts;
+}
+
+FitResult fit_profile(const Profile& start, const std::vector<CalPoint>& points, const std::vector<FitParam>& params) {
+  std::vector<const CalPoint*> pts;
+  for (const auto& p : points) pts.push_back(&p);
+  return fit_points(start, pts, params);
+}
+
+std::vector<LooRow> leave_one_out(const Profile& start, const std::vector<CalPoint>& points,
+                                  const std::vector<FitParam>& params, FitResult* full_fit) {
+  const FitResult all = fit_profile(start, points, params);
+  if (full_fit) *full_fit = all;
+  std::vector<LooRow> rows;
+  for (const auto& pt : points) {
+    LooRow row{&pt, predicted_us(all.profile, pt) / pt.measured_us - 1.0,
+               std::numeric_limits<double>::quiet_NaN()};
+    if (pt.scored) {
+      std::vector<const CalPoint*> others;
+      for (const auto& q : points)
+        if (&q != &pt) others.push_back(&q);
+      // Start from the full fit: the left-out point only moves the optimum, the optimum is what is scored.
+      const FitResult f = fit_points(all.profile, others, params);
+      row.loo_error = predicted_us(f.profile, pt) / pt.measured_us - 1.0;
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+}  // namespace gemmar::model
