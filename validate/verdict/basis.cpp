@@ -252,6 +252,7 @@ Basis make_basis(const RunRecord& r, const Expectations& e) {
   Basis b{e, e.config, effective_config(e.config), {}, std::nullopt, std::nullopt, false, {}, std::nullopt};
   b.num = numerics_basis(r, e, b.cfg, b.eff);
   b.shared_device = device_string_shared(r.device) || (e.profile && e.profile->params.one_device);
+  b.record_quant_printed = r.quant_known && r.quant_inference.empty();
   if (!e.profile) return b;
   const bool emulated = r.backend && *r.backend == "cpu-emulation";
   const bool have_time = r.max_rank_time_us && std::isfinite(*r.max_rank_time_us) && *r.max_rank_time_us > 0;

@@ -59,6 +59,7 @@ struct Basis {
   bool shared_device = false;         // the ranks ran on one device (--ranks-per-device, the one-GPU emulation)
   std::map<std::string, PhaseEfficiency> phase_efficiency;  // measured phases against their ceilings
   std::optional<BaselineBasis> baseline;
+  bool record_quant_printed = true;  // false: the quant was inferred from an older benchmark's keys, or unknown
 };
 
 Basis make_basis(const RunRecord&, const Expectations&);

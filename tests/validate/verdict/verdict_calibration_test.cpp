@@ -104,6 +104,28 @@ TEST(VerdictCalibration, ImplementationProfileFailsWhenSlower) {
   EXPECT_FALSE(find(ok, "SLOWER_THAN_MODEL")) << dump(ok);
 }
 
+// An older bench_gemm_ar.py printed no quant: the reader infers one (or none), and the model's time is for that
+// guess, so slower than the model only warns; below physics (no quant is that fast) still fails.
+TEST(VerdictCalibration, ImplementationProfileOnlyWarnsWhenTheQuantWasNotPrinted) {
+  const Expectations e = at("mi355x");
+  RunRecord r = timed_run(e, 1.4);
+  r.quant_known = true;
+  r.quant_inference = "quant not printed: ptpc inferred";
+  Verdict v = judge(r, e);
+  EXPECT_TRUE(v.pass) << dump(v);
+  ASSERT_TRUE(find(v, "SLOWER_THAN_MODEL")) << dump(v);
+  EXPECT_EQ(find(v, "SLOWER_THAN_MODEL")->severity, Severity::Warning);
+  EXPECT_TRUE(contains(find(v, "SLOWER_THAN_MODEL")->message, "does not print its quant")) << dump(v);
+  r.quant_known = false;
+  r.quant_inference.clear();
+  EXPECT_EQ(find(judge(r, e), "SLOWER_THAN_MODEL")->severity, Severity::Warning);
+  r = timed_run(e, 0.05);
+  r.quant_known = false;
+  v = judge(r, e);
+  EXPECT_FALSE(v.pass) << dump(v);
+  EXPECT_TRUE(find(v, "FASTER_THAN_PHYSICS")) << dump(v);
+}
+
 TEST(VerdictCalibration, BelowPhysicsFailsOnEveryProfile) {
   for (const char* name : {"mi355x", "mi300x", "h200", "h200-1gpu"}) {
     const Expectations e = at(name);
