@@ -101,9 +101,10 @@ def weights_checksum(b_codes, b_scale, k_block=128):
     return bp.double().sum(1).float(), bp.abs().double().sum(1).float()
 
 
-def _wire_slice(own, scale_rule="div"):
+def _wire_slice(own, scale_rule="mori"):
     """The owner's slice as the fp8 wire carries it (mori quantize_gather / dequantize_gather): per row amax,
-    scale = amax / 448 ("div", gemmar's numerics) or amax * fl32(1/448) ("mori"), inv = fl32(448 / amax),
+    scale = amax * fl32(1/448) ("mori", the default: mori's quantize_gather and gemmar's numerics) or the
+    true-division variant amax / 448 ("div"), inv = fl32(448 / amax),
     code = e4m3fn RNE(x * inv), view = bf16(code * scale). Returns (view, row scales)."""
     torch = _torch()
     x = own.float()
@@ -121,7 +122,7 @@ def _wire_slice(own, scale_rule="div"):
 
 
 def rank_sums(partial, output, rank, world, fp8_wire=False, a=None, a_scale=None, weights=None,
-              scale_rule="div"):
+              scale_rule="mori"):
     """One rank's checksums (a dict of fp32 tensors): partial/output [M, N] bf16, M a multiple of world.
     a [M, K] fp8 and a_scale [K/128, M] (blockscale, column-major) with weights enable the GEMM check."""
     torch = _torch()
@@ -248,7 +249,7 @@ _KEYS = ["partial_col", "partial_col_abs", "out_col", "out_col_abs", "partial_bl
 
 
 def guard_call(partial, output, fp8_wire=False, a=None, a_scale=None, weights=None, group=None,
-               on_finding="raise", scale_rule="div"):
+               on_finding="raise", scale_rule="mori"):
     """After the op on every rank: all_gather the sums over torch.distributed, judge, raise GuardError or log."""
     torch = _torch()
     import torch.distributed as dist
@@ -271,7 +272,7 @@ def guard_call(partial, output, fp8_wire=False, a=None, a_scale=None, weights=No
 
 
 def guard_ranks(partials, outputs, fp8_wire=False, a=None, a_scales=None, weights=None, on_finding="raise",
-                scale_rule="div"):
+                scale_rule="mori"):
     """Every rank's tensors at once (ranks as tensors on one device): the same check without a process group."""
     world = len(outputs)
     sums = [rank_sums(partials[r], outputs[r], r, world, fp8_wire, a[r] if a else None,
