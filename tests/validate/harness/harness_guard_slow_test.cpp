@@ -6,43 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "support/guard_runs.hpp"
 #include "validate/harness/run_driver.hpp"
 
 namespace {
 
 using namespace gemmar;
 
-RunRequest request(const std::string& label, const std::string& faults, int iterations = 4) {
-  RunRequest req;
-  req.shape = Shape{1024, 1024, 128, 8};
-  Config c;
-  std::vector<std::string> parts;
-  std::string cur;
-  for (char ch : label + "/") {
-    if (ch == '/') {
-      parts.push_back(cur);
-      cur.clear();
-    } else {
-      cur += ch;
-    }
-  }
-  c.mode = parse_mode(parts.at(0));
-  if (parts.size() > 1) c.gather_dtype = parse_wire(parts[1]);
-  if (parts.size() > 2) c.gather_transport = parse_transport(parts[2]);
-  req.config = c;
-  req.inject = parse_faults(faults);
-  req.iterations = iterations;
-  req.check_rows = 0;
-  req.guard = true;
-  return req;
-}
-
-GuardReport guard_of(const RunRequest& req) {
-  auto be = make_cpu_backend();
-  const RunOutcome o = run_and_check(*be, req);
-  EXPECT_TRUE(o.record.guard.has_value());
-  return o.record.guard.value_or(GuardReport{});
-}
+using guard_test::guard_of;
+using guard_test::request;
 
 struct Case {
   const char* fault;
