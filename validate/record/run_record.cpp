@@ -170,8 +170,6 @@ std::string racy_publish_reason(const RunRecord& r) {
   return "";
 }
 
-bool racy_publish(const RunRecord& r) { return !racy_publish_reason(r).empty(); }
-
 namespace {
 // Keys only bench_gemm_ar.py prints (ROCm/mori benchmark/cco/flydsl/gemm_ar/bench_gemm_ar.py, every version).
 bool has_benchmark_keys(const nlohmann::json& j) {

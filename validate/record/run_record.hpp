@@ -128,7 +128,6 @@ RunRecord run_record_from_json(const nlohmann::json& j, const std::string& sourc
 // GEMM, and it is gone", made 8 the default). Never fused-lsa: its epilogue stores straight into the peers, no
 // copy engine reads C, and the fence does not apply.
 std::string racy_publish_reason(const RunRecord&);
-bool racy_publish(const RunRecord&);
 // The benchmark's field names plus gemmar's; NaN written as NaN (like Python's json.dumps).
 nlohmann::json run_record_to_json(const RunRecord&);
 
