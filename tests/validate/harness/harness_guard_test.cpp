@@ -44,7 +44,7 @@ TEST(HarnessGuard, FindingsFailTheVerdictAndNameTheLeg) {
 
 TEST(HarnessGuard, AGuardThatCheckedNoCallIsAWarning) {
   RunRecord r;
-  r.guard = GuardReport{};
+  r.guard.emplace();
   const auto f = verdict_rules::guard_findings(r);
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].code, "GUARD_NO_CALLS");
