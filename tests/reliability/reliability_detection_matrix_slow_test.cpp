@@ -18,20 +18,32 @@
 #include <omp.h>
 
 #include "common/config.hpp"
+#include "common/faults.hpp"
 #include "validate/harness/run_driver.hpp"
 #include "validate/harness/run_plan.hpp"
 
 namespace gemmar {
 namespace {
 
-struct FaultClass {
-  std::string name;      // row of the matrix (docs/reliability.md)
-  std::string inject;    // parse_injection spelling
-  std::string code;      // the finding that names the cause (must be an error finding)
+// What the matrix needs beyond common/faults.cpp's fault_table(): the configs a fault applies to, the value its
+// spelling takes, extra codes that also name its cause, and a phrase the finding must hold. A fault the table
+// gains without an entry here runs on every config with the table's code, so it is in the matrix at once (and
+// fails there until its entry says where it applies).
+struct MatrixTraits {
+  std::vector<std::string> injects;            // parse_faults spellings, one matrix row each
   std::function<bool(const Config&)> applies;  // on the effective config
-  // A phrase the finding's message must hold ("" = none). A stale output and a silent put share the code;
-  // the message tells them apart, and a silent put must never be called another run's data.
+  std::string also = "";                       // alternatives to the table's code, '|'-separated
+  // A stale output and a silent put share the code; the message tells them apart, and a silent put must never
+  // be called another run's data.
   std::string says = "";
+};
+
+struct MatrixRow {
+  std::string name;    // row of the matrix (docs/reliability.md)
+  std::string inject;  // parse_faults spelling
+  std::string code;    // the finding that names the cause (must be an error finding); alternatives by '|'
+  std::function<bool(const Config&)> applies;
+  std::string says;
 };
 
 const std::string kStaleWording = "another run's data";
@@ -48,31 +60,43 @@ bool pull_wire(const Config& c) {
   return collective(c) && uses_fp8_wire(c) && c.gather_transport == Transport::Lsa;
 }
 bool fp8_wire(const Config& c) { return collective(c) && uses_fp8_wire(c); }
+bool any_config(const Config&) { return true; }
 
-const std::vector<FaultClass>& fault_classes() {
-  static const std::vector<FaultClass> f = {
-      {"silent puts, scatter leg", "silent-scatter", "SILENT_TRANSFER", scatter_by_puts},
-      {"silent puts, gather leg", "silent-gather", "SILENT_TRANSFER", gather_by_copy_engine},
-      {"silent puts, both legs", "silent-puts", "SILENT_TRANSFER",
-       [](const Config& c) { return scatter_by_puts(c) || gather_by_copy_engine(c); }},
-      {"stale output", "stale-output", "SILENT_TRANSFER", collective, kStaleWording},
-      {"one rank's partial perturbed", "perturb-rank=1", "NUMERICS_ABOVE_FLOOR",
-       [](const Config& c) { return collective(c); }},
-      {"pull grid too small", "pull-blocks=2", "GRID_OFF_OPTIMUM", pull_wire},
-      {"pull grid too large", "pull-blocks=4096", "GRID_OFF_OPTIMUM", pull_wire},
-      {"fp8 wire not engaged", "wire-bypassed", "WIRE_NOT_USED", fp8_wire},
+const std::map<std::string, MatrixTraits>& matrix_traits() {
+  static const std::map<std::string, MatrixTraits> t = {
+      {"silent-scatter", {{"silent-scatter"}, scatter_by_puts}},
+      {"silent-gather", {{"silent-gather"}, gather_by_copy_engine}},
+      {"silent-puts",
+       {{"silent-puts"}, [](const Config& c) { return scatter_by_puts(c) || gather_by_copy_engine(c); }}},
+      {"stale-output", {{"stale-output"}, collective, "", kStaleWording}},
+      {"perturb-rank=R", {{"perturb-rank=1"}, collective}},
+      {"pull-blocks=N", {{"pull-blocks=2", "pull-blocks=4096"}, pull_wire}},
+      {"wire-bypassed", {{"wire-bypassed"}, fp8_wire}},
       // e4m3fn's NaN code S.1111.111 is a valid e4m3fnuz value (+-240, every block maximum): the output holds
       // NaN, and NaN must be reported as such (never as a silent transfer).
-      {"fnuz operands read as fn", "fnuz-as-fn", "NOT_VALIDATED", [](const Config&) { return true; }},
+      {"fnuz-as-fn", {{"fnuz-as-fn"}, any_config}},
       // At W=2 the emulation's stale-band pattern can land no stale line at all (ref's open finding,
       // docs/reliability.md), so the matrix covers W=4 and W=8 for this class.
-      {"missing release", "no-release", "RANK_DISAGREEMENT|RANK_DIVERGENCE|NUMERICS_ABOVE_FLOOR", gather_by_copy_engine},
+      {"no-release", {{"no-release"}, gather_by_copy_engine, "RANK_DISAGREEMENT|NUMERICS_ABOVE_FLOOR"}},
       // Replay faults, visible only from the second iteration on (inputs change every iteration);
       // half the cases with stragglers (which move the late put and the landed share of it).
-      {"stale replay (scatter flag not reset)", "stale-replay", "STALE_ITERATION", collective},
-      {"frozen flag (value baked into the capture)", "frozen-flag", "STALE_ITERATION", collective},
+      {"stale-replay", {{"stale-replay"}, collective}},
+      {"frozen-flag", {{"frozen-flag"}, collective}},
   };
-  return f;
+  return t;
+}
+
+// One row per fault_table() class and value, in the table's order.
+std::vector<MatrixRow> matrix_rows() {
+  std::vector<MatrixRow> rows;
+  for (const FaultClass& f : fault_table()) {
+    const auto it = matrix_traits().find(f.spelling);
+    const MatrixTraits traits = it != matrix_traits().end() ? it->second : MatrixTraits{{f.spelling}, any_config};
+    std::string code = f.expected_code;
+    if (!traits.also.empty()) code += "|" + traits.also;
+    for (const std::string& inject : traits.injects) rows.push_back({inject, inject, code, traits.applies, traits.says});
+  }
+  return rows;
 }
 
 std::string codes_of(const Verdict& v) {
@@ -145,7 +169,7 @@ TEST(ReliabilityDetectionMatrix, EveryFaultClassIsDetectedWithItsCodeInEveryMode
   const auto t0 = std::chrono::steady_clock::now();
   int case_no = 0;
   const int stride = matrix_stride();
-  for (const FaultClass& fc : fault_classes()) {
+  for (const MatrixRow& fc : matrix_rows()) {
     std::set<std::string> seen_labels;
     int class_case = 0;
     for (const Config& cfg : every_config()) {
