@@ -2,11 +2,12 @@
 // checksums of one call computed by streaming kernels on its own compute stream, right after the op, inside the
 // same graph. Plain C++ (no GPU headers): gemm_ar.cu owns one DeviceGuard per run when DeviceRun::guard is set.
 //
-// Choice and cost (docs/guard.md "Cost model"): the partial's column and row-block sums are a streaming pass over
-// the stored bf16 partial (not folded into the GEMM epilogue: the epilogue has three main-loop families, two
-// vendors and the fused pushes; a fold is the next step), the output's a second pass; per rank that reads
-// 2 M N 2 bytes. The fp8 wire's sums read the owner's codes (S N bytes). The GEMM check reads A once (M K bytes)
-// and does 2 M K ceil(N / 1024) fp32 multiply-adds (a GEMV-like pass against the weights' checksum).
+// Choice and cost (docs/guard.md "Device implementation"): the partial's column and row-block sums are a
+// streaming pass over the stored bf16 partial (not folded into the GEMM epilogue yet: three main-loop families,
+// two vendors and the fused pushes), the output's a second pass; per rank that reads 2 M N 2 bytes, 16 bytes per
+// thread with 4 rows of loads in flight. The fp8 wire's sums read the owner's codes (S N bytes). The GEMM check
+// reads A once (M K bytes): one thread per row against every column block's checksum (2 M K ceil(N / 1024)
+// fp32 multiply-adds). GEMMAR_GUARD_PARTS times each pass alone.
 // Every sum is taken in a fixed order (no atomics), so equal data gives equal bits: the views of a slice compare
 // bitwise on the host.
 #pragma once

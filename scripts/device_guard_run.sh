@@ -10,13 +10,17 @@
 #   4. python/gemmar_guard.py's self-test on the device, when torch is importable
 # Writes OUTDIR/{machine.txt, matrix.log, clean.log, overhead.log, python.log, summary.txt}; summary.txt is what
 # goes into docs/guard.md's measured section and docs/results/.
-# Usage: scripts/device_guard_run.sh GEMMAR OUTDIR
+# The overhead runs first (the question of issue 21's second round), then the matrix, then the clean replays.
+# Usage: [CLEAN_ITERS=n CLEAN_ITERS_16K=n SKIP_PYTHON=1] scripts/device_guard_run.sh GEMMAR OUTDIR
 set -uo pipefail
 cd "$(dirname "$0")/.."
 G=${1:?gemmar (CUDA build)}
 OUT=${2:?output dir}
 mkdir -p "$OUT"
 DEVICE_RUN_TIMEOUT=300
+# Clean straggled replays per config (CLEAN_ITERS at M = 4096, two wires; CLEAN_ITERS_16K at 16384, fp8/lsa).
+CLEAN_ITERS=${CLEAN_ITERS:-1000}
+CLEAN_ITERS_16K=${CLEAN_ITERS_16K:-200}
 source scripts/device_common.sh "$G" "$OUT"
 start=$(date +%s)
 # One JSON document per run, each on its own line after a "# tag" line, for the summary below.
@@ -34,6 +38,20 @@ FP8S=(--mode fused-sdma --gather-dtype fp8 --gather-transport sdma)
 FP8L=(--mode fused-lsa --gather-dtype fp8 --gather-transport lsa)
 LSA=(--mode split-lsa)
 {
+  for m in 4096 16384; do
+    for cfg in BF16 FP8S; do
+      declare -n c=$cfg
+      jrun "overhead off $cfg $m" -m "$m" "${c[@]}" --iterations 21 --check-every 100
+      jrun "overhead on $cfg $m" -m "$m" "${c[@]}" --guard --iterations 21 --check-every 100
+    done
+  done
+  # Each pass of the guard alone (GEMMAR_GUARD_PARTS, kernels/guard.cu; the passes left out flag calls: timing only).
+  for part in partial output wire gemm; do
+    GEMMAR_GUARD_PARTS=$part jrun "part $part FP8S 16384" -m 16384 "${FP8S[@]}" --guard --iterations 21 --check-every 100
+  done
+} > "$OUT/overhead.log" 2>&1
+echo "overhead: $(( $(date +%s) - start )) s"
+{
   for f in silent-puts silent-scatter silent-gather stale-output no-release perturb-rank=3 stale-replay frozen-flag; do
     for cfg in BF16 FP8S FP8L LSA; do
       declare -n c=$cfg
@@ -45,22 +63,14 @@ LSA=(--mode split-lsa)
 } > "$OUT/matrix.log" 2>&1
 echo "matrix: $(( $(date +%s) - start )) s"
 {
-  jrun "clean FP8S 4096" -m 4096 "${FP8S[@]}" --guard --iterations 1000 --straggle 50 --check-every 1000
-  jrun "clean BF16 4096" -m 4096 "${BF16[@]}" --guard --iterations 1000 --straggle 50 --check-every 1000
-  jrun "clean FP8L 16384" -m 16384 "${FP8L[@]}" --guard --iterations 200 --straggle 50 --check-every 1000
+  jrun "clean FP8S 4096" -m 4096 "${FP8S[@]}" --guard --iterations "$CLEAN_ITERS" --straggle 50 --check-every 1000
+  jrun "clean BF16 4096" -m 4096 "${BF16[@]}" --guard --iterations "$CLEAN_ITERS" --straggle 50 --check-every 1000
+  jrun "clean FP8L 16384" -m 16384 "${FP8L[@]}" --guard --iterations "$CLEAN_ITERS_16K" --straggle 50 --check-every 1000
 } > "$OUT/clean.log" 2>&1
 echo "clean: $(( $(date +%s) - start )) s"
-{
-  for m in 4096 16384; do
-    for cfg in BF16 FP8S; do
-      declare -n c=$cfg
-      jrun "overhead off $cfg $m" -m "$m" "${c[@]}" --iterations 21 --check-every 100
-      jrun "overhead on $cfg $m" -m "$m" "${c[@]}" --guard --iterations 21 --check-every 100
-    done
-  done
-} > "$OUT/overhead.log" 2>&1
-echo "overhead: $(( $(date +%s) - start )) s"
-if python3 -c "import torch" 2>/dev/null; then
+if [[ "${SKIP_PYTHON:-0}" == 1 ]]; then
+  echo "python guard not run (SKIP_PYTHON=1)" > "$OUT/python.log"
+elif python3 -c "import torch" 2>/dev/null; then
   timeout 300 python3 python/gemmar_guard.py --selftest --device cuda > "$OUT/python.log" 2>&1
   echo "rc=$?" >> "$OUT/python.log"
 else
@@ -124,6 +134,10 @@ print(f"clean: {alarms} false alarm(s) in {total} replays")
 print("== overhead: config M guard -> max_rank_time_us, guard phase us")
 tab = {}
 for tag, r in runs("overhead.log"):
+    if tag.startswith("part "):
+        _, part, cfg, m = tag.split()
+        print(f"pass {part:8s} alone {r['config']:34s} m={m} guard_phase={r['record'].get('phases_us', {}).get('guard')}")
+        continue
     _, onoff, cfg, m = tag.split()
     rec = r["record"]
     t = rec.get("max_rank_time_us")
