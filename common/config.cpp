@@ -28,13 +28,14 @@ std::string enum_name(E v, const std::array<std::pair<const char*, E>, N>& table
 
 // Mode and quant spellings come from their trait tables (common/modes.hpp).
 template <typename E, typename Row, std::size_t N>
-std::array<std::pair<const char*, E>, N> names_of(const Row (&rows)[N], E Row::*key) {
+constexpr std::array<std::pair<const char*, E>, N> names_of(const Row (&rows)[N], E Row::*key) {
   std::array<std::pair<const char*, E>, N> out{};
   for (std::size_t i = 0; i < N; ++i) out[i] = {rows[i].name, rows[i].*key};
   return out;
 }
-const auto kModes = names_of(kModeTable, &ModeTraits::mode);
-const auto kQuants = names_of(kQuantTable, &QuantTraits::quant);
+// constexpr: other files' static initializers may parse a mode before this file's run.
+constexpr auto kModes = names_of(kModeTable, &ModeTraits::mode);
+constexpr auto kQuants = names_of(kQuantTable, &QuantTraits::quant);
 constexpr std::array<std::pair<const char*, WireDtype>, 2> kWires{{{"bf16", WireDtype::Bf16}, {"fp8", WireDtype::Fp8}}};
 constexpr std::array<std::pair<const char*, Transport>, 2> kTransports{
     {{"sdma", Transport::Sdma}, {"lsa", Transport::Lsa}}};
