@@ -1,6 +1,7 @@
 #include "common/config.hpp"
 
 #include <array>
+#include <iterator>
 #include <utility>
 
 #include "common/errors.hpp"
@@ -25,13 +26,16 @@ std::string enum_name(E v, const std::array<std::pair<const char*, E>, N>& table
   return "?";
 }
 
-constexpr std::array<std::pair<const char*, Mode>, 5> kModes{{{"gemm-only", Mode::GemmOnly},
-                                                             {"split-sdma", Mode::SplitSdma},
-                                                             {"fused-sdma", Mode::FusedSdma},
-                                                             {"split-lsa", Mode::SplitLsa},
-                                                             {"fused-lsa", Mode::FusedLsa}}};
-constexpr std::array<std::pair<const char*, Quant>, 3> kQuants{
-    {{"blockscale", Quant::Blockscale}, {"ptpc", Quant::Ptpc}, {"mxfp8", Quant::Mxfp8}}};
+// Mode and quant spellings come from their trait tables (common/modes.hpp).
+template <typename E, typename Row, std::size_t N>
+constexpr std::array<std::pair<const char*, E>, N> names_of(const Row (&rows)[N], E Row::*key) {
+  std::array<std::pair<const char*, E>, N> out{};
+  for (std::size_t i = 0; i < N; ++i) out[i] = {rows[i].name, rows[i].*key};
+  return out;
+}
+// constexpr: other files' static initializers may parse a mode before this file's run.
+constexpr auto kModes = names_of(kModeTable, &ModeTraits::mode);
+constexpr auto kQuants = names_of(kQuantTable, &QuantTraits::quant);
 constexpr std::array<std::pair<const char*, WireDtype>, 2> kWires{{{"bf16", WireDtype::Bf16}, {"fp8", WireDtype::Fp8}}};
 constexpr std::array<std::pair<const char*, Transport>, 2> kTransports{
     {{"sdma", Transport::Sdma}, {"lsa", Transport::Lsa}}};
@@ -59,29 +63,37 @@ GemmImpl parse_gemm_impl(const std::string& s, const std::string& o) { return pa
 std::string to_string(Publish v) { return enum_name(v, kPublishes); }
 Publish parse_publish(const std::string& s, const std::string& o) { return parse_enum(s, o, kPublishes); }
 
+namespace {
+template <typename Row, std::size_t N>
+std::string joined_names(const Row (&rows)[N]) {
+  std::string s;
+  for (const Row& r : rows) s += (s.empty() ? "" : "|") + std::string(r.name);
+  return s;
+}
+}  // namespace
+
+const char* mode_spellings() {
+  static const std::string s = joined_names(kModeTable);
+  return s.c_str();
+}
+
+const char* quant_spellings() {
+  static const std::string s = joined_names(kQuantTable);
+  return s.c_str();
+}
+
 const std::vector<Mode>& all_modes() {
-  static const std::vector<Mode> modes{Mode::GemmOnly, Mode::SplitSdma, Mode::FusedSdma, Mode::SplitLsa,
-                                       Mode::FusedLsa};
+  static const std::vector<Mode> modes = [] {
+    std::vector<Mode> v;
+    for (const ModeTraits& t : kModeTable) v.push_back(t.mode);
+    return v;
+  }();
   return modes;
 }
 
-const std::vector<ModeTraits>& mode_table() {
-  //                                 name          collective fused  copy-engine two-stage fp8-wire
-  static const std::vector<ModeTraits> t{
-      {Mode::GemmOnly, "gemm-only", false, false, false, false, false},
-      {Mode::SplitSdma, "split-sdma", true, false, true, false, true},
-      {Mode::FusedSdma, "fused-sdma", true, true, true, false, true},
-      {Mode::SplitLsa, "split-lsa", true, false, false, true, false},
-      {Mode::FusedLsa, "fused-lsa", true, true, false, false, true},
-  };
-  return t;
-}
-
 const ModeTraits& traits(Mode m) {
-  for (const auto& t : mode_table())
-    if (t.mode == m) return t;
-  GEMMAR_CHECK(false, "unknown mode value ", int(m));
-  return mode_table().front();  // unreachable: GEMMAR_CHECK threw
+  GEMMAR_CHECK(int(m) >= 0 && size_t(m) < std::size(kModeTable), "unknown mode value ", int(m));
+  return mode_traits(m);
 }
 
 bool is_fused(Mode m) { return traits(m).fused; }
@@ -128,7 +140,7 @@ bool uses_fp8_wire(const Config& c) {
   return has_collective(e.mode) && e.gather_dtype == WireDtype::Fp8;
 }
 
-int block_m(Quant q) { return q == Quant::Blockscale ? 128 : 256; }
+int block_m(Quant q) { return quant_traits(q).block_m; }
 
 int64_t padded_m(const Shape& s, Quant q) {
   const int64_t unit = int64_t(s.world) * block_m(q);

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "common/modes.hpp"
+
 namespace gemmar {
 
-enum class Mode { GemmOnly, SplitSdma, FusedSdma, SplitLsa, FusedLsa };
-enum class Quant { Blockscale, Ptpc, Mxfp8 };
 enum class WireDtype { Bf16, Fp8 };
 enum class Transport { Sdma, Lsa };
 // e4m3fn (OCP: gfx950, NVIDIA) or e4m3fnuz (gfx942). Same bits read 2x apart.
@@ -59,20 +59,13 @@ Fp8Format parse_fp8_format(const std::string& s, const std::string& option = "--
 GemmImpl parse_gemm_impl(const std::string& s, const std::string& option = "--gemm-impl");
 Publish parse_publish(const std::string& s, const std::string& option = "--publish");
 const std::vector<Mode>& all_modes();
+// "gemm-only|split-sdma|..." and "blockscale|ptpc|mxfp8", from the tables (for --help).
+const char* mode_spellings();
+const char* quant_spellings();
 
-// Everything that differs between modes, in one table (common/config.cpp): a new mode is a row here plus one
-// branch per leg in reference/emulation.cpp, model/model.cpp and kernels/gemm_ar.cu.
-struct ModeTraits {
-  Mode mode;
-  const char* name;
-  bool collective;          // false only for gemm-only (it sizes the ceiling)
-  bool fused;               // the scatter rides the GEMM's epilogue (then a drain phase waits for its tail)
-  bool scatter_by_copy_engine;  // sdma modes: copy-engine puts; lsa modes: CU stores/loads to peer memory
-  bool two_stage_allreduce; // split-lsa: one CU all-reduce kernel instead of reduce + gather
-  bool fp8_wire;            // an fp8 gather wire exists (split-lsa is bf16 only)
-};
+// The mode and quant rows are in common/modes.hpp: a new mode is a row there plus one branch per leg in
+// reference/emulation.cpp, model/model.cpp and kernels/gemm_ar.cu.
 const ModeTraits& traits(Mode);
-const std::vector<ModeTraits>& mode_table();
 
 bool is_fused(Mode);
 bool has_collective(Mode);  // false only for gemm-only
@@ -86,7 +79,7 @@ const std::vector<std::string>& all_phase_names();
 // The gather leg as it really runs: split-lsa forces bf16/lsa, gemm-only has none.
 Config effective_config(const Config&);
 
-// BLOCK_M: 128 for blockscale, 256 otherwise (docs/spec.md 1.1).
+// BLOCK_M (quant_traits(q).block_m).
 int block_m(Quant);
 // M padded up to a multiple of world * BLOCK_M; padding rows are zero rows.
 int64_t padded_m(const Shape&, Quant);

@@ -129,7 +129,8 @@ struct PredictionBuilder {
     const double gemm_ceiling = x.share * x.gemm_flops() / (p.gemm.fp8_tflops_dense * 1e6);
     const double gemm_lb = std::max(x.share * x.gemm_flops() / (p.gemm.fp8_tflops_dense * 1e6),
                                     us_at(c_bytes, x.hbm_peak()));
-    if (cfg.mode == Mode::GemmOnly) {
+    const ModeTraits& mt = traits(cfg.mode);
+    if (!mt.collective) {
       Phase g = phase("gemm", gemm_only, c_bytes, "compute");
       g.flops = x.gemm_flops();
       g.hbm_bytes = c_bytes;
@@ -145,11 +146,11 @@ struct PredictionBuilder {
         pr.phases.push_back(o);
         lb += (pr.phases.back().lower_bound_us = us_at(c_bytes, x.link_peak_raw()));
       }
-    } else if (is_fused(cfg.mode)) {
-      const bool sdma = cfg.mode == Mode::FusedSdma;
+    } else if (mt.fused) {
+      const bool sdma = mt.scatter_by_copy_engine;
       // One device, fused-lsa: the epilogue's stores into the owners' slots are the C write itself (same
       // HBM, same bytes, one launch), so neither the chunked-launch overhead nor a push tail exists.
-      const bool stores_are_c = p.one_device && cfg.mode == Mode::FusedLsa;
+      const bool stores_are_c = p.one_device && !sdma;
       const double gemm_f = stores_are_c ? gemm_only : gemm_only * (1.0 + p.gemm.epilogue_slowdown);
       // Pushes start when the first wave of tiles is done, one put per finished BLOCK_M band per peer queue.
       const double t_first = x.share * p.gemm.launch_us + x.tile_us() * (1.0 + p.gemm.epilogue_slowdown);
@@ -175,7 +176,7 @@ struct PredictionBuilder {
       g.ceiling_us = gemm_ceiling;
       pr.phases.push_back(g);
       lb += (pr.phases.back().lower_bound_us = gemm_lb);
-      if (cfg.mode == Mode::SplitSdma) {
+      if (mt.scatter_by_copy_engine) {
         const double us = p.copy_engine.per_put_us +
                           us_at(scatter_bytes, x.sdma_rate() * p.link.scatter_efficiency) + p.sync.barrier_us;
         Phase sc = phase("scatter", us, scatter_bytes, "link");

@@ -38,6 +38,38 @@ __all__ = ["dump", "Raw", "FORMAT", "VERSION"]
 FORMAT = "gemmar-dump"
 VERSION = "1"
 
+# The mode and quant rows of common/modes.hpp (tests/common/common_modes_test.cpp checks they agree). A scale
+# block is `rows` x `k` values (k 0: the whole K, stored without a K dimension); k_major: stored [K/k, rows].
+MODES = {
+    "gemm-only": {"collective": False, "fused": False, "scatter_by_copy_engine": False,
+                  "two_stage_allreduce": False, "fp8_wire": False},
+    "split-sdma": {"collective": True, "fused": False, "scatter_by_copy_engine": True,
+                   "two_stage_allreduce": False, "fp8_wire": True},
+    "fused-sdma": {"collective": True, "fused": True, "scatter_by_copy_engine": True,
+                   "two_stage_allreduce": False, "fp8_wire": True},
+    "split-lsa": {"collective": True, "fused": False, "scatter_by_copy_engine": False,
+                  "two_stage_allreduce": True, "fp8_wire": False},
+    "fused-lsa": {"collective": True, "fused": True, "scatter_by_copy_engine": False,
+                  "two_stage_allreduce": False, "fp8_wire": True},
+}
+QUANTS = {
+    "blockscale": {"block_m": 128, "e8m0_scales": False,
+                   "a": {"rows": 1, "k": 128, "k_major": True}, "b": {"rows": 128, "k": 128, "k_major": False}},
+    "ptpc": {"block_m": 256, "e8m0_scales": False,
+             "a": {"rows": 1, "k": 0, "k_major": False}, "b": {"rows": 1, "k": 0, "k_major": False}},
+    "mxfp8": {"block_m": 256, "e8m0_scales": True,
+              "a": {"rows": 1, "k": 32, "k_major": False}, "b": {"rows": 1, "k": 32, "k_major": False}},
+}
+
+
+def _stored_scale_shape(quant, operand, rows, k):
+    """The scale tensor's shape as the file stores it (verify_files.cpp's scale_shape)."""
+    blk = QUANTS[quant][operand]
+    rb, kb = rows // blk["rows"], k // (blk["k"] or k)
+    if not blk["k"]:
+        return [rb]
+    return [kb, rb] if blk["k_major"] else [rb, kb]
+
 _SIZES = {"U8": 1, "I8": 1, "F8_E4M3": 1, "BF16": 2, "F16": 2, "F32": 4, "I32": 4, "I64": 8, "F64": 8}
 
 
@@ -114,20 +146,21 @@ def _as_f32(x):
 
 
 def _layout_scales(quant, a_scale, b_scale, m_rows, n, k):
+    if quant not in QUANTS:
+        raise ValueError("gemmar_dump: quant must be %s, not %r" % ("|".join(QUANTS), quant))
     a_scale, b_scale = _as_f32(a_scale), _as_f32(b_scale)
     sa, sb = _shape(a_scale), _shape(b_scale)
+    want_a, want_b = _stored_scale_shape(quant, "a", m_rows, k), _stored_scale_shape(quant, "b", n, k)
     if quant == "blockscale":
-        if sa == [m_rows, k // 128] and sa != [k // 128, m_rows]:
+        if sa == want_a[::-1] and sa != want_a:
             a_scale = _transpose(a_scale)  # torch._scaled_mm's logical [M, K/128] -> stored [K/128, M]
-        if sb == [k // 128, n // 128] and sb != [n // 128, k // 128]:
+        if sb == want_b[::-1] and sb != want_b:
             b_scale = _transpose(b_scale)  # the sb.t() passed to torch._scaled_mm -> [N/128, K/128]
-    elif quant == "ptpc":
+    elif len(want_a) == 1:  # one scale per row: [rows, 1] is accepted for [rows]
         if len(sa) == 2 and sa[1] == 1:
             a_scale = a_scale.reshape(-1) if not isinstance(a_scale, Raw) else a_scale
         if len(sb) == 2 and sb[1] == 1:
             b_scale = b_scale.reshape(-1) if not isinstance(b_scale, Raw) else b_scale
-    elif quant != "mxfp8":
-        raise ValueError("gemmar_dump: quant must be blockscale|ptpc|mxfp8, not %r" % quant)
     return a_scale, b_scale
 
 

@@ -62,6 +62,8 @@ std::vector<float> emulated_partial(const RankOperands& o, Quant q, Fp8Format de
   GEMMAR_CHECK(o.b.cols == k);
   const auto& table = decode_table(decode_as);
   const int64_t bk = scale_k_block(q, k);
+  // One scale per row over the whole K (ptpc): the scales multiply the finished dot once, no block accumulation.
+  const bool whole_k = quant_traits(q).a.k == 0;
   std::vector<float> acc(size_t(m * n), 0.0f);
   std::vector<float> ablk(size_t(m * bk)), bblk(size_t(n * bk)), dot(size_t(m * n));
   for (int64_t k0 = 0; k0 < k; k0 += bk) {
@@ -74,7 +76,7 @@ std::vector<float> emulated_partial(const RankOperands& o, Quant q, Fp8Format de
       for (int64_t j = 0; j < n; ++j) {
         const float sb = o.b.scales[size_t(scale_index(q, Operand::B, n, k, j, k0))];
         float& c = acc[size_t(i * n + j)];
-        c = q == Quant::Ptpc ? numerics::ptpc_epilogue(dot[size_t(i * n + j)], sa, sb)
+        c = whole_k ? numerics::ptpc_epilogue(dot[size_t(i * n + j)], sa, sb)
                              : numerics::block_accumulate(c, dot[size_t(i * n + j)], sa, sb);
       }
     }

@@ -31,7 +31,7 @@ void fill_row(const OperandSpec& s, int rank, Tensor t, int64_t row, float* out)
 
 float bench_scale(const OperandSpec& s, int rank, Tensor t, int64_t idx) {
   const float v = float(uniform_sample(s.seed, rank, t, idx, 0) * 0.01 + 0.01);
-  return s.quant == Quant::Mxfp8 ? std::ldexp(1.0f, std::ilogb(v)) : v;
+  return quant_traits(s.quant).e8m0_scales ? std::ldexp(1.0f, std::ilogb(v)) : v;
 }
 
 // Quantizes `rows` x K values with the spec's recipe; `scale_row` maps a held row to the row id used to draw
@@ -51,8 +51,9 @@ QuantizedMatrix quantize_rows(const OperandSpec& s, int rank, Tensor t, const st
   for (int64_t i = 0; i < n * k; ++i) qm.codes[size_t(i)] = encode_fp8(x[size_t(i)], s.fp8_format);
   qm.scales.resize(size_t(scale_count(s.quant, op, n, k)));
   const Tensor st = t == Tensor::A ? Tensor::ScaleA : Tensor::ScaleB;
-  const int64_t bk = scale_k_block(s.quant, k);
-  const int64_t br = (s.quant == Quant::Blockscale && op == Operand::B) ? 128 : 1;
+  const ScaleBlock& blk = scale_block(s.quant, op == Operand::B);
+  const int64_t bk = scale_k_extent(blk, k);
+  const int64_t br = blk.rows;
   for (int64_t i = 0; i < n; i += br)
     for (int64_t k0 = 0; k0 < k; k0 += bk) {
       // Key the scale by (global row, k block) so it does not depend on which rows are held.

@@ -7,33 +7,15 @@
 
 namespace gemmar::reference {
 
-int64_t scale_k_block(Quant q, int64_t k) {
-  switch (q) {
-    case Quant::Blockscale: return 128;
-    case Quant::Ptpc: return k;
-    case Quant::Mxfp8: return 32;
-  }
-  return 128;
-}
+// The geometry is the quant's row in common/modes.hpp; these name the operand with reference's Operand.
+int64_t scale_k_block(Quant q, int64_t k) { return scale_k_extent(quant_traits(q).a, k); }
 
 int64_t scale_count(Quant q, Operand op, int64_t rows, int64_t cols) {
-  switch (q) {
-    case Quant::Blockscale:
-      return op == Operand::A ? (cols / 128) * rows : ((rows + 127) / 128) * (cols / 128);
-    case Quant::Ptpc: return rows;
-    case Quant::Mxfp8: return rows * (cols / 32);
-  }
-  return 0;
+  return gemmar::scale_count(scale_block(q, op == Operand::B), rows, cols);
 }
 
 int64_t scale_index(Quant q, Operand op, int64_t rows, int64_t cols, int64_t row, int64_t col) {
-  switch (q) {
-    case Quant::Blockscale:
-      return op == Operand::A ? (col / 128) * rows + row : (row / 128) * (cols / 128) + col / 128;
-    case Quant::Ptpc: return row;
-    case Quant::Mxfp8: return row * (cols / 32) + col / 32;
-  }
-  return 0;
+  return gemmar::scale_index(scale_block(q, op == Operand::B), rows, cols, row, col);
 }
 
 float mx_scale(float amax) {
@@ -52,8 +34,9 @@ QuantizedMatrix quantize(const float* x, int64_t rows, int64_t cols, Quant q, Op
   out.scales.assign(size_t(scale_count(q, op, rows, cols)), 1.0f);
   const bool fnuz = is_fnuz(f);
   // Block geometry: `br` rows x `bk` columns share one scale.
-  const int64_t bk = scale_k_block(q, cols);
-  const int64_t br = (q == Quant::Blockscale && op == Operand::B) ? 128 : 1;
+  const ScaleBlock& blk = scale_block(q, op == Operand::B);
+  const int64_t bk = scale_k_extent(blk, cols);
+  const int64_t br = blk.rows;
 #pragma omp parallel for schedule(static)
   for (int64_t r0 = 0; r0 < rows; r0 += br) {
     const int64_t r1 = std::min(rows, r0 + br);
@@ -62,7 +45,7 @@ QuantizedMatrix quantize(const float* x, int64_t rows, int64_t cols, Quant q, Op
       for (int64_t r = r0; r < r1; ++r)
         for (int64_t k = k0; k < k0 + bk; ++k) amax = numerics::amax_step(amax, x[r * cols + k]);
       float scale, inv;
-      if (q == Quant::Mxfp8) {
+      if (quant_traits(q).e8m0_scales) {
         scale = mx_scale(amax);
         inv = 1.0f / scale;  // exact: a power of two
       } else {

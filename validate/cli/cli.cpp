@@ -29,9 +29,8 @@ int pull_blocks_from_env() {
 void add_config_options(po::options_description& d) {
   const Config c;
   d.add_options()
-      ("mode", po::value<std::string>()->default_value(to_string(c.mode)),
-       "gemm-only|split-sdma|fused-sdma|split-lsa|fused-lsa")
-      ("quant", po::value<std::string>()->default_value(to_string(c.quant)), "blockscale|ptpc|mxfp8")
+      ("mode", po::value<std::string>()->default_value(to_string(c.mode)), mode_spellings())
+      ("quant", po::value<std::string>()->default_value(to_string(c.quant)), quant_spellings())
       ("gather-dtype", po::value<std::string>()->default_value(to_string(c.gather_dtype)), "bf16|fp8")
       ("gather-transport", po::value<std::string>()->default_value(to_string(c.gather_transport)), "sdma|lsa")
       ("pull-blocks", po::value<int>(),

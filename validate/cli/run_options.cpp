@@ -46,7 +46,7 @@ void add_run_options(po::options_description& d, RunCommand cmd) {
         ("n,n", po::value<int64_t>(), "columns (default: 2048 on cpu, 7168 on gpu)")
         ("k,k", po::value<int64_t>(), "reduction length per rank (default: 512 on cpu, 2048 on gpu)")
         ("world", po::value<int>()->default_value(Shape{}.world), "ranks (W)")
-        ("quant", po::value<std::string>()->default_value(to_string(Config{}.quant)), "blockscale|ptpc|mxfp8")
+        ("quant", po::value<std::string>()->default_value(to_string(Config{}.quant)), quant_spellings())
         ("pull-blocks", po::value<int>(), "pull kernel grid per rank (default: $MORI_GEMM_AR_PULL_BLOCKS, else 64)");
   }
   d.add_options()

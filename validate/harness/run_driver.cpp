@@ -555,7 +555,7 @@ SelftestResult run_selftest(Backend& backend, const Shape& shape, const Config& 
     }
     if (!gather.empty()) {
       m << "; gather leg (" << to_string(cfg.gather_dtype) << "/"
-        << (cfg.mode == Mode::SplitLsa ? "lsa" : to_string(cfg.gather_transport)) << ", owner -> receiver): ";
+        << to_string(effective_config(cfg).gather_transport) << ", owner -> receiver): ";
       int k = 0;
       for (const auto& [key, l] : gather) {
         if (k++ == 6) {

@@ -10,7 +10,7 @@ namespace gemmar {
 
 std::vector<Config> all_configs(const Config& base) {
   std::vector<Config> out;
-  for (const ModeTraits& t : mode_table()) {
+  for (const ModeTraits& t : kModeTable) {
     Config c = base;
     c.mode = t.mode;
     c.fuse_quantize = false;

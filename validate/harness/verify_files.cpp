@@ -69,26 +69,14 @@ const TensorInfo& expect_tensor(const RankFile& f, const std::string& name, cons
 // column-major [rows, K/128], torch._scaled_mm's layout), B [N/128, K/128]; ptpc [rows] and [N]; mxfp8 [rows,
 // K/32] and [N, K/32].
 std::vector<int64_t> scale_shape(Quant q, Operand op, int64_t rows, int64_t k) {
-  switch (q) {
-    case Quant::Blockscale: return op == Operand::A ? std::vector<int64_t>{k / 128, rows} : std::vector<int64_t>{rows / 128, k / 128};
-    case Quant::Ptpc: return {rows};
-    case Quant::Mxfp8: return {rows, k / 32};
-  }
-  return {};
+  const ScaleBlock& s = scale_block(q, op == Operand::B);
+  const int64_t rb = rows / s.rows, kb = scale_k_blocks(s, k);
+  if (s.k == 0) return {rb};
+  return s.k_major ? std::vector<int64_t>{kb, rb} : std::vector<int64_t>{rb, kb};
 }
 
 namespace {
-std::string scale_hint(Quant q, Operand op) {
-  switch (q) {
-    case Quant::Blockscale:
-      return op == Operand::A ? "blockscale A scales are one fp32 per 1x128 block, stored column-major as [K/128, M]: "
-                                "write scale_a.t().contiguous() for torch._scaled_mm's [M, K/128]"
-                              : "blockscale B scales are one fp32 per 128x128 block, row-major [N/128, K/128]";
-    case Quant::Ptpc: return op == Operand::A ? "ptpc: one fp32 per row of A, [M]" : "ptpc: one fp32 per row of B, [N]";
-    case Quant::Mxfp8: return "mxfp8: one fp32 (a power of two) per 1x32 block along K, [rows, K/32]";
-  }
-  return "";
-}
+std::string scale_hint(Quant q, Operand op) { return scale_block(q, op == Operand::B).hint; }
 
 }  // namespace
 

@@ -159,7 +159,8 @@ GuardReport guard_from_json(const nlohmann::json& j, const std::string& source) 
 }  // namespace
 
 std::string racy_publish_reason(const RunRecord& r) {
-  if (r.config.mode != Mode::FusedSdma) return "";
+  const ModeTraits& t = traits(r.config.mode);
+  if (!t.fused || !t.scatter_by_copy_engine) return "";
   if (r.fence && r.fence->rfind("raw-wt", 0) == 0)
     return "fence=" + *r.fence + " is a write-through fence bench_gemm_ar.py keeps only to reproduce its race "
            "(its docstring: \"Every raw-wt fence mode is known-racy\")";

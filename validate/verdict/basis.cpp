@@ -42,7 +42,8 @@ double median(std::vector<double> v) {
 // A run the benchmark stopped early (--stop-after scatter): only a fused or split run with a reduce-scatter
 // stops anywhere; gemm-only and split-lsa run whole whatever the flag says.
 bool is_partial(const RunRecord& r) {
-  return r.stop_after && *r.stop_after != "all" && has_collective(r.config.mode) && r.config.mode != Mode::SplitLsa;
+  return r.stop_after && *r.stop_after != "all" && has_collective(r.config.mode) &&
+         !traits(r.config.mode).two_stage_allreduce;
 }
 
 bool is_pull_wire(const Config& eff) {

@@ -36,7 +36,7 @@ std::string fnuz_hint(std::optional<double> rel_l2) {
 // The benchmark does not validate gemm-only (rel_l2 NaN, validated true by design): its output is one rank's
 // partial, not an all-reduce. gemmar's own records (backend set) are validated in every mode.
 bool benchmark_skips_validation(const RunRecord& r, const NumericsBasis& n) {
-  return r.config.mode == Mode::GemmOnly && !r.backend && !n.rel_ok && r.validated && *r.validated;
+  return !has_collective(r.config.mode) && !r.backend && !n.rel_ok && r.validated && *r.validated;
 }
 
 // --- NOT_VALIDATED: the benchmark's own check did not run or did not pass.
@@ -336,7 +336,7 @@ void explain_not_validated(const RunRecord& r, const Basis& b, std::vector<Findi
   bool gemm_lines = false;
   std::string detail = rank_lines_detail(r, b.num, worst_failed, gemm_lines);
   const double sig = std::max(worst_failed, r.rel_l2 && std::isfinite(*r.rel_l2) ? *r.rel_l2 : 0.0);
-  if ((b.cfg.mode == Mode::GemmOnly || gemm_lines) && b.cfg.quant == Quant::Blockscale && sig >= 0.17 && sig <= 0.32)
+  if ((!has_collective(b.cfg.mode) || gemm_lines) && quant_traits(b.cfg.quant).a.k_major && sig >= 0.17 && sig <= 0.32)
     detail += " relL2 " + sci(sig) + " on the GEMM alone is mori's wrong-scale-order signature: the A 1x128 "
               "scale read in the other order (column-major [M, K/128] flattened with reshape(-1) gave 0.26; "
               "tests/python/cco/test_gemm_ar_op.py @1531cfe8, README \"Scales\"): check how the scales were "

@@ -40,7 +40,7 @@ std::vector<std::string> notes_of(const RunRecord& r, const Basis& b) {
     }
     notes.push_back(n + ")");
   }
-  if (b.num.judged && r.config.mode == Mode::GemmOnly && !r.backend && !b.num.rel_ok && r.validated && *r.validated)
+  if (b.num.judged && !has_collective(r.config.mode) && !r.backend && !b.num.rel_ok && r.validated && *r.validated)
     notes.push_back("gemm-only: the benchmark does not validate this mode (rel_l2 " +
                     std::string(r.rel_l2 ? "NaN" : "absent") + " by design); only its time was judged");
   const model::Profile* p = b.e.profile.get();
