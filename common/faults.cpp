@@ -24,6 +24,8 @@ const std::vector<FaultClass>& fault_table() {
                        "not reset between replays, so the last put to land is not waited for", "STALE_ITERATION"},
       {"frozen-flag", "a host value baked into the graph capture (iteration 0's epoch): later replays' gathers pass "
                       "their wait at once and copy the previous replay's reduced slice", "STALE_ITERATION"},
+      {"flip-unsampled", "one flipped bit in one element of one rank's output, in a row the sampled check does not "
+                         "read (GPU only)", "COLLECTIVE_MISMATCH"},
   };
   return t;
 }
@@ -50,6 +52,7 @@ std::string Faults::label() const {
   if (fnuz_read_as_fn) parts.push_back("fnuz-as-fn");
   if (stale_replay) parts.push_back("stale-replay");
   if (frozen_flag) parts.push_back("frozen-flag");
+  if (flip_unsampled) parts.push_back("flip-unsampled");
   if (parts.empty()) return "none";
   std::string s;
   for (const auto& p : parts) s += (s.empty() ? "" : ",") + p;
@@ -93,6 +96,8 @@ Faults parse_faults(const std::string& spec) {
       f.stale_replay = true;
     } else if (item == "frozen-flag") {
       f.frozen_flag = true;
+    } else if (item == "flip-unsampled") {
+      f.flip_unsampled = true;
     } else {
       throw UsageError("--inject: unknown fault '" + item + "' (accepted: " + fault_names_help() + ")");
     }

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/config.hpp"
 #include "common/faults.hpp"
@@ -29,6 +30,17 @@ struct RunRequest {
   bool selftest_fill = false;
   // `--guard` (docs/guard.md): every checked call is also judged by the per-call guard's checksums alone.
   bool guard = false;
+};
+
+// The GPU backend's device-side full compare of one checked iteration (kernels/output_compare.hpp): every
+// element of every rank's output against the collective recomputed on the device from the device's own
+// partials. Per rank: wrong elements, NaN/inf elements, the first wrong one's flat index row * n + col (-1: none).
+struct FullCompare {
+  int iteration = 0;
+  int64_t elements = 0;  // compared, all ranks
+  int64_t bytes = 0;     // read from device memory (partials once per pass, every output once)
+  double us = 0;         // the compare kernel's time
+  std::vector<int64_t> wrong, nonfinite, first;
 };
 
 }  // namespace gemmar

@@ -12,12 +12,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/errors.hpp"
 #include "kernels/gpu_compat.hpp"
 #include "kernels/guard.hpp"
 #include "kernels/kernels.hpp"
+#include "kernels/output_compare.hpp"
 #include "kernels/vendor_gemm.hpp"
 #include "reference/no_release_pattern.hpp"
 
@@ -166,6 +168,12 @@ class Pipeline {
   }
 
   ~Pipeline() {
+    if (cmp_ptrs_) {
+      (void)gpuSetDevice(ranks_.front().dev);
+      (void)gpuFree(cmp_ptrs_);
+      (void)gpuFree(cmp_counts_);
+      for (auto e : cmp_ev_) (void)gpuEventDestroy(e);
+    }
     for (auto& rb : ranks_) {
       (void)gpuSetDevice(rb.dev);
       for (void* p : {static_cast<void*>(rb.a), static_cast<void*>(rb.b), static_cast<void*>(rb.sa),
@@ -289,9 +297,11 @@ class Pipeline {
         per_rank[r].push_back(std::max(0.0, double(ms) * 1e3 - untimed));
       }
       phase_runs.push_back(std::move(ph));
+      if (plan_.inject.flip_unsampled) flip_unsampled();
       if (it % step == 0) {
         ro.iteration_index.push_back(it);
         ro.iteration_outputs.push_back(read_outputs());
+        if (auto fc = full_compare(it)) ro.full_compares.push_back(std::move(*fc));
       }
     }
     for (const auto& [name, _] : phase_runs.front()) {
@@ -951,6 +961,76 @@ class Pipeline {
     }
   }
 
+  // The flip-unsampled fault: one bit of the last rank's output at (the last row of slice 0 that is not read
+  // back, column n/2), flipped after the replay, outside the timed events.
+  void flip_unsampled() {
+    int64_t row = S_ - 1;
+    while (row > 0 && std::find(plan_.rows.begin(), plan_.rows.end(), row) != plan_.rows.end()) --row;
+    RankBufs& rb = ranks_.back();
+    set(rb.dev);
+    uint16_t* at = (plan_.inject.stale_output ? rb.out_alt : rb.out) + row * N_ + N_ / 2;
+    uint16_t v = 0;
+    GPU_CHECK(gpuMemcpy(&v, at, 2, gpuMemcpyDeviceToHost));
+    v ^= 1;
+    GPU_CHECK(gpuMemcpy(at, &v, 2, gpuMemcpyHostToDevice));
+  }
+
+  // Every element of every rank's output against the collective recomputed on the device from the partials
+  // this replay reduced (kernels/output_compare.hpp), on rank 0's device (peers' buffers through peer access,
+  // as the pipeline reads them). Gemm-only and one rank have no collective to check here: the read-back does it.
+  std::optional<FullCompare> full_compare(int it) {
+    if (!has_collective(eff_.mode) || W_ < 2) return std::nullopt;
+    RankBufs& r0 = ranks_.front();
+    set(r0.dev);
+    const size_t W = size_t(W_);
+    if (!cmp_ptrs_) {
+      cmp_ptrs_ = dalloc<const uint16_t*>(int64_t(W + W * W));
+      cmp_counts_ = dalloc<unsigned long long>(int64_t(3 * W));
+      GPU_CHECK(gpuEventCreate(&cmp_ev_[0]));
+      GPU_CHECK(gpuEventCreate(&cmp_ev_[1]));
+    }
+    // Where read_back finds rank q's partial of slice p (fused-lsa: only in the owner's slots).
+    std::vector<const uint16_t*> ptrs(W + W * W);
+    for (int q = 0; q < W_; ++q) {
+      ptrs[size_t(q)] = plan_.inject.stale_output ? ranks_[q].out_alt : ranks_[q].out;
+      for (int p = 0; p < W_; ++p)
+        ptrs[W + size_t(q) * W + size_t(p)] = eff_.mode == Mode::FusedLsa ? ranks_[p].recv + int64_t(q) * S_ * N_
+                                                                           : ranks_[q].c + int64_t(p) * S_ * N_;
+    }
+    std::vector<unsigned long long> counts(3 * W, 0);
+    for (size_t r = 0; r < W; ++r) counts[2 * W + r] = ~0ull;
+    GPU_CHECK(gpuMemcpyAsync(cmp_ptrs_, ptrs.data(), ptrs.size() * sizeof(void*), gpuMemcpyHostToDevice, r0.comp));
+    GPU_CHECK(gpuMemcpyAsync(cmp_counts_, counts.data(), counts.size() * 8, gpuMemcpyHostToDevice, r0.comp));
+    dev::OutputCompareArgs a;
+    a.outputs = cmp_ptrs_;
+    a.slices = cmp_ptrs_ + W;
+    a.world = W_;
+    a.m = M_;
+    a.n = N_;
+    a.slice_rows = S_;
+    a.fp8_wire = uses_fp8_wire(eff_);
+    a.fuse_quantize = eff_.fuse_quantize;
+    a.counts = cmp_counts_;
+    GPU_CHECK(gpuEventRecord(cmp_ev_[0], r0.comp));
+    GPU_CHECK(dev::launch_output_compare(a, r0.comp));
+    GPU_CHECK(gpuEventRecord(cmp_ev_[1], r0.comp));
+    GPU_CHECK(gpuMemcpyAsync(counts.data(), cmp_counts_, counts.size() * 8, gpuMemcpyDeviceToHost, r0.comp));
+    GPU_CHECK(gpuStreamSynchronize(r0.comp));
+    float ms = 0;
+    GPU_CHECK(gpuEventElapsedTime(&ms, cmp_ev_[0], cmp_ev_[1]));
+    FullCompare fc;
+    fc.iteration = it;
+    fc.elements = M_ * N_ * W_;
+    fc.us = double(ms) * 1e3;
+    fc.bytes = (uses_fp8_wire(eff_) ? 2 : 1) * M_ * N_ * 2 * W_ + M_ * N_ * 2 * W_;
+    for (size_t r = 0; r < W; ++r) {
+      fc.wrong.push_back(int64_t(counts[r]));
+      fc.nonfinite.push_back(int64_t(counts[W + r]));
+      fc.first.push_back(counts[r] ? int64_t(counts[2 * W + r]) : -1);
+    }
+    return fc;
+  }
+
   void read_back(RunOutput& ro) {
     const auto& rows = plan_.rows;
     ro.outputs.assign(size_t(W_), {});
@@ -995,6 +1075,9 @@ class Pipeline {
   std::unique_ptr<DeviceGuard> guard_;  // --guard
   bool vendor_ = false;
   std::vector<RankBufs> ranks_;
+  const uint16_t** cmp_ptrs_ = nullptr;  // full_compare: [W] outputs, [W * W] partial slices
+  unsigned long long* cmp_counts_ = nullptr;
+  gpuEvent_t cmp_ev_[2] = {nullptr, nullptr};
   gpuStream_t ctl_ = nullptr;
   std::vector<NamedEvent> events_;
   std::string device_;

@@ -63,6 +63,9 @@ struct RunOutput {
   std::vector<int> iteration_index;
   std::vector<std::vector<std::vector<uint16_t>>> iteration_outputs;
   std::string launch = "graph";
+  // Per checked iteration with a collective: every element of every rank against the collective recomputed on
+  // the device from its own partials (kernels/output_compare.hpp).
+  std::vector<FullCompare> full_compares;
 };
 
 // Number of usable GPUs (0 when the runtime finds none or has no driver).

@@ -6,6 +6,16 @@ mkdir -p "$OUT"
 { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv; } > "$OUT/machine.txt" 2>&1
 # DEVICE_RUN_TIMEOUT: seconds per gemmar call (the caller sets it before sourcing).
 run() { echo "\$ gemmar $*"; timeout "${DEVICE_RUN_TIMEOUT:-300}" "$G" "$@"; echo "rc=$?"; }
+# One `gemmar run --backend gpu --json` per call, its JSON on one line after a "# tag" line and before "# rc=N".
+jrun() {
+  local tag=$1
+  shift
+  echo "# $tag"
+  timeout "${DEVICE_RUN_TIMEOUT:-300}" "$G" run --backend gpu --json "$@" | tr -d '\n'
+  local rc=${PIPESTATUS[0]}
+  echo
+  echo "# rc=$rc"
+}
 # Each fault on the fused-sdma bf16 wire and on its fp8/sdma wire, at M=4096.
 inject_faults() {
   local f

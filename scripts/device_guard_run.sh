@@ -23,16 +23,6 @@ CLEAN_ITERS=${CLEAN_ITERS:-1000}
 CLEAN_ITERS_16K=${CLEAN_ITERS_16K:-200}
 source scripts/device_common.sh "$G" "$OUT"
 start=$(date +%s)
-# One JSON document per run, each on its own line after a "# tag" line, for the summary below.
-jrun() {
-  local tag=$1
-  shift
-  echo "# $tag"
-  timeout "$DEVICE_RUN_TIMEOUT" "$G" run --backend gpu --json "$@" | tr -d '\n'
-  local rc=${PIPESTATUS[0]}
-  echo
-  echo "# rc=$rc"
-}
 BF16=(--mode fused-sdma --gather-dtype bf16)
 FP8S=(--mode fused-sdma --gather-dtype fp8 --gather-transport sdma)
 FP8L=(--mode fused-lsa --gather-dtype fp8 --gather-transport lsa)

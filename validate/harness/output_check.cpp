@@ -305,4 +305,109 @@ void ElementChecks::record(RunRecord& rec) const {
   if (!w.empty()) rec.wire_recipe = w;
 }
 
+// ---- per-iteration checks ----------------------------------------------------------------------------------
+
+namespace {
+
+std::string name_element(int rank, int64_t row, int64_t col, int iteration) {
+  return "rank " + std::to_string(rank) + ", row " + std::to_string(row) + ", col " + std::to_string(col) +
+         ", iteration " + std::to_string(iteration);
+}
+
+// Repeats: each checked iteration against the last checked one on the same inputs whose predecessor ran on the
+// same inputs too. Iteration 0 follows the warm-up, which ran on iteration 0's own inputs, so it is compared
+// with nothing: iterations 1 and 3, 2 and 4, ... are repeats.
+void find_repeats(const IterationInputs& in, IterationChecks& out) {
+  const auto& index = *in.iteration_index;
+  const auto& outs = *in.iteration_outputs;
+  for (size_t k = 0; k < index.size(); ++k) {
+    if (index[k] == 0) continue;
+    for (size_t j = k; j-- > 0;) {
+      if (index[j] == 0 || index[j] % 2 != index[k] % 2) continue;
+      NondeterministicIteration nd;
+      nd.iteration = index[k];
+      nd.repeat_of = index[j];
+      for (int r = 0; r < in.world; ++r)
+        if (outs[k][size_t(r)] != outs[j][size_t(r)]) nd.ranks.push_back(r);
+      if (!nd.ranks.empty()) out.nondeterministic.push_back(nd);
+      break;
+    }
+  }
+}
+
+// The sampled rows of iteration k against expected[it % 2]: wrong elements, stale ones, the first named.
+int64_t sampled_wrong(const IterationInputs& in, size_t k, bool two, IterationChecks& out) {
+  const int it = (*in.iteration_index)[k];
+  const auto& got = (*in.iteration_outputs)[k];
+  const auto& exp = *in.expected[it % 2];
+  const auto* prev = it > 0 && two ? in.expected[(it + 1) % 2] : nullptr;
+  int64_t w = 0;
+  for (int r = 0; r < in.world; ++r)
+    for (size_t i = 0; i < exp[size_t(r)].size(); ++i) {
+      if (exp[size_t(r)][i] == got[size_t(r)][i]) continue;
+      ++w;
+      if (prev && (*prev)[size_t(r)][i] == got[size_t(r)][i]) ++out.stale_elements;
+      if (out.first_wrong.empty())
+        out.first_wrong = name_element(r, (*in.rows)[i / size_t(in.n)], int64_t(i % size_t(in.n)), it);
+    }
+  return w;
+}
+
+}  // namespace
+
+IterationChecks check_iterations(const IterationInputs& in) {
+  IterationChecks out;
+  const auto& index = *in.iteration_index;
+  GEMMAR_CHECK(index.size() == in.iteration_outputs->size(), "backend returned mismatched iterations");
+  const bool full = in.full && !in.full->empty();
+  if (full) GEMMAR_CHECK(in.full->size() == index.size(), "the full compare ran on other iterations than read back");
+  if (in.expected[0] || full) {
+    out.wrong = 0;
+    const bool two = in.expected[1] != nullptr;
+    std::vector<double> us;
+    for (size_t k = 0; k < index.size(); ++k) {
+      int64_t w = in.expected[0] ? sampled_wrong(in, k, two, out) : 0;
+      if (full) {
+        const FullCompare& fc = (*in.full)[k];
+        int64_t fw = 0, nf = 0;
+        for (size_t r = 0; r < fc.wrong.size(); ++r) {
+          fw += fc.wrong[r];
+          nf += fc.nonfinite[r];
+          if (fc.first[r] >= 0 && out.first_wrong.empty())
+            out.first_wrong = name_element(int(r), fc.first[r] / in.n, fc.first[r] % in.n, fc.iteration);
+        }
+        w = std::max(w, fw);
+        out.full_elements = fc.elements;
+        out.full_bytes = fc.bytes;
+        out.full_nonfinite = std::max(out.full_nonfinite, nf);
+        us.push_back(fc.us);
+      }
+      out.wrong_per_iteration.push_back(w);
+      out.wrong += w;
+    }
+    if (!us.empty()) {
+      std::sort(us.begin(), us.end());
+      out.full_us = us[us.size() / 2];
+    }
+  }
+  find_repeats(in, out);
+  return out;
+}
+
+void record_iterations(RunRecord& rec, const IterationChecks& c) {
+  if (c.wrong >= 0) {
+    rec.wrong_elements = c.wrong;
+    rec.wrong_elements_per_iteration = c.wrong_per_iteration;
+    rec.stale_elements = c.stale_elements;
+  }
+  if (!c.first_wrong.empty()) rec.first_wrong_element = c.first_wrong;
+  rec.nondeterministic_iterations = c.nondeterministic;
+  if (c.full_elements > 0) {
+    rec.checked_elements = std::max(rec.checked_elements.value_or(0), c.full_elements);
+    rec.nonfinite_elements = std::max(rec.nonfinite_elements.value_or(0), c.full_nonfinite);
+    rec.full_compare_us = c.full_us;
+    rec.full_compare_bytes = c.full_bytes;
+  }
+}
+
 }  // namespace gemmar::output_check

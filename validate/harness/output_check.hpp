@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/config.hpp"
+#include "common/run_request.hpp"
 #include "reference/emulation.hpp"
 #include "reference/quant.hpp"
 #include "validate/record/run_record.hpp"
@@ -104,5 +105,34 @@ class ElementChecks {
   std::vector<float> acc_;               // its fp32 accumulator
   bool wire_leg_;
 };
+
+// The per-iteration bit-exact check of `gemmar run` / `gemmar validate` (every checked iteration on its own
+// inputs, reference::iteration_input_scale): each iteration's read-back rows against what the collective gives
+// over the backend's partials (expected[it % 2]: the two parities' inputs), wrong elements that hold the other
+// parity's bits counted as stale, repeats of the same inputs that differ as nondeterministic; and, where the
+// backend ran it (GPU), its device-side full compare of every element of every rank (`full`, one per checked
+// iteration), which supersedes the sampled count of its iteration (the sampled rows are among its elements).
+struct IterationInputs {
+  const std::vector<int64_t>* rows = nullptr;
+  int64_t n = 0;
+  int world = 0;
+  const std::vector<int>* iteration_index = nullptr;
+  const std::vector<std::vector<std::vector<uint16_t>>>* iteration_outputs = nullptr;
+  const reference::Bf16Outputs* expected[2] = {nullptr, nullptr};  // null: no partials (no bit-exact check)
+  const std::vector<FullCompare>* full = nullptr;
+};
+struct IterationChecks {
+  int64_t wrong = -1;  // -1: not checked
+  std::vector<int64_t> wrong_per_iteration;
+  int64_t stale_elements = 0;
+  std::vector<NondeterministicIteration> nondeterministic;
+  std::string first_wrong;  // "rank r, row i, col c, iteration k"; empty when none
+  int64_t full_elements = 0, full_nonfinite = 0, full_bytes = 0;
+  double full_us = 0;  // median kernel time over the iterations
+};
+IterationChecks check_iterations(const IterationInputs&);
+// wrong_elements (+ per iteration, stale, first), nondeterministic iterations, and the full compare's coverage
+// (checked_elements, nonfinite_elements: the larger of the sampled and the full count) into the record.
+void record_iterations(RunRecord&, const IterationChecks&);
 
 }  // namespace gemmar::output_check

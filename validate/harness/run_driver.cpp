@@ -364,75 +364,46 @@ RunOutcome run_and_check(Backend& backend, const RunRequest& req) {
   }
 
   // Bit-exactness: the collective re-emulated over the backend's own partials must reproduce its output, in
-  // every checked iteration (each on its own inputs: iteration_input_scale). Iterations on the same inputs
-  // (i and i-2, ...) must give the same bits (a difference is a race); wrong elements of iteration i that hold
-  // what iteration i-1's inputs give are data left from the previous iteration.
-  int64_t wrong = -1;
-  std::vector<int64_t> wrong_per_iteration;
-  int64_t stale_elements = 0;
-  std::vector<NondeterministicIteration> nondeterministic;
+  // every checked iteration (each on its own inputs: iteration_input_scale), on the sampled rows; the GPU
+  // backend's device-side compare covers every element of every rank (output_check::check_iterations).
   std::vector<int> iteration_index = res.iteration_index;
   std::vector<std::vector<std::vector<uint16_t>>> iteration_outputs = std::move(res.iteration_outputs);
   if (iteration_index.empty()) {
     iteration_index.push_back(0);
     iteration_outputs.push_back(res.outputs);
   }
-  GEMMAR_CHECK(iteration_index.size() == iteration_outputs.size(), "backend returned mismatched iterations");
   for (const auto& it : iteration_outputs) {
     GEMMAR_CHECK(int(it.size()) == W, "backend returned ", it.size(), " rank outputs in an iteration");
     for (const auto& o : it) GEMMAR_CHECK(int64_t(o.size()) == int64_t(rows.size()) * n);
   }
+  output_check::IterationInputs iin;
+  iin.rows = &rows;
+  iin.n = n;
+  iin.world = W;
+  iin.iteration_index = &iteration_index;
+  iin.iteration_outputs = &iteration_outputs;
+  iin.full = &res.full_compares;
+  std::shared_ptr<const reference::Bf16Outputs> expected[2];  // what iterations of each parity must give
   if (!res.partials.empty()) {
     reference::CollectiveRequest cr;
     cr.shape = shape;
     cr.config = cfg;
     cr.rows = rows;
     cr.seed = req.seed;
-    // What iterations of each parity must give (the inputs alternate: iteration_input_scale).
-    reference::Bf16Outputs expected[2];
-    expected[0] = *emulate_collective_once(cr, res.partials);
-    const bool two = iteration_index.size() > 1 || (iteration_index.size() == 1 && iteration_index[0] % 2);
-    if (two) expected[1] = *emulate_collective_once(cr, scaled_partials(res.partials, req.seed, 1));
-    wrong = 0;
-    for (size_t k = 0; k < iteration_index.size(); ++k) {
-      const int it = iteration_index[k];
-      const auto& got = iteration_outputs[k];
-      const auto& exp = expected[it % 2];
-      const auto* prev = it > 0 && two ? &expected[(it + 1) % 2] : nullptr;
-      int64_t w = 0;
-      for (int r = 0; r < W; ++r)
-        for (size_t i = 0; i < exp[r].size(); ++i)
-          if (exp[r][i] != got[r][i]) {
-            ++w;
-            if (prev && (*prev)[r][i] == got[r][i]) ++stale_elements;
-          }
-      wrong_per_iteration.push_back(w);
-      wrong += w;
-    }
+    expected[0] = emulate_collective_once(cr, res.partials);
+    if (iteration_index.size() > 1 || iteration_index[0] % 2)
+      expected[1] = emulate_collective_once(cr, scaled_partials(res.partials, req.seed, 1));
+    iin.expected[0] = expected[0].get();
+    iin.expected[1] = expected[1].get();
   }
-  // Bit-identical repeats: each checked iteration against the last checked one on the same inputs whose
-  // predecessor ran on the same inputs too. Iteration 0 follows the warm-up, which ran on iteration 0's own
-  // inputs, so it is compared with nothing: iterations 1 and 3, 2 and 4, ... are repeats.
-  for (size_t k = 0; k < iteration_index.size(); ++k) {
-    if (iteration_index[k] == 0) continue;
-    for (size_t j = k; j-- > 0;) {
-      if (iteration_index[j] == 0 || iteration_index[j] % 2 != iteration_index[k] % 2) continue;
-      NondeterministicIteration nd;
-      nd.iteration = iteration_index[k];
-      nd.repeat_of = iteration_index[j];
-      for (int r = 0; r < W; ++r)
-        if (iteration_outputs[k][r] != iteration_outputs[j][r]) nd.ranks.push_back(r);
-      if (!nd.ranks.empty()) nondeterministic.push_back(nd);
-      break;
-    }
-  }
+  const output_check::IterationChecks iterations = output_check::check_iterations(iin);
 
   RunRecord rec;
   rec.shape = shape;
   rec.config = req.config;
   rec.backend = res.backend;
   rec.pull_blocks = req.inject.pull_blocks.value_or(req.config.pull_blocks);
-  output_check::record_numerics(rec, views, cfg, elements.nonfinite);
+  output_check::record_numerics(rec, views, cfg, std::max(elements.nonfinite, iterations.full_nonfinite));
   rec.checked_elements = elements.checked;
   rec.nonfinite_elements = elements.nonfinite;
   if (has_collective(cfg.mode) && W > 1) rec.disagreeing_elements = elements.disagreeing;
@@ -444,14 +415,9 @@ RunOutcome run_and_check(Backend& backend, const RunRequest& req) {
   rec.timing = !res.total_us ? "none (CPU emulation: no kernel times)"
                : res.device.find("eager (") != std::string::npos ? "eager" : "graph";
   rec.profile = req.profile.empty() ? default_profile(res.backend, res.device, res.ranks_per_device) : req.profile;
-  if (wrong >= 0) rec.wrong_elements = wrong;
   rec.iterations_checked = int(iteration_index.size());
   rec.check_every = std::max(1, req.check_every);
-  if (wrong >= 0) {
-    rec.wrong_elements_per_iteration = wrong_per_iteration;
-    rec.stale_elements = stale_elements;
-  }
-  rec.nondeterministic_iterations = nondeterministic;
+  output_check::record_iterations(rec, iterations);
   if (req.straggle_us > 0) rec.straggle_us = req.straggle_us;
   rec.checked_rows = int64_t(rows.size());
   rec.poisoned_elements = res.poisoned_elements;

@@ -49,6 +49,9 @@ struct BackendResult {
   // emulation checks each checked iteration over `rows`; the GPU every replay, over every padded row, from the
   // sums its device kernels computed.
   std::optional<GuardReport> guard;
+  // GPU: the device-side full compare of every checked iteration (common/run_request.hpp FullCompare), in
+  // iteration_index's order; empty where it did not run (CPU, gemm-only, one rank).
+  std::vector<FullCompare> full_compares;
 };
 
 class Backend {

@@ -83,6 +83,7 @@ class GpuBackend final : public Backend {
     res.iteration_outputs = o.iteration_outputs;
     res.outputs = !o.iteration_index.empty() && o.iteration_index.front() == 0 ? o.iteration_outputs.front() : o.outputs;
     res.partials = o.partials;
+    res.full_compares = o.full_compares;
     res.phases_us = o.phases_us;
     res.per_rank_time_us = o.per_rank_time_us;
     res.total_us = o.total_us;

@@ -331,6 +331,9 @@ RunRecord run_record_from_json(const nlohmann::json& j, const std::string& sourc
   r.nonfinite_elements = count("nonfinite_elements");
   r.disagreeing_elements = count("disagreeing_elements");
   if (present(j, "wire_recipe")) r.wire_recipe = get_string(j, "wire_recipe", source);
+  if (present(j, "first_wrong_element")) r.first_wrong_element = get_string(j, "first_wrong_element", source);
+  if (present(j, "full_compare_us")) r.full_compare_us = get_number(j, "full_compare_us", source);
+  r.full_compare_bytes = count("full_compare_bytes");
   if (present(j, "rel_l2_all_views")) r.rel_l2_all_views = get_number(j, "rel_l2_all_views", source);
   if (present(j, "rel_l2_all_views_stderr"))
     r.rel_l2_all_views_stderr = get_number(j, "rel_l2_all_views_stderr", source);
@@ -425,6 +428,9 @@ nlohmann::json run_record_to_json(const RunRecord& r) {
   if (r.nonfinite_elements) j["nonfinite_elements"] = *r.nonfinite_elements;
   if (r.disagreeing_elements) j["disagreeing_elements"] = *r.disagreeing_elements;
   if (r.wire_recipe) j["wire_recipe"] = *r.wire_recipe;
+  if (r.first_wrong_element) j["first_wrong_element"] = *r.first_wrong_element;
+  if (r.full_compare_us) j["full_compare_us"] = *r.full_compare_us;
+  if (r.full_compare_bytes) j["full_compare_bytes"] = *r.full_compare_bytes;
   if (r.rel_l2_all_views) j["rel_l2_all_views"] = *r.rel_l2_all_views;
   if (r.rel_l2_all_views_stderr) j["rel_l2_all_views_stderr"] = *r.rel_l2_all_views_stderr;
   if (r.seed) j["seed"] = *r.seed;

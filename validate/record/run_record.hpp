@@ -82,6 +82,12 @@ struct RunRecord {
   // Elements where ranks' views differ although the collective makes them equal (the bf16 wire: every view; the
   // fp8 wire: every view but the slice owner's), counted per differing view against the majority.
   std::optional<int64_t> disagreeing_elements;
+  // The first wrong element found, named: "rank 3, row 1234, col 56, iteration 0" (run, validate).
+  std::optional<std::string> first_wrong_element;
+  // `run --backend gpu`: the device-side full compare (kernels/output_compare.hpp) ran on every checked
+  // iteration; its kernel time (median over them, us) and the bytes it read per iteration.
+  std::optional<double> full_compare_us;
+  std::optional<int64_t> full_compare_bytes;
   // The fp8 wire's quantization recipe that reproduces the gathered views exactly (reference/quant.hpp
   // WireRecipe), or how they were accepted within mori's tolerance.
   std::optional<std::string> wire_recipe;

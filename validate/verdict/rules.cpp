@@ -71,6 +71,7 @@ Hits collective_mismatch(const RunRecord& r, const Basis&) {
   if (total > 0) m << " of " << total;
   m << " checked output elements differ bit for bit from the collective re-emulated over this run's own "
        "partials: the reduce-scatter/all-gather did not compute what it should (see the other findings).";
+  if (r.first_wrong_element) m << " First: " << *r.first_wrong_element << ".";
   return Hit{m.str()};
 }
 
