@@ -1,8 +1,11 @@
 // gemmar_gpu_bench: what one device session measures, standalone (no CLI libraries needed on the device).
 //   gemmar_gpu_bench ceilings [GiB] [M...]       HBM copy kernel, memcpy D2D, peer copy, launch floor, and the
 //                                                vendor GEMM ceiling (cuBLASLt blockscale) at M x 7168 x 2048
-//   gemmar_gpu_bench gemm M N K                  our blockscale GEMM and cuBLASLt's, side by side in one run, on
-//                                                the same operands, each checked against the CPU fp32 GEMM
+//   gemmar_gpu_bench gemm M N K [QUANT]          our GEMM and cuBLASLt's, side by side in one run, on the same
+//                                                operands, each checked against the CPU fp32 GEMM; QUANT blockscale
+//                                                (default) | ptpc (cuBLASLt's outer-vector scaling) | mxfp8 (no vendor
+//                                                MX GEMM on Hopper: the ceiling printed is blockscale's, ours and
+//                                                cuBLASLt's, at the same shape in the same run)
 //   gemmar_gpu_bench data [ROWS N PULL]         quantize / dequantize / pull kernels alone vs the copy ceiling
 //   gemmar_gpu_bench selftest                    the fp8 wire's hardware conversions vs numerics_inline.hpp, all
 //                                                2^32 fp32 inputs (4 scales) and every code at 65536 scales
@@ -32,11 +35,12 @@ kernels::OperandFn generator(const reference::OperandSpec& spec) {
 struct GemmResult {
   double us = -1, rel_err = -1;
 };
-GemmResult bench_gemm(GemmImpl impl, int64_t m, int64_t n, int64_t k, int iters) {
+GemmResult bench_gemm(GemmImpl impl, int64_t m, int64_t n, int64_t k, int iters, Quant quant = Quant::Blockscale) {
   reference::OperandSpec spec;
   spec.shape = Shape{m, n, k, 1};
-  const std::vector<int64_t> rows = reference::sample_rows(spec.shape, Quant::Blockscale, 64, 7);
-  const kernels::GemmTiming t = kernels::time_gemm_only(m, n, k, iters, generator(spec), impl, rows);
+  spec.quant = quant;
+  const std::vector<int64_t> rows = reference::sample_rows(spec.shape, quant, 64, 7);
+  const kernels::GemmTiming t = kernels::time_gemm_only(m, n, k, iters, generator(spec), impl, rows, quant);
   reference::PartialsRequest preq;
   preq.operands = spec;
   preq.rows = rows;
@@ -74,17 +78,41 @@ int cmd_ceilings(double gib, const std::vector<int64_t>& ms) {
   return 0;
 }
 
-int cmd_gemm(int64_t m, int64_t n, int64_t k) {
+int cmd_gemm(int64_t m, int64_t n, int64_t k, Quant quant) {
   const double flop = 2.0 * double(m) * double(n) * double(k);
-  const GemmResult ours = bench_gemm(GemmImpl::Gemmar, m, n, k, 20);
+  const GemmResult ours = bench_gemm(GemmImpl::Gemmar, m, n, k, 20, quant);
   GemmResult lt;
-  if (kernels::vendor_gemm_available()) lt = bench_gemm(GemmImpl::Cublaslt, m, n, k, 20);
+  const bool vendor = kernels::vendor_gemm_available() && quant != Quant::Mxfp8;
+  std::string vendor_error;  // cuBLASLt refusing ptpc's outer-vector scaling is a finding, not a failed run
+  try {
+    if (vendor) lt = bench_gemm(GemmImpl::Cublaslt, m, n, k, 20, quant);
+  } catch (const gemmar::EnvironmentError& e) {
+    if (quant == Quant::Blockscale) throw;
+    vendor_error = e.what();
+    std::printf("VENDOR_UNAVAILABLE %s: %s\n", to_string(quant).c_str(), vendor_error.c_str());
+  }
   const bool ok = ours.rel_err >= 0 && ours.rel_err < 4e-3 && (lt.us < 0 || lt.rel_err < 4e-3);
-  std::printf("GEMM_JSON {\"m\": %lld, \"n\": %lld, \"k\": %lld, \"ours_kernel\": \"%s\", \"ours_us\": %.2f, "
+  if (quant == Quant::Mxfp8) {
+    // No vendor MX GEMM on Hopper: the ceiling is the blockscale GEMM of the same shape (one promotion per 128 of K
+    // where mxfp8 needs one per 32), ours and cuBLASLt's, measured here.
+    const GemmResult bs = bench_gemm(GemmImpl::Gemmar, m, n, k, 20);
+    GemmResult bs_lt;
+    if (kernels::vendor_gemm_available()) bs_lt = bench_gemm(GemmImpl::Cublaslt, m, n, k, 20);
+    std::printf("MXFP8_CEILING_JSON {\"m\": %lld, \"n\": %lld, \"k\": %lld, \"mxfp8_us\": %.2f, "
+                "\"blockscale_ours_us\": %.2f, \"blockscale_cublaslt_us\": %.2f, \"vs_blockscale_ours\": %.3f, "
+                "\"vs_blockscale_cublaslt\": %.3f}\n",
+                (long long)m, (long long)n, (long long)k, ours.us, bs.us, bs_lt.us, bs.us / ours.us,
+                bs_lt.us > 0 ? bs_lt.us / ours.us : 0.0);
+  }
+  std::printf("GEMM_JSON {\"quant\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"ours_kernel\": \"%s\", \"ours_us\": %.2f, "
               "\"ours_tflops\": %.1f, \"ours_rel_err\": %.3g, \"cublaslt_us\": %.2f, \"cublaslt_tflops\": %.1f, "
               "\"cublaslt_rel_err\": %.3g, \"cublaslt\": \"%s\", \"ratio\": %.3f, \"checked\": %s}\n",
-              (long long)m, (long long)n, (long long)k, kernels::gemm_kernel_name().c_str(), ours.us, flop / ours.us * 1e-6,
-              ours.rel_err, lt.us, lt.us > 0 ? flop / lt.us * 1e-6 : 0.0, lt.rel_err, kernels::vendor_gemm_name().c_str(),
+              to_string(quant).c_str(), (long long)m, (long long)n, (long long)k,
+              quant == Quant::Blockscale ? kernels::gemm_kernel_name().c_str() : "gemm_quant simt 128x128x32 (issue 25)",
+              ours.us, flop / ours.us * 1e-6, ours.rel_err, lt.us, lt.us > 0 ? flop / lt.us * 1e-6 : 0.0, lt.rel_err,
+              quant == Quant::Mxfp8 ? "none (no MX on Hopper)"
+              : quant == Quant::Ptpc ? "cuBLASLt outer-vector fp32 scales (ptpc)"
+                                     : kernels::vendor_gemm_name().c_str(),
               lt.us > 0 ? lt.us / ours.us : 0.0, ok ? "true" : "false");
   return ok ? 0 : 1;
 }
@@ -120,7 +148,7 @@ int main(int argc, char** argv) {
     const std::vector<std::string> a(argv + 1, argv + argc);
     auto num = [&](size_t i, int64_t def) { return a.size() > i ? std::atoll(a[i].c_str()) : def; };
     if (a.empty()) {
-      std::fprintf(stderr, "usage: gemmar_gpu_bench ceilings [GiB [M...]] | gemm M N K | data [ROWS N PULL] | selftest\n");
+      std::fprintf(stderr, "usage: gemmar_gpu_bench ceilings [GiB [M...]] | gemm M N K [QUANT] | data [ROWS N PULL] | selftest\n");
       return 2;
     }
     if (kernels::device_count() <= 0) {
@@ -135,7 +163,7 @@ int main(int argc, char** argv) {
     }
     if (a[0] == "selftest") return cmd_selftest();
     if (a[0] == "data") return cmd_data(num(1, 131072), num(2, 7168), int(num(3, 64)));
-    if (a[0] == "gemm") return cmd_gemm(num(1, 16384), num(2, 7168), num(3, 2048));
+    if (a[0] == "gemm") return cmd_gemm(num(1, 16384), num(2, 7168), num(3, 2048), a.size() > 4 ? parse_quant(a[4], "QUANT") : Quant::Blockscale);
     std::fprintf(stderr, "gemmar_gpu_bench: unknown command '%s'\n", a[0].c_str());
     return 2;
   } catch (const gemmar::Error& e) {

@@ -17,11 +17,13 @@
 
 #include "common/errors.hpp"
 #include "kernels/gpu_compat.hpp"
+#include "kernels/gemm_quant.hpp"  // issue 25: ptpc / mxfp8
 #include "kernels/guard.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/output_compare.hpp"
 #include "kernels/vendor_gemm.hpp"
 #include "reference/no_release_pattern.hpp"
+#include "reference/quant.hpp"
 
 namespace gemmar::kernels {
 namespace {
@@ -129,14 +131,18 @@ class Pipeline {
     N_ = sh.n;
     K_ = sh.k;
     GEMMAR_USAGE_CHECK(W_ >= 1 && W_ <= dev::kMaxWorld, "--world: the GPU backend supports 1..", dev::kMaxWorld);
-    GEMMAR_USAGE_CHECK(plan.config.quant == Quant::Blockscale, "--quant: the GPU kernels implement blockscale only");
+    // issue 25: ptpc and mxfp8 run gemm_quant.cu's kernels; the scales' sizes follow the quant (reference/quant.hpp).
+    quant_ = plan.config.quant;
+    GEMMAR_USAGE_CHECK(!plan.guard || quant_ == Quant::Blockscale, "--guard: the GPU guard implements blockscale only");
     GEMMAR_USAGE_CHECK(M_ % (int64_t(W_) * dev::kBlockM) == 0, "-m: must be padded to a multiple of world*128");
     GEMMAR_USAGE_CHECK(N_ % dev::kBlockN == 0, "-n: the GPU GEMM needs a multiple of 128");
     GEMMAR_USAGE_CHECK(K_ % dev::kBlockK == 0, "-k: must be a multiple of 128");
     S_ = M_ / W_;
+    sa_count_ = reference::scale_count(quant_, reference::Operand::A, M_, K_);
+    sb_count_ = reference::scale_count(quant_, reference::Operand::B, N_, K_);
     eff_ = effective_config(plan.config);
     // The vendor GEMM has no fused epilogue: the fused modes keep ours (their epilogue pushes the tiles).
-    vendor_ = plan.gemm_impl == GemmImpl::Cublaslt && !is_fused(eff_.mode);
+    vendor_ = plan.gemm_impl == GemmImpl::Cublaslt && !is_fused(eff_.mode) && quant_ == Quant::Blockscale;
     int ndev = device_count();
     if (ndev <= 0) throw EnvironmentError("no GPU device found by the runtime");
     int rpd = plan.ranks_per_device;
@@ -210,13 +216,13 @@ class Pipeline {
       // into out_alt, so `out` is what a stale reader would see.
       for (auto& rb : ranks_) {
         set(rb.dev);
-        GPU_CHECK(dev::launch_scale_f32(rb.sa, (K_ / 128) * M_, 2.0f, rb.comp));
+        GPU_CHECK(dev::launch_scale_f32(rb.sa, sa_count_, 2.0f, rb.comp));
       }
       execute_once(nullptr);
       sync_all();
       for (auto& rb : ranks_) {
         set(rb.dev);
-        GPU_CHECK(dev::launch_scale_f32(rb.sa, (K_ / 128) * M_, 0.5f, rb.comp));
+        GPU_CHECK(dev::launch_scale_f32(rb.sa, sa_count_, 0.5f, rb.comp));
         std::swap(rb.out, rb.out_alt);
       }
     }
@@ -396,7 +402,7 @@ class Pipeline {
                              ? plan_.iteration_scales[it][r]
                              : 1.0f;
       if (want != cur_scale_[r]) {
-        GPU_CHECK(dev::launch_scale_f32(rb.sa, (K_ / 128) * M_, want / cur_scale_[r], rb.comp));
+        GPU_CHECK(dev::launch_scale_f32(rb.sa, sa_count_, want / cur_scale_[r], rb.comp));
         cur_scale_[r] = want;
       }
       if (size_t(it) < plan_.straggle_schedule_us.size()) {
@@ -480,8 +486,8 @@ class Pipeline {
       GPU_CHECK(gpuStreamCreateWithFlags(&rb.copy, gpuStreamNonBlocking));
       rb.a = dalloc<uint8_t>(M_ * K_);
       rb.b = dalloc<uint8_t>(N_ * K_);
-      rb.sa = dalloc<float>((K_ / 128) * M_);
-      rb.sb = dalloc<float>((N_ / 128) * (K_ / 128));
+      rb.sa = dalloc<float>(sa_count_);
+      rb.sb = dalloc<float>(sb_count_);
       rb.c = dalloc<uint16_t>(M_ * N_);
       rb.recv = dalloc<uint16_t>(int64_t(W_) * S_ * N_);
       rb.out = dalloc<uint16_t>(M_ * N_);
@@ -512,14 +518,13 @@ class Pipeline {
         op.b.codes.assign(size_t(N_ * K_), 0);
         for (int64_t i = 0; i < M_; ++i) op.a.codes[size_t(i * K_)] = 0x38;
         for (int64_t i = 0; i < N_; ++i) op.b.codes[size_t(i * K_)] = 0x38;
-        op.a.scales.assign(size_t((K_ / 128) * M_), float(r + 1));
-        op.b.scales.assign(size_t((N_ / 128) * (K_ / 128)), 1.0f);
+        op.a.scales.assign(size_t(sa_count_), float(r + 1));
+        op.b.scales.assign(size_t(sb_count_), 1.0f);
       } else {
         gen(r, op);
       }
       GEMMAR_CHECK(int64_t(op.a.codes.size()) == M_ * K_ && int64_t(op.b.codes.size()) == N_ * K_ &&
-                       int64_t(op.a.scales.size()) == (K_ / 128) * M_ &&
-                       int64_t(op.b.scales.size()) == (N_ / 128) * (K_ / 128),
+                       int64_t(op.a.scales.size()) == sa_count_ && int64_t(op.b.scales.size()) == sb_count_,
                    "operand sizes of rank ", r);
       auto& rb = ranks_[r];
       set(rb.dev);
@@ -534,14 +539,15 @@ class Pipeline {
       if (fnuz_hw_) {
         GPU_CHECK(dev::launch_fp8_recode(rb.a, M_ * K_, true, rb.comp));
         GPU_CHECK(dev::launch_fp8_recode(rb.b, N_ * K_, true, rb.comp));
-        GPU_CHECK(dev::launch_scale_f32(rb.sb, (N_ / 128) * (K_ / 128), 4.0f, rb.comp));
+        // issue 25: only the MFMA (blockscale) kernel reads fnuz; gemm_quant.cu decodes the codes as fn itself.
+        if (quant_ == Quant::Blockscale) GPU_CHECK(dev::launch_scale_f32(rb.sb, sb_count_, 4.0f, rb.comp));
       }
       // The weights' checksum, from B as loaded (before any fault touches the device copy).
       if (guard_)
-        guard_->set_weights(r, reference::guard_weights(reference::dequantized_b(op, Quant::Blockscale, Fp8Format::E4M3FN),
+        guard_->set_weights(r, reference::guard_weights(reference::dequantized_b(op, quant_, Fp8Format::E4M3FN),
                                                         N_, K_));
       if (plan_.inject.perturbed_rank == r)
-        GPU_CHECK(dev::launch_scale_f32(rb.sb, (N_ / 128) * (K_ / 128), 1.25f, rb.comp));
+        GPU_CHECK(dev::launch_scale_f32(rb.sb, sb_count_, 1.25f, rb.comp));
       GPU_CHECK(gpuStreamSynchronize(rb.comp));
     }
   }
@@ -680,6 +686,14 @@ class Pipeline {
       }
   }
 
+  // issue 25: the GEMM of the run's quant (blockscale: kernels.cu; ptpc, mxfp8: gemm_quant.cu).
+  gpuError_t launch_gemm(const RankBufs& rb, int64_t m_begin, int64_t m_end, const dev::GemmDest& d) {
+    if (quant_ == Quant::Blockscale)
+      return dev::launch_gemm_blockscale(rb.a, rb.b, rb.sa, rb.sb, M_, N_, K_, m_begin, m_end, d, rb.comp);
+    const dev::QuantKernel q = quant_ == Quant::Ptpc ? dev::QuantKernel::Ptpc : dev::QuantKernel::Mxfp8;
+    return dev::launch_gemm_quant(q, rb.a, rb.b, rb.sa, rb.sb, M_, N_, K_, m_begin, m_end, d, rb.comp);
+  }
+
   // Every rank's GEMM; fused-sdma's epilogue chunks each hand their tiles to a copy-engine put, fused-lsa's
   // store them straight into the owner's slot.
   void gemm_leg(Timing* tm) {
@@ -703,7 +717,7 @@ class Pipeline {
         // chunk's put overlaps the GEMM of the chunks after it. The put waits on its chunk's completion.
         for (int j = 1; j <= W_; ++j) {
           const int p = (r + j) % W_;
-          GPU_CHECK(dev::launch_gemm_blockscale(rb.a, rb.b, rb.sa, rb.sb, M_, N_, K_, p * S_, (p + 1) * S_, d, rb.comp));
+          GPU_CHECK(launch_gemm(rb, p * S_, (p + 1) * S_, d));
           if (p == r) continue;
           GPU_CHECK(gpuEventRecord(rb.chunk_ev[p], rb.comp));
           GPU_CHECK(gpuStreamWaitEvent(rb.copy, rb.chunk_ev[p], 0));
@@ -713,7 +727,7 @@ class Pipeline {
       } else if (vendor_) {
         vendor_gemm_blockscale(rb.a, rb.b, rb.sa, rb.sb, M_, N_, K_, rb.c, rb.comp);
       } else {
-        GPU_CHECK(dev::launch_gemm_blockscale(rb.a, rb.b, rb.sa, rb.sb, M_, N_, K_, 0, M_, d, rb.comp));
+        GPU_CHECK(launch_gemm(rb, 0, M_, d));
       }
     }
     if (mode == Mode::FusedSdma) {
@@ -1071,6 +1085,8 @@ class Pipeline {
   Config eff_;
   int W_ = 0, ndev_used_ = 1;
   int64_t M_ = 0, N_ = 0, K_ = 0, S_ = 0;
+  Quant quant_ = Quant::Blockscale;
+  int64_t sa_count_ = 0, sb_count_ = 0;  // fp32 scales of A and of B in the quant's layout
   bool fnuz_hw_ = false;
   std::unique_ptr<DeviceGuard> guard_;  // --guard
   bool vendor_ = false;
@@ -1165,7 +1181,9 @@ Ceilings measure_ceilings(int64_t bytes, int iterations) {
 }
 
 GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const OperandFn& gen, GemmImpl impl,
-                          const std::vector<int64_t>& rows) {
+                          const std::vector<int64_t>& rows, Quant quant) {
+  GEMMAR_USAGE_CHECK(impl != GemmImpl::Cublaslt || quant != Quant::Mxfp8,
+                     "gemm: no vendor mxfp8 GEMM on this device (Hopper has no MX instructions)");
   GEMMAR_USAGE_CHECK(m % dev::kBlockM == 0 && n % dev::kBlockN == 0 && k % dev::kBlockK == 0,
                      "gemm: m, n, k must be multiples of 128");
   GPU_CHECK(gpuSetDevice(0));
@@ -1176,8 +1194,11 @@ GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const
   GPU_CHECK(gpuStreamCreateWithFlags(&s, gpuStreamNonBlocking));
   uint8_t* a = dalloc<uint8_t>(m * k);
   uint8_t* b = dalloc<uint8_t>(n * k);
-  float* sa = dalloc<float>((k / 128) * m);
-  float* sb = dalloc<float>((n / 128) * (k / 128));
+  const int64_t sa_count = reference::scale_count(quant, reference::Operand::A, m, k);
+  const int64_t sb_count = reference::scale_count(quant, reference::Operand::B, n, k);
+  GEMMAR_CHECK(int64_t(op.a.scales.size()) == sa_count && int64_t(op.b.scales.size()) == sb_count, "scale sizes");
+  float* sa = dalloc<float>(sa_count);
+  float* sb = dalloc<float>(sb_count);
   uint16_t* c = dalloc<uint16_t>(m * n);
   GPU_CHECK(gpuMemcpy(a, op.a.codes.data(), op.a.codes.size(), gpuMemcpyHostToDevice));
   GPU_CHECK(gpuMemcpy(b, op.b.codes.data(), op.b.codes.size(), gpuMemcpyHostToDevice));
@@ -1189,8 +1210,12 @@ GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const
   d.slice_rows = m;
   d.ldd = n;
   auto launch = [&] {
-    if (impl == GemmImpl::Cublaslt) vendor_gemm_blockscale(a, b, sa, sb, m, n, k, c, s);
-    else GPU_CHECK(dev::launch_gemm_blockscale(a, b, sa, sb, m, n, k, 0, m, d, s));
+    if (impl == GemmImpl::Cublaslt && quant == Quant::Ptpc) vendor_gemm_ptpc(a, b, sa, sb, m, n, k, c, s);
+    else if (impl == GemmImpl::Cublaslt) vendor_gemm_blockscale(a, b, sa, sb, m, n, k, c, s);
+    else if (quant == Quant::Blockscale) GPU_CHECK(dev::launch_gemm_blockscale(a, b, sa, sb, m, n, k, 0, m, d, s));
+    else
+      GPU_CHECK(dev::launch_gemm_quant(quant == Quant::Ptpc ? dev::QuantKernel::Ptpc : dev::QuantKernel::Mxfp8, a, b,
+                                       sa, sb, m, n, k, 0, m, d, s));
   };
   gpuEvent_t e0, e1;
   GPU_CHECK(gpuEventCreate(&e0));

@@ -115,7 +115,9 @@ struct GemmTiming {
   double us = 0;
   std::vector<float> partial_rows;
 };
+// quant (issue 25): the operands' scale layout; ptpc's vendor GEMM is cuBLASLt's outer-vector scaling, mxfp8 has
+// none on Hopper (UsageError).
 GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const OperandFn&, GemmImpl impl,
-                          const std::vector<int64_t>& rows);
+                          const std::vector<int64_t>& rows, Quant quant = Quant::Blockscale);
 
 }  // namespace gemmar::kernels

@@ -64,9 +64,11 @@ struct Plan {
   }
 };
 
-Plan& plan_for(int dev, int64_t m, int64_t n, int64_t k) {
-  static std::map<std::tuple<int, int64_t, int64_t, int64_t>, std::unique_ptr<Plan>> plans;
-  auto& p = plans[{dev, m, n, k}];
+// ptpc (issue 25): cuBLASLt's outer-vector scaling, one fp32 scale per row of its A (our B: [n]) and per column
+// of its B (our A: [m]), applied to the fp32 product: the same layouts as our ptpc operands.
+Plan& plan_for(int dev, int64_t m, int64_t n, int64_t k, bool ptpc = false) {
+  static std::map<std::tuple<int, int64_t, int64_t, int64_t, bool>, std::unique_ptr<Plan>> plans;
+  auto& p = plans[{dev, m, n, k, ptpc}];
   if (p) return *p;
   p = std::make_unique<Plan>();
   LT_CHECK(cublasLtCreate(&p->lt));
@@ -74,8 +76,10 @@ Plan& plan_for(int dev, int64_t m, int64_t n, int64_t k) {
   const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
   LT_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
   LT_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-  const cublasLtMatmulMatrixScale_t s_a = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
-  const cublasLtMatmulMatrixScale_t s_b = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+  const cublasLtMatmulMatrixScale_t s_a =
+      ptpc ? CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F : CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+  const cublasLtMatmulMatrixScale_t s_b =
+      ptpc ? CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F : CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
   LT_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &s_a, sizeof(s_a)));
   LT_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &s_b, sizeof(s_b)));
   LT_CHECK(cublasLtMatrixLayoutCreate(&p->la, CUDA_R_8F_E4M3, uint64_t(k), uint64_t(n), int64_t(k)));
@@ -110,7 +114,7 @@ void choose(Plan& p, const uint8_t* a, const uint8_t* b, uint16_t* d, cudaStream
   const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(p.lt, p.op, p.la, p.lb, p.lc, p.lc, pref, 16, heur, &found);
   cublasLtMatmulPreferenceDestroy(pref);
   if (hs != CUBLAS_STATUS_SUCCESS || found <= 0)
-    throw EnvironmentError("cuBLASLt has no blockscale fp8 algorithm for this shape (status " +
+    throw EnvironmentError("cuBLASLt has no scaled fp8 algorithm (blockscale or ptpc) for this shape (status " +
                                std::to_string(int(hs)) + ")", __FILE__, __LINE__);
   cudaEvent_t e0, e1;
   CU_CHECK(cudaEventCreate(&e0));
@@ -142,7 +146,7 @@ void choose(Plan& p, const uint8_t* a, const uint8_t* b, uint16_t* d, cudaStream
   }
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
-  if (!p.chosen) throw EnvironmentError("no cuBLASLt blockscale algorithm ran on this device", __FILE__, __LINE__);
+  if (!p.chosen) throw EnvironmentError("no cuBLASLt scaled fp8 algorithm ran on this device", __FILE__, __LINE__);
 }
 
 }  // namespace
@@ -163,6 +167,17 @@ void vendor_gemm_blockscale(const uint8_t* a, const uint8_t* b, const float* a_s
   LT_CHECK(matmul(p, p.algo, a, b, d, s));
 }
 
+void vendor_gemm_ptpc(const uint8_t* a, const uint8_t* b, const float* a_scale, const float* b_scale, int64_t m,
+                      int64_t n, int64_t k, uint16_t* d, gpuStream_t s) {
+  GEMMAR_USAGE_CHECK(m % 16 == 0 && n % 16 == 0 && k % 16 == 0, "cuBLASLt ptpc: m, n, k must be multiples of 16");
+  int dev = 0;
+  CU_CHECK(cudaGetDevice(&dev));
+  Plan& p = plan_for(dev, m, n, k, /*ptpc=*/true);
+  set_scales(p, a_scale, b_scale);
+  if (!p.chosen) choose(p, a, b, d, s);
+  LT_CHECK(matmul(p, p.algo, a, b, d, s));
+}
+
 #else  // AMD (hipBLASLt not wired), or a cuBLASLt without block scaling
 
 bool vendor_gemm_available() { return false; }
@@ -170,6 +185,10 @@ std::string vendor_gemm_name() { return "unavailable (needs cuBLASLt >= 12.9 on 
 void vendor_gemm_blockscale(const uint8_t*, const uint8_t*, const float*, const float*, int64_t, int64_t, int64_t,
                             uint16_t*, gpuStream_t) {
   throw UsageError("--gemm-impl cublaslt: " + vendor_gemm_name());
+}
+void vendor_gemm_ptpc(const uint8_t*, const uint8_t*, const float*, const float*, int64_t, int64_t, int64_t,
+                      uint16_t*, gpuStream_t) {
+  throw UsageError("cuBLASLt ptpc: " + vendor_gemm_name());
 }
 
 #endif

@@ -20,5 +20,9 @@ std::string vendor_gemm_name();
 // calls only enqueue. Throws EnvironmentError (file:line) when cuBLASLt refuses the problem.
 void vendor_gemm_blockscale(const uint8_t* a, const uint8_t* b, const float* a_scale, const float* b_scale,
                             int64_t m, int64_t n, int64_t k, uint16_t* d, gpuStream_t s);
+// ptpc (issue 25): cuBLASLt's outer-vector fp32 scaling (CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F), a_scale [m],
+// b_scale [n]; the same algorithm choice and errors as above. The vendor comparison of gemmar_gpu_bench only.
+void vendor_gemm_ptpc(const uint8_t* a, const uint8_t* b, const float* a_scale, const float* b_scale, int64_t m,
+                      int64_t n, int64_t k, uint16_t* d, gpuStream_t s);
 
 }  // namespace gemmar::kernels

@@ -5,7 +5,8 @@
 # (v_mfma_f32_32x32x16_fp8_fp8 on AMD, the e4m3 mma.sync on NVIDIA). Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SOURCES=(kernels/kernels.cu kernels/gemm_ar.cu kernels/vendor_gemm.cu kernels/guard.cu kernels/output_compare.cu)
+SOURCES=(kernels/kernels.cu kernels/gemm_ar.cu kernels/gemm_quant.cu kernels/vendor_gemm.cu kernels/guard.cu
+         kernels/output_compare.cu)
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 CLANG=${CLANG:-$(command -v clang++-19 || command -v clang++ || true)}

@@ -106,8 +106,10 @@ class GpuBackend final : public Backend {
       base.straggle_us = 0;
       base.straggle_schedule_us.clear();
       base.check_every = 1 << 30;  // timed only: no read-back
-      base.gemm_impl = kernels::vendor_gemm_available() ? GemmImpl::Cublaslt : GemmImpl::Gemmar;
-      const std::string what = std::string(kernels::vendor_gemm_available() ? "cuBLASLt GEMM" : "gemmar GEMM") +
+      // The pipeline's vendor GEMM is blockscale's (ptpc / mxfp8 run ours: kernels/gemm_ar.cu, issue 25).
+      const bool lt = kernels::vendor_gemm_available() && req.config.quant == Quant::Blockscale;
+      base.gemm_impl = lt ? GemmImpl::Cublaslt : GemmImpl::Gemmar;
+      const std::string what = std::string(lt ? "cuBLASLt GEMM" : "gemmar GEMM") +
                                " + split-sdma " + to_string(base.config.gather_dtype) + "/" +
                                to_string(base.config.gather_transport);
       auto& cached = baselines_[std::make_tuple(plan.shape.m, plan.shape.n, plan.shape.k, plan.shape.world,
