@@ -16,6 +16,11 @@ jrun() {
   echo
   echo "# rc=$rc"
 }
+# The configurations the device scripts run, by name (as arrays: "${FP8S[@]}").
+BF16=(--mode fused-sdma --gather-dtype bf16)
+FP8S=(--mode fused-sdma --gather-dtype fp8 --gather-transport sdma)
+FP8L=(--mode fused-lsa --gather-dtype fp8 --gather-transport lsa)
+LSA=(--mode split-lsa)
 # Each fault on the fused-sdma bf16 wire and on its fp8/sdma wire, at M=4096.
 inject_faults() {
   local f

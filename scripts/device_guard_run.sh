@@ -23,10 +23,6 @@ CLEAN_ITERS=${CLEAN_ITERS:-1000}
 CLEAN_ITERS_16K=${CLEAN_ITERS_16K:-200}
 source scripts/device_common.sh "$G" "$OUT"
 start=$(date +%s)
-BF16=(--mode fused-sdma --gather-dtype bf16)
-FP8S=(--mode fused-sdma --gather-dtype fp8 --gather-transport sdma)
-FP8L=(--mode fused-lsa --gather-dtype fp8 --gather-transport lsa)
-LSA=(--mode split-lsa)
 {
   for m in 4096 16384; do
     for cfg in BF16 FP8S; do

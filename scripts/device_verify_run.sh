@@ -16,8 +16,6 @@ OUT=${2:?output dir}
 mkdir -p "$OUT"
 DEVICE_RUN_TIMEOUT=120
 source scripts/device_common.sh "$G" "$OUT"
-BF16=(--mode fused-sdma --gather-dtype bf16)
-FP8S=(--mode fused-sdma --gather-dtype fp8 --gather-transport sdma)
 {
   jrun "flip BF16 4096" -m 4096 "${BF16[@]}" --inject flip-unsampled
   jrun "flip FP8S 4096" -m 4096 "${FP8S[@]}" --inject flip-unsampled
