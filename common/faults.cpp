@@ -25,7 +25,7 @@ const std::vector<FaultClass>& fault_table() {
       {"frozen-flag", "a host value baked into the graph capture (iteration 0's epoch): later replays' gathers pass "
                       "their wait at once and copy the previous replay's reduced slice", "STALE_ITERATION"},
       {"flip-unsampled", "one flipped bit in one element of one rank's output, in a row the sampled check does not "
-                         "read (GPU only)", "COLLECTIVE_MISMATCH"},
+                         "read (GPU only)", "COLLECTIVE_MISMATCH", /*gpu_only=*/true},
   };
   return t;
 }

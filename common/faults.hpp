@@ -36,6 +36,9 @@ struct FaultClass {
   const char* spelling;       // as --inject takes it ("perturb-rank=R" takes a value)
   const char* imitates;       // the real failure it stands for
   const char* expected_code;  // the finding that must catch it
+  // Injectable only by the GPU kernels: the CPU emulation holds the sampled rows alone, so the fault would have
+  // nothing to act on there, and the CPU backend refuses it rather than report a clean run.
+  bool gpu_only = false;
 };
 const std::vector<FaultClass>& fault_table();
 // "silent-puts, silent-scatter, ..." for help texts and error messages.

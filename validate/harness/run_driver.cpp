@@ -159,6 +159,8 @@ class CpuBackend final : public Backend {
  public:
   std::string name() const override { return "cpu-emulation"; }
   BackendResult execute(const RunRequest& req, const std::vector<int64_t>& rows) override {
+    GEMMAR_USAGE_CHECK(!req.inject.flip_unsampled, "--inject flip-unsampled: GPU only (the CPU emulation holds only ",
+                       "the sampled rows, so the fault has no element to act on); use --backend gpu");
     BackendResult out;
     out.backend = name();
     out.device = "CPU emulation (" + std::to_string(req.shape.world) + " ranks as separate buffers)";
