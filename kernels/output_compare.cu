@@ -1,5 +1,6 @@
 #include "kernels/output_compare.hpp"
 
+#include "kernels/kernels.hpp"
 #include "reference/numerics_inline.hpp"
 
 namespace gemmar::kernels::dev {
@@ -20,12 +21,22 @@ __device__ __forceinline__ float reduce_at(const OutputCompareArgs& a, int owner
   return acc;
 }
 
-__device__ __forceinline__ void judge(const OutputCompareArgs& a, int r, int64_t row, int64_t col, uint16_t want) {
+// Counts go to the block's shared counters first and to global memory once per block and rank: on a run where
+// nearly every element is wrong (a silent gather) per-element global atomics serialised the compare (175 ms
+// instead of 1.1 ms at M = 4096 on the H200, docs/results/h200-1gpu-2026-12-03-session5).
+struct BlockCounts {
+  unsigned long long wrong[kMaxWorld];
+  unsigned long long nonfinite[kMaxWorld];
+  unsigned long long first[kMaxWorld];
+};
+
+__device__ __forceinline__ void judge(const OutputCompareArgs& a, BlockCounts& c, int r, int64_t row, int64_t col,
+                                      uint16_t want) {
   const uint16_t got = a.outputs[r][row * a.n + col];
-  if ((got & 0x7f80) == 0x7f80) atomicAdd(&a.counts[a.world + r], 1ull);
+  if ((got & 0x7f80) == 0x7f80) atomicAdd(&c.nonfinite[r], 1ull);
   if (got != want) {
-    atomicAdd(&a.counts[r], 1ull);
-    atomicMin(&a.counts[2 * a.world + r], static_cast<unsigned long long>(row * a.n + col));
+    atomicAdd(&c.wrong[r], 1ull);
+    atomicMin(&c.first[r], static_cast<unsigned long long>(row * a.n + col));
   }
 }
 
@@ -33,6 +44,12 @@ __global__ void __launch_bounds__(kCompareThreads) output_compare_kernel(OutputC
   const int64_t row = blockIdx.x;
   const int owner = int(row / a.slice_rows) < a.world ? int(row / a.slice_rows) : a.world - 1;
   const int64_t srow = row - int64_t(owner) * a.slice_rows;
+  __shared__ BlockCounts counts;
+  for (int r = threadIdx.x; r < a.world; r += blockDim.x) {
+    counts.wrong[r] = counts.nonfinite[r] = 0;
+    counts.first[r] = ~0ull;
+  }
+  __syncthreads();
   float scale = 1.0f, inv = 1.0f;
   if (a.fp8_wire) {
     // The row's amax as the pipeline takes it: over the bf16 reduced row, or the fp32 accumulator when fused.
@@ -56,7 +73,15 @@ __global__ void __launch_bounds__(kCompareThreads) output_compare_kernel(OutputC
     const uint16_t wire = a.fp8_wire
                               ? nm::wire_dequantize(nm::quantize_scaled(nm::bf16_to_f32(reduced), inv, false), scale, false)
                               : reduced;
-    for (int r = 0; r < a.world; ++r) judge(a, r, row, col, r == owner ? reduced : wire);
+    for (int r = 0; r < a.world; ++r) judge(a, counts, r, row, col, r == owner ? reduced : wire);
+  }
+  __syncthreads();
+  for (int r = threadIdx.x; r < a.world; r += blockDim.x) {
+    if (counts.nonfinite[r]) atomicAdd(&a.counts[a.world + r], counts.nonfinite[r]);
+    if (counts.wrong[r]) {
+      atomicAdd(&a.counts[r], counts.wrong[r]);
+      atomicMin(&a.counts[2 * a.world + r], counts.first[r]);
+    }
   }
 }
 
