@@ -16,11 +16,11 @@
 #include <string>
 
 #include "common/errors.hpp"
+#include "kernels/check/guard.hpp"
+#include "kernels/check/output_compare.hpp"
+#include "kernels/gemm/quant.hpp"  // issue 25: ptpc / mxfp8
 #include "kernels/gpu_compat.hpp"
-#include "kernels/gemm_quant.hpp"  // issue 25: ptpc / mxfp8
-#include "kernels/guard.hpp"
 #include "kernels/kernels.hpp"
-#include "kernels/output_compare.hpp"
 #include "kernels/vendor_gemm.hpp"
 #include "reference/no_release_pattern.hpp"
 #include "reference/quant.hpp"
@@ -131,7 +131,7 @@ class Pipeline {
     N_ = sh.n;
     K_ = sh.k;
     GEMMAR_USAGE_CHECK(W_ >= 1 && W_ <= dev::kMaxWorld, "--world: the GPU backend supports 1..", dev::kMaxWorld);
-    // issue 25: ptpc and mxfp8 run gemm_quant.cu's kernels; the scales' sizes follow the quant (reference/quant.hpp).
+    // issue 25: ptpc and mxfp8 run gemm/quant.cu's kernels; the scales' sizes follow the quant (reference/quant.hpp).
     quant_ = plan.config.quant;
     GEMMAR_USAGE_CHECK(!plan.guard || quant_ == Quant::Blockscale, "--guard: the GPU guard implements blockscale only");
     GEMMAR_USAGE_CHECK(M_ % (int64_t(W_) * dev::kBlockM) == 0, "-m: must be padded to a multiple of world*128");
@@ -539,7 +539,7 @@ class Pipeline {
       if (fnuz_hw_) {
         GPU_CHECK(dev::launch_fp8_recode(rb.a, M_ * K_, true, rb.comp));
         GPU_CHECK(dev::launch_fp8_recode(rb.b, N_ * K_, true, rb.comp));
-        // issue 25: only the MFMA (blockscale) kernel reads fnuz; gemm_quant.cu decodes the codes as fn itself.
+        // issue 25: only the MFMA (blockscale) kernel reads fnuz; gemm/quant.cu decodes the codes as fn itself.
         if (quant_ == Quant::Blockscale) GPU_CHECK(dev::launch_scale_f32(rb.sb, sb_count_, 4.0f, rb.comp));
       }
       // The weights' checksum, from B as loaded (before any fault touches the device copy).
@@ -686,7 +686,7 @@ class Pipeline {
       }
   }
 
-  // issue 25: the GEMM of the run's quant (blockscale: kernels.cu; ptpc, mxfp8: gemm_quant.cu).
+  // issue 25: the GEMM of the run's quant (blockscale: gemm/blockscale.cu; ptpc, mxfp8: gemm/quant.cu).
   gpuError_t launch_gemm(const RankBufs& rb, int64_t m_begin, int64_t m_end, const dev::GemmDest& d) {
     if (quant_ == Quant::Blockscale)
       return dev::launch_gemm_blockscale(rb.a, rb.b, rb.sa, rb.sb, M_, N_, K_, m_begin, m_end, d, rb.comp);
@@ -917,7 +917,7 @@ class Pipeline {
     }
   }
 
-  // The per-call guard (kernels/guard.hpp) after everything of the launch, as its own timed phase.
+  // The per-call guard (kernels/check/guard.hpp) after everything of the launch, as its own timed phase.
   void guard_leg(Timing* tm) {
     barrier(nullptr, "");
     const bool direct = eff_.mode == Mode::FusedLsa;
@@ -990,7 +990,7 @@ class Pipeline {
   }
 
   // Every element of every rank's output against the collective recomputed on the device from the partials
-  // this replay reduced (kernels/output_compare.hpp), on rank 0's device (peers' buffers through peer access,
+  // this replay reduced (kernels/check/output_compare.hpp), on rank 0's device (peers' buffers through peer access,
   // as the pipeline reads them). Gemm-only and one rank have no collective to check here: the read-back does it.
   std::optional<FullCompare> full_compare(int it) {
     if (!has_collective(eff_.mode) || W_ < 2) return std::nullopt;

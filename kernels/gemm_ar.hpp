@@ -41,7 +41,7 @@ struct DeviceRun : RunRequest {
   // reduce (k = 1) and its gather (k = 2) in iteration it; read from device memory by the captured spin kernels
   // and rewritten before every replay (a value passed as a kernel argument would be frozen into the capture).
   std::vector<std::vector<float>> straggle_schedule_us;
-  // `guard` (RunRequest): the per-call guard's kernels (kernels/guard.hpp) run at the end of every launch, inside
+  // `guard` (RunRequest): the per-call guard's kernels (kernels/check/guard.hpp) run at the end of every launch, inside
   // the graph, and after every timed replay (iteration >= 0) every rank's sums go to this sink.
   std::function<void(int iteration, std::vector<reference::GuardSums>&& sums)> guard_sink;
 };
@@ -64,7 +64,7 @@ struct RunOutput {
   std::vector<std::vector<std::vector<uint16_t>>> iteration_outputs;
   std::string launch = "graph";
   // Per checked iteration with a collective: every element of every rank against the collective recomputed on
-  // the device from its own partials (kernels/output_compare.hpp).
+  // the device from its own partials (kernels/check/output_compare.hpp).
   std::vector<FullCompare> full_compares;
 };
 

@@ -5,8 +5,9 @@
 # (v_mfma_f32_32x32x16_fp8_fp8 on AMD, the e4m3 mma.sync on NVIDIA). Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SOURCES=(kernels/kernels.cu kernels/gemm_ar.cu kernels/gemm_quant.cu kernels/vendor_gemm.cu kernels/guard.cu
-         kernels/output_compare.cu)
+SOURCES=(kernels/gemm/blockscale.cu kernels/gemm/quant.cu kernels/collective/legs.cu kernels/convert/convert.cu
+         kernels/faults/faults.cu kernels/bench/ceilings.cu kernels/gemm_ar.cu kernels/vendor_gemm.cu
+         kernels/check/guard.cu kernels/check/output_compare.cu)
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 CLANG=${CLANG:-$(command -v clang++-19 || command -v clang++ || true)}
@@ -23,8 +24,8 @@ if [[ -n "$CLANG" && -f "$HIP_INC/hip/hip_runtime.h" ]]; then
   for p in "${pids[@]}"; do wait "$p" || fail=1; done
   pids=()
   if [[ $fail -eq 0 ]]; then
-    grep -q v_mfma_f32_32x32x16_fp8_fp8 "$TMP/kernels.cu.gfx942.s" || { echo "gfx942: no fp8 MFMA emitted" >&2; fail=1; }
-    echo "gfx942: ok ($(grep -c v_mfma_f32_32x32x16_fp8_fp8 "$TMP/kernels.cu.gfx942.s") fp8 MFMA)"
+    grep -q v_mfma_f32_32x32x16_fp8_fp8 "$TMP/blockscale.cu.gfx942.s" || { echo "gfx942: no fp8 MFMA emitted" >&2; fail=1; }
+    echo "gfx942: ok ($(grep -c v_mfma_f32_32x32x16_fp8_fp8 "$TMP/blockscale.cu.gfx942.s") fp8 MFMA)"
   fi
   if "$CLANG" -x hip --offload-arch=gfx950 --cuda-device-only -nogpulib -E - </dev/null >/dev/null 2>&1; then
     for s in "${SOURCES[@]}"; do compile_hip gfx950 "$s" || fail=1; done
@@ -43,7 +44,7 @@ if [[ -n "$NVCC" ]]; then
   done
   for p in "${pids[@]}"; do wait "$p" || fail=1; done
   if [[ $fail -eq 0 ]]; then
-    "$NVCC" -std=c++17 -I. -gencode=arch=compute_90a,code=sm_90a -ptx kernels/kernels.cu -o "$TMP/k.ptx"
+    "$NVCC" -std=c++17 -I. -gencode=arch=compute_90a,code=sm_90a -ptx kernels/gemm/blockscale.cu -o "$TMP/k.ptx"
     grep -q "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32" "$TMP/k.ptx" || { echo "sm_90a: no e4m3 mma" >&2; fail=1; }
     echo "sm_90a: ok"
   fi

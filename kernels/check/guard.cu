@@ -1,4 +1,4 @@
-#include "kernels/guard.hpp"
+#include "kernels/check/guard.hpp"
 
 #include <algorithm>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-#include "kernels/output_compare.hpp"
+#include "kernels/check/output_compare.hpp"
 
 #include "kernels/kernels.hpp"
 #include "reference/numerics_inline.hpp"

@@ -1,4 +1,4 @@
-// The ptpc and mxfp8 GEMMs (kernels/gemm_quant.cu), beside the blockscale one of kernels.cu. Same tile, same
+// The ptpc and mxfp8 GEMMs (kernels/gemm/quant.cu), beside the blockscale one of gemm/blockscale.cu. Same tile, same
 // destinations and counters (kernels.hpp GemmDest), other scale layouts (reference/quant.hpp):
 //   ptpc:  a_scale [m] (one per row of A), b_scale [n] (one per row of B); the fp32 dot over all of K, then
 //          out = dot * (sa * sb) once in the epilogue (numerics::ptpc_epilogue)

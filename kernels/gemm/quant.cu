@@ -1,4 +1,4 @@
-// The ptpc and mxfp8 GEMMs (kernels/gemm_quant.hpp): the simple, correct kernel first, one source for CUDA and
+// The ptpc and mxfp8 GEMMs (kernels/gemm/quant.hpp): the simple, correct kernel first, one source for CUDA and
 // HIP. CTA tile 128 x 128, 256 threads, K step 32 (one mxfp8 scale block); the K step's codes are decoded once
 // into shared memory as fp32 (exact: every e4m3 value is an fp32) and each thread owns an 8 x 8 block of the
 // tile, rows ty + 16i and columns tx + 16j, so neither the shared-memory reads nor the stores conflict.
@@ -7,7 +7,7 @@
 // mxfp8 promotes every 32-wide block with block_accumulate, ptpc applies ptpc_epilogue once to the dot over K.
 // The run's check (the output against the fp32 reference, the collective re-emulated bit for bit over the
 // partials read back) is what proves it.
-#include "kernels/gemm_quant.hpp"
+#include "kernels/gemm/quant.hpp"
 
 #include "reference/numerics_inline.hpp"
 

@@ -1,4 +1,4 @@
-// wgmma (QGMMA) + TMA + mbarrier blockscale GEMMs for sm_90a, included by kernels.cu on the NVIDIA build only.
+// wgmma (QGMMA) + TMA + mbarrier blockscale GEMMs for sm_90a, included by gemm/blockscale.cu on the NVIDIA build only.
 // Our own design, after the structure DeepGEMM and CUTLASS example 67 describe for Hopper fp8 blockscale:
 // CTA tile 128 x 128, K step 128 = one scale block, 384 threads = 3 warpgroups: WG0 is the producer (one thread
 // issues TMA loads of the A and B tiles, 128B-swizzled, into a ring of shared-memory stages guarded by full/empty
