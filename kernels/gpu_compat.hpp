@@ -40,7 +40,6 @@ using gpuDeviceProp = hipDeviceProp_t;
 #define gpuMemsetAsync hipMemsetAsync
 #define gpuMemcpy hipMemcpy
 #define gpuMemcpyAsync hipMemcpyAsync
-#define gpuMemcpy2D hipMemcpy2D
 #define gpuMemcpyPeerAsync hipMemcpyPeerAsync
 #define gpuMemcpyHostToDevice hipMemcpyHostToDevice
 #define gpuMemcpyDeviceToHost hipMemcpyDeviceToHost
@@ -84,7 +83,6 @@ using gpuDeviceProp = cudaDeviceProp;
 #define gpuMemsetAsync cudaMemsetAsync
 #define gpuMemcpy cudaMemcpy
 #define gpuMemcpyAsync cudaMemcpyAsync
-#define gpuMemcpy2D cudaMemcpy2D
 #define gpuMemcpyPeerAsync cudaMemcpyPeerAsync
 #define gpuMemcpyHostToDevice cudaMemcpyHostToDevice
 #define gpuMemcpyDeviceToHost cudaMemcpyDeviceToHost
@@ -120,16 +118,6 @@ using gpuDeviceProp = cudaDeviceProp;
 
 namespace gemmar::gpu {
 
-// Butterfly max over the whole warp/wavefront.
-__device__ __forceinline__ float warp_max(float v) {
-#if defined(GEMMAR_GPU_HIP)
-  for (int o = GEMMAR_WARP_SIZE / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor(v, o, GEMMAR_WARP_SIZE));
-#else
-  for (int o = GEMMAR_WARP_SIZE / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-#endif
-  return v;
-}
-
 __device__ __forceinline__ float shfl_xor(float v, int o) {
 #if defined(GEMMAR_GPU_HIP)
   return __shfl_xor(v, o, GEMMAR_WARP_SIZE);
@@ -138,16 +126,67 @@ __device__ __forceinline__ float shfl_xor(float v, int o) {
 #endif
 }
 
-// System-scope release/acquire for flags that peers (other devices) poll.
-__device__ __forceinline__ void fence_system() {
+// Spins the calling thread for `us` microseconds of wall time (the straggler fault's delay).
+__device__ __forceinline__ void spin_for_us(float us) {
 #if defined(GEMMAR_GPU_HIP)
-  __threadfence_system();
+  const unsigned long long ticks = (unsigned long long)(us * 100.0f);  // wall_clock64 runs at 100 MHz on CDNA
+  const unsigned long long t0 = wall_clock64();
+  while (wall_clock64() - t0 < ticks) {
+  }
 #else
-  __threadfence_system();
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  const unsigned long long ns = (unsigned long long)(us * 1000.0f);
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
 #endif
 }
 
 }  // namespace gemmar::gpu
+
+// Graph capture / replay and timed events inside a capture (docs/reliability.md). An event recorded inside a capture is
+// only a dependency unless recorded as "external": then the graph's replay records it and it can be timed.
+#if defined(GEMMAR_GPU_HIP)
+#if defined(hipEventRecordExternal) || HIP_VERSION >= 60200000
+#define GEMMAR_RECORD_EXTERNAL(e, s) hipEventRecordWithFlags(e, s, hipEventRecordExternal)
+#else  // older HIP: no external event nodes; a timed event inside a capture is then only a dependency
+#define GEMMAR_RECORD_EXTERNAL(e, s) hipEventRecord(e, s)
+#endif
+#define GEMMAR_BEGIN_CAPTURE(s) hipStreamBeginCapture(s, hipStreamCaptureModeRelaxed)
+#define GEMMAR_END_CAPTURE(s, g) hipStreamEndCapture(s, g)
+#define GEMMAR_INSTANTIATE(x, g) hipGraphInstantiate(x, g, nullptr, nullptr, 0)
+#define GEMMAR_GRAPH_LAUNCH(x, s) hipGraphLaunch(x, s)
+#define GEMMAR_GRAPH_EXEC_DESTROY(x) hipGraphExecDestroy(x)
+#define GEMMAR_GRAPH_DESTROY(g) hipGraphDestroy(g)
+#else
+#define GEMMAR_RECORD_EXTERNAL(e, s) cudaEventRecordWithFlags(e, s, cudaEventRecordExternal)
+#define GEMMAR_BEGIN_CAPTURE(s) cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed)
+#define GEMMAR_END_CAPTURE(s, g) cudaStreamEndCapture(s, g)
+#define GEMMAR_INSTANTIATE(x, g) cudaGraphInstantiate(x, g, 0)
+#define GEMMAR_GRAPH_LAUNCH(x, s) cudaGraphLaunch(x, s)
+#define GEMMAR_GRAPH_EXEC_DESTROY(x) cudaGraphExecDestroy(x)
+#define GEMMAR_GRAPH_DESTROY(g) cudaGraphDestroy(g)
+#endif
+
+#if defined(GEMMAR_GPU_CUDA)
+#include <cuda.h>  // CUtensorMap (types only: the encoder is fetched from the driver at run time)
+#include <cudaTypedefs.h>
+namespace gemmar::gpu {
+// The driver's cuTensorMapEncodeTiled, fetched through the runtime so nothing links libcuda; null if missing.
+inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
+  if (!fn) {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) == cudaSuccess &&
+        q == cudaDriverEntryPointSuccess)
+      fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+  }
+  return fn;
+}
+}  // namespace gemmar::gpu
+#endif
 
 // ---- fp8 matrix instruction families ----------------------------------------------------------------------
 // GEMMAR_MMA_SM89: mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 (sm_89+, used on sm_90a).

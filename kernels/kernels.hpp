@@ -1,4 +1,4 @@
-// Launchers of the device kernels (kernels.cu), called by the orchestration in gemm_ar.cu. Every launcher
+// Launchers of the device kernels (gemm/, collective/, convert/, faults/, bench/ceilings.cu), called by the orchestration in gemm_ar.cu. Every launcher
 // enqueues on the given stream and returns the launch status; nothing here synchronizes.
 #pragma once
 #include <cstdint>
@@ -72,6 +72,8 @@ struct NoReleaseSet {
 gpuError_t launch_no_release(const NoReleaseSet& set, int count, int receiver, uint64_t seed, uint64_t line_threshold,
                              int64_t slice_rows, int64_t n, bool fp8, gpuStream_t s);
 
+// One thread spinning for delays_us[idx] microseconds, read when it runs (the straggler fault; <= 0: no delay).
+gpuError_t launch_straggle_spin(const float* delays_us, int idx, gpuStream_t s);
 // Counts elements equal to 0xFFFF (the poison) into *counter (atomic add).
 gpuError_t launch_count_poison(const uint16_t* p, int64_t elems, unsigned long long* counter, gpuStream_t s);
 // x[i] *= factor.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/errors.hpp"
+#include "kernels/host_check.hpp"
 
 #if defined(GEMMAR_GPU_CUDA)
 #include <cublasLt.h>
@@ -29,14 +30,6 @@ namespace {
       throw ::gemmar::EnvironmentError(std::string("cuBLASLt call failed: ") + #expr + " (status " +        \
                                            std::to_string(int(lt_st_)) + ")", __FILE__, __LINE__);          \
   } while (0)
-#define CU_CHECK(expr)                                                                                      \
-  do {                                                                                                      \
-    const cudaError_t cu_st_ = (expr);                                                                      \
-    if (cu_st_ != cudaSuccess)                                                                              \
-      throw ::gemmar::EnvironmentError(std::string("CUDA call failed: ") + #expr + ": " +                  \
-                                           cudaGetErrorString(cu_st_), __FILE__, __LINE__);                \
-  } while (0)
-
 constexpr size_t kWorkspace = size_t(64) << 20;
 
 struct Plan {
@@ -48,18 +41,18 @@ struct Plan {
   // One workspace per stream: the W ranks of one device issue their GEMMs on W streams that run concurrently,
   // and cuBLASLt's split-K / stream-K kernels keep partial sums and flags in the workspace (a shared one
   // corrupted the partials on the H200, 2026-12-03).
-  std::map<cudaStream_t, void*> ws;
+  std::map<gpuStream_t, void*> ws;
   ~Plan() {
-    for (auto& [st, w] : ws) cudaFree(w);
+    for (auto& [st, w] : ws) gpuFree(w);
     if (la) cublasLtMatrixLayoutDestroy(la);
     if (lb) cublasLtMatrixLayoutDestroy(lb);
     if (lc) cublasLtMatrixLayoutDestroy(lc);
     if (op) cublasLtMatmulDescDestroy(op);
     if (lt) cublasLtDestroy(lt);
   }
-  void* workspace(cudaStream_t s) {
+  void* workspace(gpuStream_t s) {
     void*& w = ws[s];
-    if (!w) CU_CHECK(cudaMalloc(&w, kWorkspace));
+    if (!w) GPU_CHECK(gpuMalloc(&w, kWorkspace));
     return w;
   }
 };
@@ -96,7 +89,7 @@ void set_scales(Plan& p, const float* a_scale, const float* b_scale) {
 }
 
 cublasStatus_t matmul(Plan& p, const cublasLtMatmulAlgo_t& algo, const uint8_t* a, const uint8_t* b, uint16_t* d,
-                      cudaStream_t s) {
+                      gpuStream_t s) {
   const float alpha = 1.0f, beta = 0.0f;
   return cublasLtMatmul(p.lt, p.op, &alpha, b, p.la, a, p.lb, &beta, d, p.lc, d, p.lc, &algo, p.workspace(s), kWorkspace,
                         s);
@@ -104,7 +97,7 @@ cublasStatus_t matmul(Plan& p, const cublasLtMatmulAlgo_t& algo, const uint8_t* 
 
 // Times every heuristic candidate (3 warm-ups, median of 5) and keeps the fastest: cuBLASLt's first choice is
 // 3-11% below its best at M <= 8192 on the H200 (shared/notes/h200-blockscale-gemm-peers.md).
-void choose(Plan& p, const uint8_t* a, const uint8_t* b, uint16_t* d, cudaStream_t s) {
+void choose(Plan& p, const uint8_t* a, const uint8_t* b, uint16_t* d, gpuStream_t s) {
   cublasLtMatmulPreference_t pref;
   LT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
   LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &kWorkspace,
@@ -116,25 +109,25 @@ void choose(Plan& p, const uint8_t* a, const uint8_t* b, uint16_t* d, cudaStream
   if (hs != CUBLAS_STATUS_SUCCESS || found <= 0)
     throw EnvironmentError("cuBLASLt has no scaled fp8 algorithm (blockscale or ptpc) for this shape (status " +
                                std::to_string(int(hs)) + ")", __FILE__, __LINE__);
-  cudaEvent_t e0, e1;
-  CU_CHECK(cudaEventCreate(&e0));
-  CU_CHECK(cudaEventCreate(&e1));
+  gpuEvent_t e0, e1;
+  GPU_CHECK(gpuEventCreate(&e0));
+  GPU_CHECK(gpuEventCreate(&e1));
   double best = -1;
   for (int h = 0; h < found; ++h) {
     bool ok = true;
     for (int i = 0; i < 3 && ok; ++i) ok = matmul(p, heur[h].algo, a, b, d, s) == CUBLAS_STATUS_SUCCESS;
-    if (!ok || cudaStreamSynchronize(s) != cudaSuccess) {
-      (void)cudaGetLastError();
+    if (!ok || gpuStreamSynchronize(s) != gpuSuccess) {
+      (void)gpuGetLastError();
       continue;
     }
     std::vector<double> t;
     for (int i = 0; i < 5; ++i) {
-      CU_CHECK(cudaEventRecord(e0, s));
+      GPU_CHECK(gpuEventRecord(e0, s));
       LT_CHECK(matmul(p, heur[h].algo, a, b, d, s));
-      CU_CHECK(cudaEventRecord(e1, s));
-      CU_CHECK(cudaEventSynchronize(e1));
+      GPU_CHECK(gpuEventRecord(e1, s));
+      GPU_CHECK(gpuEventSynchronize(e1));
       float ms = 0;
-      CU_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+      GPU_CHECK(gpuEventElapsedTime(&ms, e0, e1));
       t.push_back(double(ms));
     }
     std::sort(t.begin(), t.end());
@@ -144,9 +137,20 @@ void choose(Plan& p, const uint8_t* a, const uint8_t* b, uint16_t* d, cudaStream
       p.chosen = true;
     }
   }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
+  gpuEventDestroy(e0);
+  gpuEventDestroy(e1);
   if (!p.chosen) throw EnvironmentError("no cuBLASLt scaled fp8 algorithm ran on this device", __FILE__, __LINE__);
+}
+
+// The plan of this device and shape (made and its algorithm chosen on the first call), then one matmul.
+void scaled_gemm(const uint8_t* a, const uint8_t* b, const float* a_scale, const float* b_scale, int64_t m, int64_t n,
+                 int64_t k, uint16_t* d, gpuStream_t s, bool ptpc) {
+  int dev = 0;
+  GPU_CHECK(gpuGetDevice(&dev));
+  Plan& p = plan_for(dev, m, n, k, ptpc);
+  set_scales(p, a_scale, b_scale);
+  if (!p.chosen) choose(p, a, b, d, s);
+  LT_CHECK(matmul(p, p.algo, a, b, d, s));
 }
 
 }  // namespace
@@ -159,23 +163,13 @@ std::string vendor_gemm_name() {
 void vendor_gemm_blockscale(const uint8_t* a, const uint8_t* b, const float* a_scale, const float* b_scale, int64_t m,
                             int64_t n, int64_t k, uint16_t* d, gpuStream_t s) {
   GEMMAR_USAGE_CHECK(m % 128 == 0 && n % 128 == 0 && k % 128 == 0, "--gemm-impl cublaslt: m, n, k must be multiples of 128");
-  int dev = 0;
-  CU_CHECK(cudaGetDevice(&dev));
-  Plan& p = plan_for(dev, m, n, k);
-  set_scales(p, a_scale, b_scale);
-  if (!p.chosen) choose(p, a, b, d, s);
-  LT_CHECK(matmul(p, p.algo, a, b, d, s));
+  scaled_gemm(a, b, a_scale, b_scale, m, n, k, d, s, /*ptpc=*/false);
 }
 
 void vendor_gemm_ptpc(const uint8_t* a, const uint8_t* b, const float* a_scale, const float* b_scale, int64_t m,
                       int64_t n, int64_t k, uint16_t* d, gpuStream_t s) {
   GEMMAR_USAGE_CHECK(m % 16 == 0 && n % 16 == 0 && k % 16 == 0, "cuBLASLt ptpc: m, n, k must be multiples of 16");
-  int dev = 0;
-  CU_CHECK(cudaGetDevice(&dev));
-  Plan& p = plan_for(dev, m, n, k, /*ptpc=*/true);
-  set_scales(p, a_scale, b_scale);
-  if (!p.chosen) choose(p, a, b, d, s);
-  LT_CHECK(matmul(p, p.algo, a, b, d, s));
+  scaled_gemm(a, b, a_scale, b_scale, m, n, k, d, s, /*ptpc=*/true);
 }
 
 #else  // AMD (hipBLASLt not wired), or a cuBLASLt without block scaling

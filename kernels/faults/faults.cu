@@ -1,4 +1,4 @@
-// Fault injection on the device: the no-release pattern over what a gather landed, the poison count, the scale
+// Fault injection on the device: the straggler delay, the no-release pattern over what a gather landed, the poison count, the scale
 // perturbation and the fnuz recode (common/faults.cpp lists what each one models).
 #include "kernels/device_common.cuh"
 #include "reference/no_release_pattern.hpp"
@@ -8,6 +8,14 @@ namespace {
 
 // One thread per 64-byte line of every (owner, row) of the set: rows outside the owner's hit bands cost one
 // mask test; a stale line is four 16-byte stores (pre-reduce bf16 contents, or fp8 zero codes).
+// Straggler injection: spins for delays_us[idx] microseconds, read from device memory when it runs (so a graph
+// replays the delay the host wrote before that replay, not the one seen at capture).
+__global__ void straggle_spin_kernel(const float* delays_us, int idx) {
+  const float us = delays_us[idx];
+  if (!(us > 0.0f)) return;
+  gemmar::gpu::spin_for_us(us);
+}
+
 __global__ void __launch_bounds__(kThreads) no_release_kernel(NoReleaseSet set, int count, int receiver, uint64_t seed,
                                                               uint64_t threshold, int64_t slice_rows, int64_t n,
                                                               bool fp8) {
@@ -89,6 +97,11 @@ gpuError_t launch_scale_f32(float* x, int64_t elems, float factor, gpuStream_t s
 
 gpuError_t launch_fp8_recode(uint8_t* x, int64_t elems, bool zero_negzero_only, gpuStream_t s) {
   fp8_recode_kernel<<<unsigned(grid_for(elems, kThreads * 8)), kThreads, 0, s>>>(x, elems, zero_negzero_only);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_straggle_spin(const float* delays_us, int idx, gpuStream_t s) {
+  straggle_spin_kernel<<<1, 1, 0, s>>>(delays_us, idx);
   return gpuGetLastError();
 }
 

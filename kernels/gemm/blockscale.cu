@@ -8,9 +8,6 @@
 #include "kernels/device_common.cuh"
 
 #if defined(GEMMAR_GPU_CUDA)
-#include <cuda.h>  // CUtensorMap (types only: the encoder is fetched from the driver at run time)
-#include <cudaTypedefs.h>
-
 #include <mutex>
 #include <vector>
 #endif
@@ -393,21 +390,9 @@ WgmmaKind wgmma_kind() {
   return WgmmaKind(v);
 }
 
-PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
-  if (!fn) {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) == cudaSuccess &&
-        q == cudaDriverEntryPointSuccess)
-      fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
-  }
-  return fn;
-}
-
 // rows x k e4m3 row-major, boxes of 128 rows x 128 bytes, 128-byte swizzle (what smem_desc() describes).
 bool encode_tile_map(CUtensorMap* map, const uint8_t* base, int64_t rows, int64_t k, uint32_t box_rows) {
-  const auto enc = tensor_map_encoder();
+  const auto enc = gemmar::gpu::tensor_map_encoder();
   if (!enc) return false;
   const cuuint64_t dims[2] = {cuuint64_t(k), cuuint64_t(rows)};
   const cuuint64_t strides[1] = {cuuint64_t(k)};
@@ -419,7 +404,7 @@ bool encode_tile_map(CUtensorMap* map, const uint8_t* base, int64_t rows, int64_
 }
 // The A scales [k/128, m] fp32 (m contiguous): boxes of `box` scales (the tile's rows) of one K block.
 bool encode_scale_map(CUtensorMap* map, const float* base, int64_t m, int64_t kb, uint32_t box_rows) {
-  const auto enc = tensor_map_encoder();
+  const auto enc = gemmar::gpu::tensor_map_encoder();
   if (!enc) return false;
   const cuuint64_t dims[2] = {cuuint64_t(m), cuuint64_t(kb)};
   const cuuint64_t strides[1] = {cuuint64_t(m) * 4};
