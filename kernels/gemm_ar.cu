@@ -19,7 +19,6 @@
 #include "common/errors.hpp"
 #include "kernels/check/guard.hpp"
 #include "kernels/check/output_compare.hpp"
-#include "kernels/gemm/quant.hpp"  // issue 25: ptpc / mxfp8
 #include "kernels/gpu_compat.hpp"
 #include "kernels/host_check.hpp"
 #include "kernels/kernels.hpp"
@@ -620,14 +619,6 @@ class Pipeline {
       }
   }
 
-  // issue 25: the GEMM of the run's quant (blockscale: gemm/blockscale.cu; ptpc, mxfp8: gemm/quant.cu).
-  gpuError_t launch_gemm(const RankBufs& rb, int64_t m_begin, int64_t m_end, const dev::GemmDest& d) {
-    if (quant_ == Quant::Blockscale)
-      return dev::launch_gemm_blockscale(rb.a, rb.b, rb.sa, rb.sb, M_, N_, K_, m_begin, m_end, d, rb.comp);
-    const dev::QuantKernel q = quant_ == Quant::Ptpc ? dev::QuantKernel::Ptpc : dev::QuantKernel::Mxfp8;
-    return dev::launch_gemm_quant(q, rb.a, rb.b, rb.sa, rb.sb, M_, N_, K_, m_begin, m_end, d, rb.comp);
-  }
-
   // Every rank's GEMM; fused-sdma's epilogue chunks each hand their tiles to a copy-engine put, fused-lsa's
   // store them straight into the owner's slot.
   void gemm_leg(Timing* tm) {
@@ -638,6 +629,7 @@ class Pipeline {
       auto& rb = ranks_[r];
       set(rb.dev);
       straggle(r, 0, rb.comp);
+      const dev::GemmOperands ops{rb.a, rb.b, rb.sa, rb.sb, M_, N_, K_, quant_};  // issue 25: any quant
       dev::GemmDest d{};
       d.slice_rows = S_;
       d.ldd = N_;
@@ -651,7 +643,7 @@ class Pipeline {
         // chunk's put overlaps the GEMM of the chunks after it. The put waits on its chunk's completion.
         for (int j = 1; j <= W_; ++j) {
           const int p = (r + j) % W_;
-          GPU_CHECK(launch_gemm(rb, p * S_, (p + 1) * S_, d));
+          GPU_CHECK(dev::launch_gemm(ops, p * S_, (p + 1) * S_, d, rb.comp));
           if (p == r) continue;
           GPU_CHECK(gpuEventRecord(rb.chunk_ev[p], rb.comp));
           GPU_CHECK(gpuStreamWaitEvent(rb.copy, rb.chunk_ev[p], 0));
@@ -659,9 +651,9 @@ class Pipeline {
             put(r, ranks_[p].recv + int64_t(r) * S_ * N_, ranks_[p].dev, slice_of(rb.c, p), slice_bytes);
         }
       } else if (vendor_) {
-        vendor_gemm_blockscale(rb.a, rb.b, rb.sa, rb.sb, M_, N_, K_, rb.c, rb.comp);
+        vendor_gemm_blockscale(ops, rb.c, rb.comp);
       } else {
-        GPU_CHECK(launch_gemm(rb, 0, M_, d));
+        GPU_CHECK(dev::launch_gemm(ops, 0, M_, d, rb.comp));
       }
     }
     if (mode == Mode::FusedSdma) {

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 
+#include "common/modes.hpp"
 #include "kernels/gpu_compat.hpp"
 
 namespace gemmar::kernels::dev {
@@ -19,11 +20,24 @@ struct GemmDest {
   unsigned int* counters;  // [world], may be null
 };
 
-// C tiles for rows [m_begin, m_end) of the blockscale GEMM: A [m, k] e4m3 row-major, B [n, k] e4m3 row-major,
-// a_scale [k/128, m] column-major, b_scale [n/128, k/128]; bf16 RNE of the fp32 accumulator is stored.
-gpuError_t launch_gemm_blockscale(const uint8_t* a, const uint8_t* b, const float* a_scale, const float* b_scale,
-                                  int64_t m, int64_t n, int64_t k, int64_t m_begin, int64_t m_end,
-                                  const GemmDest& dest, gpuStream_t s);
+// A GEMM's operands on the device: A [m, k] e4m3 row-major, B [n, k] e4m3 row-major, the fp32 scales in the
+// quant's layout (common/modes.hpp's scale_block; blockscale: a_scale [k/128, m] column-major (m contiguous),
+// b_scale [n/128, k/128] row-major).
+struct GemmOperands {
+  const uint8_t* a = nullptr;
+  const uint8_t* b = nullptr;
+  const float* a_scale = nullptr;
+  const float* b_scale = nullptr;
+  int64_t m = 0, n = 0, k = 0;
+  Quant quant = Quant::Blockscale;
+};
+
+// C tiles for rows [m_begin, m_end) of the operands' quant (blockscale: gemm/blockscale.cu; ptpc, mxfp8:
+// gemm/quant.cu); bf16 RNE of the fp32 result is stored.
+gpuError_t launch_gemm(const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest, gpuStream_t s);
+// The blockscale GEMM alone (launch_gemm's blockscale path).
+gpuError_t launch_gemm_blockscale(const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest,
+                                  gpuStream_t s);
 
 struct SlotSet {
   const uint16_t* slot[kMaxWorld];  // slot[q]: peer q's bf16 partial of the owned slice, row 0

@@ -143,14 +143,13 @@ void choose(Plan& p, const uint8_t* a, const uint8_t* b, uint16_t* d, gpuStream_
 }
 
 // The plan of this device and shape (made and its algorithm chosen on the first call), then one matmul.
-void scaled_gemm(const uint8_t* a, const uint8_t* b, const float* a_scale, const float* b_scale, int64_t m, int64_t n,
-                 int64_t k, uint16_t* d, gpuStream_t s, bool ptpc) {
+void scaled_gemm(const dev::GemmOperands& op, uint16_t* d, gpuStream_t s, bool ptpc) {
   int dev = 0;
   GPU_CHECK(gpuGetDevice(&dev));
-  Plan& p = plan_for(dev, m, n, k, ptpc);
-  set_scales(p, a_scale, b_scale);
-  if (!p.chosen) choose(p, a, b, d, s);
-  LT_CHECK(matmul(p, p.algo, a, b, d, s));
+  Plan& p = plan_for(dev, op.m, op.n, op.k, ptpc);
+  set_scales(p, op.a_scale, op.b_scale);
+  if (!p.chosen) choose(p, op.a, op.b, d, s);
+  LT_CHECK(matmul(p, p.algo, op.a, op.b, d, s));
 }
 
 }  // namespace
@@ -160,28 +159,26 @@ std::string vendor_gemm_name() {
   return "cuBLASLt " + std::to_string(int(cublasLtGetVersion())) + " blockscale-128 (A 1x128, B 128x128)";
 }
 
-void vendor_gemm_blockscale(const uint8_t* a, const uint8_t* b, const float* a_scale, const float* b_scale, int64_t m,
-                            int64_t n, int64_t k, uint16_t* d, gpuStream_t s) {
-  GEMMAR_USAGE_CHECK(m % 128 == 0 && n % 128 == 0 && k % 128 == 0, "--gemm-impl cublaslt: m, n, k must be multiples of 128");
-  scaled_gemm(a, b, a_scale, b_scale, m, n, k, d, s, /*ptpc=*/false);
+void vendor_gemm_blockscale(const dev::GemmOperands& op, uint16_t* d, gpuStream_t s) {
+  GEMMAR_USAGE_CHECK(op.m % 128 == 0 && op.n % 128 == 0 && op.k % 128 == 0,
+                     "--gemm-impl cublaslt: m, n, k must be multiples of 128");
+  scaled_gemm(op, d, s, /*ptpc=*/false);
 }
 
-void vendor_gemm_ptpc(const uint8_t* a, const uint8_t* b, const float* a_scale, const float* b_scale, int64_t m,
-                      int64_t n, int64_t k, uint16_t* d, gpuStream_t s) {
-  GEMMAR_USAGE_CHECK(m % 16 == 0 && n % 16 == 0 && k % 16 == 0, "cuBLASLt ptpc: m, n, k must be multiples of 16");
-  scaled_gemm(a, b, a_scale, b_scale, m, n, k, d, s, /*ptpc=*/true);
+void vendor_gemm_ptpc(const dev::GemmOperands& op, uint16_t* d, gpuStream_t s) {
+  GEMMAR_USAGE_CHECK(op.m % 16 == 0 && op.n % 16 == 0 && op.k % 16 == 0,
+                     "cuBLASLt ptpc: m, n, k must be multiples of 16");
+  scaled_gemm(op, d, s, /*ptpc=*/true);
 }
 
 #else  // AMD (hipBLASLt not wired), or a cuBLASLt without block scaling
 
 bool vendor_gemm_available() { return false; }
 std::string vendor_gemm_name() { return "unavailable (needs cuBLASLt >= 12.9 on NVIDIA; hipBLASLt is not wired)"; }
-void vendor_gemm_blockscale(const uint8_t*, const uint8_t*, const float*, const float*, int64_t, int64_t, int64_t,
-                            uint16_t*, gpuStream_t) {
+void vendor_gemm_blockscale(const dev::GemmOperands&, uint16_t*, gpuStream_t) {
   throw UsageError("--gemm-impl cublaslt: " + vendor_gemm_name());
 }
-void vendor_gemm_ptpc(const uint8_t*, const uint8_t*, const float*, const float*, int64_t, int64_t, int64_t,
-                      uint16_t*, gpuStream_t) {
+void vendor_gemm_ptpc(const dev::GemmOperands&, uint16_t*, gpuStream_t) {
   throw UsageError("cuBLASLt ptpc: " + vendor_gemm_name());
 }
 

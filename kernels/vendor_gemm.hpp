@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kernels/gpu_compat.hpp"
+#include "kernels/kernels.hpp"
 
 namespace gemmar::kernels {
 
@@ -18,11 +19,9 @@ std::string vendor_gemm_name();
 // D = blockscale GEMM on stream s (current device). The first call for a (device, m, n, k) picks the fastest
 // of cuBLASLt's heuristic algorithms by timing each on these buffers (synchronizes; D is overwritten), later
 // calls only enqueue. Throws EnvironmentError (file:line) when cuBLASLt refuses the problem.
-void vendor_gemm_blockscale(const uint8_t* a, const uint8_t* b, const float* a_scale, const float* b_scale,
-                            int64_t m, int64_t n, int64_t k, uint16_t* d, gpuStream_t s);
+void vendor_gemm_blockscale(const dev::GemmOperands& op, uint16_t* d, gpuStream_t s);
 // ptpc (issue 25): cuBLASLt's outer-vector fp32 scaling (CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F), a_scale [m],
 // b_scale [n]; the same algorithm choice and errors as above. The vendor comparison of gemmar_gpu_bench only.
-void vendor_gemm_ptpc(const uint8_t* a, const uint8_t* b, const float* a_scale, const float* b_scale, int64_t m,
-                      int64_t n, int64_t k, uint16_t* d, gpuStream_t s);
+void vendor_gemm_ptpc(const dev::GemmOperands& op, uint16_t* d, gpuStream_t s);
 
 }  // namespace gemmar::kernels

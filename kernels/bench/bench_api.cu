@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "common/errors.hpp"
-#include "kernels/gemm/quant.hpp"
 #include "kernels/gemm_ar.hpp"
 #include "kernels/host_check.hpp"
 #include "kernels/kernels.hpp"
@@ -106,13 +105,11 @@ GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const
   d.dst[0] = c;
   d.slice_rows = m;
   d.ldd = n;
+  const dev::GemmOperands ops{a, b, sa, sb, m, n, k, quant};
   auto launch = [&] {
-    if (impl == GemmImpl::Cublaslt && quant == Quant::Ptpc) vendor_gemm_ptpc(a, b, sa, sb, m, n, k, c, s);
-    else if (impl == GemmImpl::Cublaslt) vendor_gemm_blockscale(a, b, sa, sb, m, n, k, c, s);
-    else if (quant == Quant::Blockscale) GPU_CHECK(dev::launch_gemm_blockscale(a, b, sa, sb, m, n, k, 0, m, d, s));
-    else
-      GPU_CHECK(dev::launch_gemm_quant(quant == Quant::Ptpc ? dev::QuantKernel::Ptpc : dev::QuantKernel::Mxfp8, a, b,
-                                       sa, sb, m, n, k, 0, m, d, s));
+    if (impl == GemmImpl::Cublaslt && quant == Quant::Ptpc) vendor_gemm_ptpc(ops, c, s);
+    else if (impl == GemmImpl::Cublaslt) vendor_gemm_blockscale(ops, c, s);
+    else GPU_CHECK(dev::launch_gemm(ops, 0, m, d, s));
   };
   gpuEvent_t e0, e1;
   GPU_CHECK(gpuEventCreate(&e0));

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "kernels/device_common.cuh"
+#include "kernels/gemm/quant.hpp"
 
 #if defined(GEMMAR_GPU_CUDA)
 #include <mutex>
@@ -449,9 +450,9 @@ bool make_scale_map(CUtensorMap* map, const float* base, int64_t m, int64_t kb, 
 }
 
 template <typename Kern>
-gpuError_t launch_tma_gemm(Kern kern, int smem, const uint8_t* a, const uint8_t* b, const float* a_scale,
-                           const float* b_scale, int64_t m, int64_t n, int64_t k, int64_t m_begin, int64_t m_end,
+gpuError_t launch_tma_gemm(Kern kern, int smem, const GemmOperands& op, int64_t m_begin, int64_t m_end,
                            const GemmDest& dest, gpuStream_t s) {
+  const int64_t m = op.m, n = op.n, k = op.k;
   static std::mutex mu;
   static std::vector<std::pair<const void*, int>> attr_done;  // (kernel, device)
   int devno = 0;
@@ -467,20 +468,28 @@ gpuError_t launch_tma_gemm(Kern kern, int smem, const uint8_t* a, const uint8_t*
   }
   if (m_end <= m_begin) return gpuSuccess;
   CUtensorMap ta, tb, tsa;
-  if (!make_tile_map(&ta, a, m, k) || !make_tile_map(&tb, b, n, k) ||
-      !make_scale_map(&tsa, a_scale, m, k / kBlockK, kBlockM))
+  if (!make_tile_map(&ta, op.a, m, k) || !make_tile_map(&tb, op.b, n, k) ||
+      !make_scale_map(&tsa, op.a_scale, m, k / kBlockK, kBlockM))
     return gpuErrorInvalidValue;
   const int64_t tiles = ((m_end - m_begin) / kBlockM) * (n / kBlockN);
   const int grid = int(std::min<int64_t>(tiles, sm_count_cached()));
-  kern<<<unsigned(grid), kWThreads, size_t(smem), s>>>(ta, tb, tsa, b_scale, n, k, m_begin, m_end, dest);
+  kern<<<unsigned(grid), kWThreads, size_t(smem), s>>>(ta, tb, tsa, op.b_scale, n, k, m_begin, m_end, dest);
   return gpuGetLastError();
 }
 }  // namespace
 #endif
 
-gpuError_t launch_gemm_blockscale(const uint8_t* a, const uint8_t* b, const float* a_scale, const float* b_scale,
-                                  int64_t m, int64_t n, int64_t k, int64_t m_begin, int64_t m_end,
-                                  const GemmDest& dest, gpuStream_t s) {
+gpuError_t launch_gemm(const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest, gpuStream_t s) {
+  if (op.quant == Quant::Blockscale) return launch_gemm_blockscale(op, m_begin, m_end, dest, s);
+  return launch_gemm_quant(op, m_begin, m_end, dest, s);
+}
+
+gpuError_t launch_gemm_blockscale(const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest,
+                                  gpuStream_t s) {
+  if (op.quant != Quant::Blockscale) return gpuErrorInvalidValue;
+  const uint8_t *a = op.a, *b = op.b;
+  const float *a_scale = op.a_scale, *b_scale = op.b_scale;
+  const int64_t m = op.m, n = op.n, k = op.k;
   static bool attr_set[kMaxWorld] = {};  // the attribute is per device
   int devno = 0;
   if (gpuGetDevice(&devno) != gpuSuccess || devno < 0 || devno >= kMaxWorld) devno = 0;
@@ -491,7 +500,7 @@ gpuError_t launch_gemm_blockscale(const uint8_t* a, const uint8_t* b, const floa
     for (int i = 0; i < kMaxWorld; ++i) aligned = aligned && reinterpret_cast<uintptr_t>(dest.dst[i]) % 16 == 0;
     if (k == 16 * kBlockK && aligned)  // K = 2048: the 16 K blocks of a tile are unrolled
       return launch_tma_gemm(kind == WgmmaKind::V4L0 ? gemm_wgmma4_kernel<16, 0> : gemm_wgmma4_kernel<16, 2>,
-                             kW4Smem, a, b, a_scale, b_scale, m, n, k, m_begin, m_end, dest, s);
+                             kW4Smem, op, m_begin, m_end, dest, s);
   }
   if (kind != WgmmaKind::None) {
     static bool wattr_set[kMaxWorld] = {};

@@ -120,18 +120,23 @@ __global__ void __launch_bounds__(kQThreads)
 
 }  // namespace
 
-gpuError_t launch_gemm_quant(QuantKernel q, const uint8_t* a, const uint8_t* b, const float* a_scale,
-                             const float* b_scale, int64_t m, int64_t n, int64_t k, int64_t m_begin, int64_t m_end,
-                             const GemmDest& dest, gpuStream_t s) {
-  (void)m;
+gpuError_t launch_gemm_quant(const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest,
+                             gpuStream_t s) {
+  // Both operands' scale blocks are one row by the same K extent: whole K, or kQK (the kernel's K step).
+  const ScaleBlock& sa = scale_block(op.quant, false);
+  const ScaleBlock& sb = scale_block(op.quant, true);
+  const bool whole_k = sa.k == 0, per_step = sa.k == kQK;
+  if (sa.rows != 1 || sb.rows != 1 || sa.k != sb.k || sa.k_major || sb.k_major || !(whole_k || per_step))
+    return gpuErrorInvalidValue;
   if (m_end <= m_begin) return gpuSuccess;
+  const int64_t n = op.n, k = op.k;
   if (n % kQTile != 0 || k % kQK != 0 || (m_end - m_begin) % kQTile != 0 || m_begin % kQTile != 0)
     return gpuErrorInvalidValue;
   const dim3 grid(unsigned(n / kQTile), unsigned((m_end - m_begin) / kQTile));
-  if (q == QuantKernel::Mxfp8)
-    gemm_quant_kernel<true><<<grid, kQThreads, 0, s>>>(a, b, a_scale, b_scale, k, m_begin, dest);
+  if (per_step)
+    gemm_quant_kernel<true><<<grid, kQThreads, 0, s>>>(op.a, op.b, op.a_scale, op.b_scale, k, m_begin, dest);
   else
-    gemm_quant_kernel<false><<<grid, kQThreads, 0, s>>>(a, b, a_scale, b_scale, k, m_begin, dest);
+    gemm_quant_kernel<false><<<grid, kQThreads, 0, s>>>(op.a, op.b, op.a_scale, op.b_scale, k, m_begin, dest);
   return gpuGetLastError();
 }
 

@@ -12,11 +12,10 @@
 
 namespace gemmar::kernels::dev {
 
-enum class QuantKernel { Ptpc, Mxfp8 };
-
-// C tiles for rows [m_begin, m_end) (multiples of 128; n a multiple of 128, k of 128).
-gpuError_t launch_gemm_quant(QuantKernel q, const uint8_t* a, const uint8_t* b, const float* a_scale,
-                             const float* b_scale, int64_t m, int64_t n, int64_t k, int64_t m_begin, int64_t m_end,
-                             const GemmDest& dest, gpuStream_t s);
+// C tiles for rows [m_begin, m_end) (multiples of 128; n a multiple of 128, k of 128). The kernel follows the
+// quant's scale block: one scale over the whole K (ptpc's epilogue) or one per 32-wide K block (mxfp8's main
+// loop); any other layout (blockscale) is gpuErrorInvalidValue.
+gpuError_t launch_gemm_quant(const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest,
+                             gpuStream_t s);
 
 }  // namespace gemmar::kernels::dev
