@@ -10,7 +10,6 @@
 #include "kernels/gemm_ar.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -166,8 +165,7 @@ class Pipeline {
     prepare_iteration(0);
     execute_once(nullptr);
     sync_all();
-    const char* env = std::getenv("GEMMAR_GPU_GRAPH");
-    const bool want_graph = !(env && std::string(env) == "0");
+    const bool want_graph = plan_.kernels.graph;
     Timing graph_tm;
     if (want_graph) {
       ro.launch = "graph";
@@ -643,7 +641,7 @@ class Pipeline {
         // chunk's put overlaps the GEMM of the chunks after it. The put waits on its chunk's completion.
         for (int j = 1; j <= W_; ++j) {
           const int p = (r + j) % W_;
-          GPU_CHECK(dev::launch_gemm(ops, p * S_, (p + 1) * S_, d, rb.comp));
+          GPU_CHECK(dev::launch_gemm(plan_.kernels.gemm, ops, p * S_, (p + 1) * S_, d, rb.comp));
           if (p == r) continue;
           GPU_CHECK(gpuEventRecord(rb.chunk_ev[p], rb.comp));
           GPU_CHECK(gpuStreamWaitEvent(rb.copy, rb.chunk_ev[p], 0));
@@ -653,7 +651,7 @@ class Pipeline {
       } else if (vendor_) {
         vendor_gemm_blockscale(ops, rb.c, rb.comp);
       } else {
-        GPU_CHECK(dev::launch_gemm(ops, 0, M_, d, rb.comp));
+        GPU_CHECK(dev::launch_gemm(plan_.kernels.gemm, ops, 0, M_, d, rb.comp));
       }
     }
     if (mode == Mode::FusedSdma) {
@@ -768,7 +766,7 @@ class Pipeline {
       auto& rb = ranks_[r];
       set(rb.dev);
       straggle(r, 2, rb.comp);
-      GPU_CHECK(dev::launch_widen(peer_fp8_sources(r, /*landed=*/false), W_ - 1, S_, N_, pull_blocks(), rb.comp));
+      GPU_CHECK(dev::launch_widen(peer_fp8_sources(r, /*landed=*/false), W_ - 1, S_, N_, pull_blocks(), plan_.kernels.widen, rb.comp));
     }
     barrier(tm, "pull");
   }
@@ -778,7 +776,7 @@ class Pipeline {
     for (int r = 0; r < W_; ++r) {
       auto& rb = ranks_[r];
       set(rb.dev);
-      GPU_CHECK(dev::launch_widen(peer_fp8_sources(r, /*landed=*/true), W_ - 1, S_, N_, 0, rb.comp));
+      GPU_CHECK(dev::launch_widen(peer_fp8_sources(r, /*landed=*/true), W_ - 1, S_, N_, 0, plan_.kernels.widen, rb.comp));
     }
     barrier(tm, "dequantize");
   }

@@ -12,6 +12,7 @@
 #include "common/config.hpp"
 #include "common/faults.hpp"
 #include "common/run_request.hpp"
+#include "kernels/kernel_options.hpp"
 #include "reference/guard.hpp"
 #include "reference/operands.hpp"
 
@@ -27,12 +28,13 @@ using OperandFn = std::function<void(int rank, RankOperands&)>;
 // One run on the device: the run's parameters as the harness got them (common/run_request.hpp; faults from the
 // one table of common/faults.hpp, applied as kernels/gemm_ar.cu and docs/kernels.md say; gemm_impl honoured by
 // gemm-only and the split modes) and what the harness derives from them for the device.
-// The run is captured once into a graph and replayed (warmup + iterations); GEMMAR_GPU_GRAPH=0 runs eagerly
-// instead. Buffers are poisoned once, before the first launch, so a replay that reads a buffer before this replay
+// The run is captured once into a graph and replayed (warmup + iterations); kernels.graph = false (GEMMAR_GPU_GRAPH=0)
+// runs eagerly instead. Buffers are poisoned once, before the first launch, so a replay that reads a buffer before this replay
 // wrote it reads the previous replay's data (as a real replay would).
 struct DeviceRun : RunRequest {
   // shape.m must already be padded (multiple of world * 128).
   int warmup = 2;
+  KernelOptions kernels;  // the variants the launchers run, chosen once by the caller (kernel_options_from_env)
   std::vector<int64_t> rows;  // output rows to read back (every rank)
   // iteration_scales[it][rank]: iteration it's factor on that rank's A scales (a power of two; empty = 1);
   // warm-up replays run on iteration 0's. Applied between replays, outside the graph.
@@ -98,13 +100,13 @@ struct DataKernelRates {
   int pull_blocks = 0;
   int64_t bytes_quantize = 0, bytes_widen = 0;
 };
-DataKernelRates measure_data_kernels(int64_t rows, int64_t n, int iterations, int pull_blocks);
+DataKernelRates measure_data_kernels(int64_t rows, int64_t n, int iterations, int pull_blocks, WidenKernel widen);
 
 // Exhaustive check of the fp8 wire's conversions on the device against reference/numerics_inline.hpp: all
 // 2^32 fp32 inputs of the quantize (at each inverse scale in `invs`) and every code of the dequantize at 65536
 // scales. Returns the number of mismatches; *first = the first mismatching input's bits.
 uint64_t fp8_conversion_selftest(const std::vector<float>& invs, uint64_t* first);
-std::string gemm_kernel_name();
+std::string gemm_kernel_name(GemmKernel variant);
 // The vendor GEMM (kernels/vendor_gemm.hpp): whether this build has it, and what it is.
 bool vendor_gemm_available();
 std::string vendor_gemm_name();
@@ -118,6 +120,6 @@ struct GemmTiming {
 // quant (issue 25): the operands' scale layout; ptpc's vendor GEMM is cuBLASLt's outer-vector scaling, mxfp8 has
 // none on Hopper (UsageError).
 GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const OperandFn&, GemmImpl impl,
-                          const std::vector<int64_t>& rows, Quant quant = Quant::Blockscale);
+                          const std::vector<int64_t>& rows, Quant quant, GemmKernel variant);
 
 }  // namespace gemmar::kernels

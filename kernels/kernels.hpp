@@ -5,6 +5,7 @@
 
 #include "common/modes.hpp"
 #include "kernels/gpu_compat.hpp"
+#include "kernels/kernel_options.hpp"
 
 namespace gemmar::kernels::dev {
 
@@ -33,11 +34,13 @@ struct GemmOperands {
 };
 
 // C tiles for rows [m_begin, m_end) of the operands' quant (blockscale: gemm/blockscale.cu; ptpc, mxfp8:
-// gemm/quant.cu); bf16 RNE of the fp32 result is stored.
-gpuError_t launch_gemm(const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest, gpuStream_t s);
+// gemm/quant.cu); bf16 RNE of the fp32 result is stored. `variant` is the run's choice of blockscale main loop
+// (KernelOptions::gemm), honoured where the device can run it.
+gpuError_t launch_gemm(GemmKernel variant, const GemmOperands& op, int64_t m_begin, int64_t m_end,
+                       const GemmDest& dest, gpuStream_t s);
 // The blockscale GEMM alone (launch_gemm's blockscale path).
-gpuError_t launch_gemm_blockscale(const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest,
-                                  gpuStream_t s);
+gpuError_t launch_gemm_blockscale(GemmKernel variant, const GemmOperands& op, int64_t m_begin, int64_t m_end,
+                                  const GemmDest& dest, gpuStream_t s);
 
 struct SlotSet {
   const uint16_t* slot[kMaxWorld];  // slot[q]: peer q's bf16 partial of the owned slice, row 0
@@ -60,9 +63,10 @@ struct Fp8Sources {
 // blocks = 0: a grid that fills the device (256-thread blocks, up to 8 per SM); else `blocks` blocks of 1024
 // threads (the pull's fixed grid). This is both the fp8/sdma dequantize (local sources) and the fp8/lsa pull
 // (sources are peer pointers; blocks = --pull-blocks).
-// ceiling = true: the same accesses without the arithmetic (the codes zero-extended; measurement only).
-gpuError_t launch_widen(const Fp8Sources& src, int count, int64_t rows, int64_t n, int blocks, gpuStream_t s,
-                        bool ceiling = false);
+// kind: how a lane reads a row (KernelOptions::widen); Ceiling: the same accesses without the arithmetic (the
+// codes zero-extended; measurement only).
+gpuError_t launch_widen(const Fp8Sources& src, int count, int64_t rows, int64_t n, int blocks, WidenKernel kind,
+                        gpuStream_t s);
 
 struct Bf16Sources {
   const uint16_t* src[kMaxWorld];
@@ -103,6 +107,6 @@ gpuError_t launch_empty(gpuStream_t s);
 gpuError_t launch_fp8_selftest(uint64_t begin, uint64_t count, float inv, unsigned long long* bad,
                                unsigned long long* first, gpuStream_t s);
 // The main-loop family of our blockscale GEMM on this build's device pass ("wgmma+tma (sm_90a)", ...).
-const char* gemm_kernel_name();
+const char* gemm_kernel_name(GemmKernel variant);
 
 }  // namespace gemmar::kernels::dev

@@ -77,7 +77,7 @@ Ceilings measure_ceilings(int64_t bytes, int iterations) {
 }
 
 GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const OperandFn& gen, GemmImpl impl,
-                          const std::vector<int64_t>& rows, Quant quant) {
+                          const std::vector<int64_t>& rows, Quant quant, GemmKernel variant) {
   GEMMAR_USAGE_CHECK(impl != GemmImpl::Cublaslt || quant != Quant::Mxfp8,
                      "gemm: no vendor mxfp8 GEMM on this device (Hopper has no MX instructions)");
   GEMMAR_USAGE_CHECK(m % dev::kBlockM == 0 && n % dev::kBlockN == 0 && k % dev::kBlockK == 0,
@@ -109,7 +109,7 @@ GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const
   auto launch = [&] {
     if (impl == GemmImpl::Cublaslt && quant == Quant::Ptpc) vendor_gemm_ptpc(ops, c, s);
     else if (impl == GemmImpl::Cublaslt) vendor_gemm_blockscale(ops, c, s);
-    else GPU_CHECK(dev::launch_gemm(ops, 0, m, d, s));
+    else GPU_CHECK(dev::launch_gemm(variant, ops, 0, m, d, s));
   };
   gpuEvent_t e0, e1;
   GPU_CHECK(gpuEventCreate(&e0));
@@ -147,9 +147,9 @@ GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const
   GPU_CHECK(gpuStreamDestroy(s));
   return out;
 }
-std::string gemm_kernel_name() { return dev::gemm_kernel_name(); }
+std::string gemm_kernel_name(GemmKernel variant) { return dev::gemm_kernel_name(variant); }
 
-DataKernelRates measure_data_kernels(int64_t rows, int64_t n, int iterations, int pull_blocks) {
+DataKernelRates measure_data_kernels(int64_t rows, int64_t n, int iterations, int pull_blocks, WidenKernel widen) {
   GEMMAR_USAGE_CHECK(rows > 0 && n % 16 == 0, "data: rows > 0 and n a multiple of 16");
   GPU_CHECK(gpuSetDevice(0));
   gpuStream_t s;
@@ -178,14 +178,14 @@ DataKernelRates measure_data_kernels(int64_t rows, int64_t n, int iterations, in
   src.q[0] = q;
   src.scale[0] = qs;
   src.out[0] = y;
-  r.dequantize_gbs = double(r.bytes_widen) / (time_it([&] { GPU_CHECK(dev::launch_widen(src, 1, rows, n, 0, s)); }) * 1e3);
+  r.dequantize_gbs = double(r.bytes_widen) / (time_it([&] { GPU_CHECK(dev::launch_widen(src, 1, rows, n, 0, widen, s)); }) * 1e3);
   r.pull_blocks = pull_blocks;
   r.pull_gbs = double(r.bytes_widen) /
-               (time_it([&] { GPU_CHECK(dev::launch_widen(src, 1, rows, n, pull_blocks, s)); }) * 1e3);
+               (time_it([&] { GPU_CHECK(dev::launch_widen(src, 1, rows, n, pull_blocks, widen, s)); }) * 1e3);
   r.widen_ceiling_gbs =
-      double(r.bytes_widen) / (time_it([&] { GPU_CHECK(dev::launch_widen(src, 1, rows, n, 0, s, true)); }) * 1e3);
+      double(r.bytes_widen) / (time_it([&] { GPU_CHECK(dev::launch_widen(src, 1, rows, n, 0, WidenKernel::Ceiling, s)); }) * 1e3);
   r.pull_ceiling_gbs = double(r.bytes_widen) /
-                       (time_it([&] { GPU_CHECK(dev::launch_widen(src, 1, rows, n, pull_blocks, s, true)); }) * 1e3);
+                       (time_it([&] { GPU_CHECK(dev::launch_widen(src, 1, rows, n, pull_blocks, WidenKernel::Ceiling, s)); }) * 1e3);
   GPU_CHECK(gpuEventDestroy(e0));
   GPU_CHECK(gpuEventDestroy(e1));
   for (void* p : {static_cast<void*>(x), static_cast<void*>(y), static_cast<void*>(q), static_cast<void*>(qs)})

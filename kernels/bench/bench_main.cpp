@@ -35,12 +35,13 @@ kernels::OperandFn generator(const reference::OperandSpec& spec) {
 struct GemmResult {
   double us = -1, rel_err = -1;
 };
-GemmResult bench_gemm(GemmImpl impl, int64_t m, int64_t n, int64_t k, int iters, Quant quant = Quant::Blockscale) {
+GemmResult bench_gemm(GemmImpl impl, int64_t m, int64_t n, int64_t k, int iters, Quant quant,
+                      kernels::GemmKernel variant) {
   reference::OperandSpec spec;
   spec.shape = Shape{m, n, k, 1};
   spec.quant = quant;
   const std::vector<int64_t> rows = reference::sample_rows(spec.shape, quant, 64, 7);
-  const kernels::GemmTiming t = kernels::time_gemm_only(m, n, k, iters, generator(spec), impl, rows, quant);
+  const kernels::GemmTiming t = kernels::time_gemm_only(m, n, k, iters, generator(spec), impl, rows, quant, variant);
   reference::PartialsRequest preq;
   preq.operands = spec;
   preq.rows = rows;
@@ -64,7 +65,7 @@ int cmd_ceilings(double gib, const std::vector<int64_t>& ms) {
   std::string vendor;
   for (int64_t m : ms) {
     if (!kernels::vendor_gemm_available()) break;
-    const GemmResult g = bench_gemm(GemmImpl::Cublaslt, m, 7168, 2048, 20);
+    const GemmResult g = bench_gemm(GemmImpl::Cublaslt, m, 7168, 2048, 20, Quant::Blockscale, kernels::GemmKernel::Wgmma4);
     char buf[256];
     std::snprintf(buf, sizeof buf, "%s{\"m\": %lld, \"n\": 7168, \"k\": 2048, \"us\": %.2f, \"tflops\": %.1f, \"rel_err\": %.3g}",
                   vendor.empty() ? "" : ", ", (long long)m, g.us, 2.0 * double(m) * 7168 * 2048 / g.us * 1e-6, g.rel_err);
@@ -78,14 +79,14 @@ int cmd_ceilings(double gib, const std::vector<int64_t>& ms) {
   return 0;
 }
 
-int cmd_gemm(int64_t m, int64_t n, int64_t k, Quant quant) {
+int cmd_gemm(int64_t m, int64_t n, int64_t k, Quant quant, kernels::GemmKernel variant) {
   const double flop = 2.0 * double(m) * double(n) * double(k);
-  const GemmResult ours = bench_gemm(GemmImpl::Gemmar, m, n, k, 20, quant);
+  const GemmResult ours = bench_gemm(GemmImpl::Gemmar, m, n, k, 20, quant, variant);
   GemmResult lt;
   const bool vendor = kernels::vendor_gemm_available() && quant != Quant::Mxfp8;
   std::string vendor_error;  // cuBLASLt refusing ptpc's outer-vector scaling is a finding, not a failed run
   try {
-    if (vendor) lt = bench_gemm(GemmImpl::Cublaslt, m, n, k, 20, quant);
+    if (vendor) lt = bench_gemm(GemmImpl::Cublaslt, m, n, k, 20, quant, variant);
   } catch (const gemmar::EnvironmentError& e) {
     if (quant == Quant::Blockscale) throw;
     vendor_error = e.what();
@@ -95,9 +96,9 @@ int cmd_gemm(int64_t m, int64_t n, int64_t k, Quant quant) {
   if (quant == Quant::Mxfp8) {
     // No vendor MX GEMM on Hopper: the ceiling is the blockscale GEMM of the same shape (one promotion per 128 of K
     // where mxfp8 needs one per 32), ours and cuBLASLt's, measured here.
-    const GemmResult bs = bench_gemm(GemmImpl::Gemmar, m, n, k, 20);
+    const GemmResult bs = bench_gemm(GemmImpl::Gemmar, m, n, k, 20, Quant::Blockscale, variant);
     GemmResult bs_lt;
-    if (kernels::vendor_gemm_available()) bs_lt = bench_gemm(GemmImpl::Cublaslt, m, n, k, 20);
+    if (kernels::vendor_gemm_available()) bs_lt = bench_gemm(GemmImpl::Cublaslt, m, n, k, 20, Quant::Blockscale, variant);
     std::printf("MXFP8_CEILING_JSON {\"m\": %lld, \"n\": %lld, \"k\": %lld, \"mxfp8_us\": %.2f, "
                 "\"blockscale_ours_us\": %.2f, \"blockscale_cublaslt_us\": %.2f, \"vs_blockscale_ours\": %.3f, "
                 "\"vs_blockscale_cublaslt\": %.3f}\n",
@@ -108,7 +109,8 @@ int cmd_gemm(int64_t m, int64_t n, int64_t k, Quant quant) {
               "\"ours_tflops\": %.1f, \"ours_rel_err\": %.3g, \"cublaslt_us\": %.2f, \"cublaslt_tflops\": %.1f, "
               "\"cublaslt_rel_err\": %.3g, \"cublaslt\": \"%s\", \"ratio\": %.3f, \"checked\": %s}\n",
               to_string(quant).c_str(), (long long)m, (long long)n, (long long)k,
-              quant == Quant::Blockscale ? kernels::gemm_kernel_name().c_str() : "gemm_quant simt 128x128x32 (issue 25)",
+              quant == Quant::Blockscale ? kernels::gemm_kernel_name(variant).c_str()
+                                         : "gemm_quant simt 128x128x32 (issue 25)",
               ours.us, flop / ours.us * 1e-6, ours.rel_err, lt.us, lt.us > 0 ? flop / lt.us * 1e-6 : 0.0, lt.rel_err,
               quant == Quant::Mxfp8 ? "none (no MX on Hopper)"
               : quant == Quant::Ptpc ? "cuBLASLt outer-vector fp32 scales (ptpc)"
@@ -117,8 +119,8 @@ int cmd_gemm(int64_t m, int64_t n, int64_t k, Quant quant) {
   return ok ? 0 : 1;
 }
 
-int cmd_data(int64_t rows, int64_t n, int pull_blocks) {
-  const kernels::DataKernelRates r = kernels::measure_data_kernels(rows, n, 20, pull_blocks);
+int cmd_data(int64_t rows, int64_t n, int pull_blocks, kernels::WidenKernel widen) {
+  const kernels::DataKernelRates r = kernels::measure_data_kernels(rows, n, 20, pull_blocks, widen);
   const double ceil = std::max(r.copy_kernel_gbs, r.memcpy_gbs);
   std::printf("DATA_JSON {\"rows\": %lld, \"n\": %lld, \"copy_kernel_gbs\": %.1f, \"memcpy_gbs\": %.1f, "
               "\"quantize_gbs\": %.1f, \"quantize_vs_copy\": %.3f, \"dequantize_gbs\": %.1f, \"dequantize_vs_copy\": %.3f, "
@@ -126,7 +128,7 @@ int cmd_data(int64_t rows, int64_t n, int pull_blocks) {
               "\"widen_ceiling_gbs\": %.1f, \"pull_ceiling_gbs\": %.1f}\n",
               (long long)rows, (long long)n, r.copy_kernel_gbs, r.memcpy_gbs, r.quantize_gbs, r.quantize_gbs / ceil,
               r.dequantize_gbs, r.dequantize_gbs / ceil, r.pull_blocks, r.pull_gbs, r.pull_gbs / ceil,
-              std::getenv("GEMMAR_WIDEN_KERNEL") ? std::getenv("GEMMAR_WIDEN_KERNEL") : "int8", r.widen_ceiling_gbs,
+              kernels::widen_kernel_name(widen), r.widen_ceiling_gbs,
               r.pull_ceiling_gbs);
   return 0;
 }
@@ -151,6 +153,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "usage: gemmar_gpu_bench ceilings [GiB [M...]] | gemm M N K [QUANT] | data [ROWS N PULL] | selftest\n");
       return 2;
     }
+    const kernels::KernelOptions ko = kernels::kernel_options_from_env();  // the variants, chosen once
     if (kernels::device_count() <= 0) {
       std::fprintf(stderr, "gemmar_gpu_bench: no GPU device\n");
       return 3;
@@ -162,8 +165,10 @@ int main(int argc, char** argv) {
       return cmd_ceilings(a.size() > 1 ? std::atof(a[1].c_str()) : 2.0, ms);
     }
     if (a[0] == "selftest") return cmd_selftest();
-    if (a[0] == "data") return cmd_data(num(1, 131072), num(2, 7168), int(num(3, 64)));
-    if (a[0] == "gemm") return cmd_gemm(num(1, 16384), num(2, 7168), num(3, 2048), a.size() > 4 ? parse_quant(a[4], "QUANT") : Quant::Blockscale);
+    if (a[0] == "data") return cmd_data(num(1, 131072), num(2, 7168), int(num(3, 64)), ko.widen);
+    if (a[0] == "gemm")
+      return cmd_gemm(num(1, 16384), num(2, 7168), num(3, 2048),
+                      a.size() > 4 ? parse_quant(a[4], "QUANT") : Quant::Blockscale, ko.gemm);
     std::fprintf(stderr, "gemmar_gpu_bench: unknown command '%s'\n", a[0].c_str());
     return 2;
   } catch (const gemmar::Error& e) {

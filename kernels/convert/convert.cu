@@ -1,9 +1,6 @@
 // The fp8 wire's standalone conversions: the quantize (bf16 -> codes + row scales), the widen (codes -> bf16, both
 // the local dequantize and the pull over peer pointers) and the exhaustive device selftest of both.
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 #include "kernels/convert/fp8_wire.cuh"
@@ -54,7 +51,7 @@ __global__ void __launch_bounds__(kQuantThreads) quantize_kernel(const uint16_t*
 constexpr int kWidenThreadsLocal = 256;  // the local dequantize: many small blocks, several per SM
 constexpr int kWidenThreadsPull = 1024;  // the pull: its grid is fixed by --pull-blocks, so each block is as
                                          // large as a block can be (bytes in flight per block, Little's law)
-// How a lane reads a row (measurement: GEMMAR_WIDEN_KERNEL=hw16|int16|int8|ceiling, default int8).
+// How a lane reads a row (the template side of kernel_options.hpp's WidenKernel, default int8).
 enum WidenKind : int {
   kWidenHw16 = 0,    // 16-byte code loads, the conversion-unit chain (dequant4), two 16-byte stores 32 bytes apart
   kWidenInt16 = 1,   // the same accesses, the integer decode (dequant8)
@@ -170,23 +167,6 @@ gpuError_t launch_quantize(const uint16_t* in, int64_t rows, int64_t n, uint8_t*
 }
 
 namespace {
-int widen_kind() {
-  static int k = -1;
-  if (k < 0) {
-    const char* env = std::getenv("GEMMAR_WIDEN_KERNEL");
-    k = !env || !*env                      ? kWidenInt8
-        : std::strcmp(env, "hw16") == 0    ? kWidenHw16
-        : std::strcmp(env, "int16") == 0   ? kWidenInt16
-        : std::strcmp(env, "ceiling") == 0 ? kWidenCeiling
-        : std::strcmp(env, "int8") == 0    ? kWidenInt8
-                                           : -1;
-    if (k < 0) {
-      std::fprintf(stderr, "gemmar: GEMMAR_WIDEN_KERNEL=%s is not one of int8|int16|hw16|ceiling: int8 runs\n", env);
-      k = kWidenInt8;
-    }
-  }
-  return k;
-}
 template <int kKind>
 void launch_widen_kind(const Fp8Sources& src, int count, int64_t rows, int64_t n, int blocks, gpuStream_t s) {
   if (blocks > 0) {
@@ -199,16 +179,16 @@ void launch_widen_kind(const Fp8Sources& src, int count, int64_t rows, int64_t n
 }
 }  // namespace
 
-gpuError_t launch_widen(const Fp8Sources& src, int count, int64_t rows, int64_t n, int blocks, gpuStream_t s,
-                        bool ceiling) {
+gpuError_t launch_widen(const Fp8Sources& src, int count, int64_t rows, int64_t n, int blocks, WidenKernel kind,
+                        gpuStream_t s) {
   if (count <= 0) return gpuSuccess;
   if (int64_t(count) * rows >= (int64_t(1) << 31) || n >= (int64_t(1) << 31) || n % 16 != 0)
     return gpuErrorInvalidValue;
-  switch (ceiling ? int(kWidenCeiling) : widen_kind()) {
-    case kWidenHw16: launch_widen_kind<kWidenHw16>(src, count, rows, n, blocks, s); break;
-    case kWidenInt16: launch_widen_kind<kWidenInt16>(src, count, rows, n, blocks, s); break;
-    case kWidenCeiling: launch_widen_kind<kWidenCeiling>(src, count, rows, n, blocks, s); break;
-    default: launch_widen_kind<kWidenInt8>(src, count, rows, n, blocks, s); break;
+  switch (kind) {
+    case WidenKernel::Hw16: launch_widen_kind<kWidenHw16>(src, count, rows, n, blocks, s); break;
+    case WidenKernel::Int16: launch_widen_kind<kWidenInt16>(src, count, rows, n, blocks, s); break;
+    case WidenKernel::Ceiling: launch_widen_kind<kWidenCeiling>(src, count, rows, n, blocks, s); break;
+    case WidenKernel::Int8: launch_widen_kind<kWidenInt8>(src, count, rows, n, blocks, s); break;
   }
   return gpuGetLastError();
 }

@@ -1,9 +1,6 @@
 // The blockscale fp8 GEMM (one source for HIP and CUDA) and its launcher: the mma.sync / MFMA / scalar main loops
 // below, the sm_90a wgmma + TMA kernels of gemm/gemm_wgmma.cuh, and the choice between them.
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 
 #include "kernels/device_common.cuh"
 #include "kernels/gemm/quant.hpp"
@@ -363,32 +360,17 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 #if defined(GEMMAR_GPU_CUDA)
 namespace {
-// The wgmma kernels run on compute capability 9.x (this build targets sm_90a). GEMMAR_GEMM_KERNEL selects:
-//   (unset) / "wgmma4"  gemm_wgmma4_kernel, warpgroups 2 K blocks apart (K = 2048; other K run "wgmma"): the
-//                       fastest measured (H200, 2026-12-03, docs/results/h200-1gpu-2026-12-03-gemm4)
-//   "wgmma4l0"          the same with the warpgroups in step (measurement: what the lag buys)
-//   "wgmma"             gemm_wgmma_kernel, any K
-//   "mma"               the mma.sync kernel (the fallback, and the AMD path's twin)
-enum class WgmmaKind { None, V1, V4, V4L0 };
-WgmmaKind wgmma_kind() {
-  static int v = -1;
-  if (v < 0) {
-    int dev = 0;
+// The wgmma kernels run on compute capability 9.x (this build targets sm_90a): elsewhere the requested variant
+// (kernel_options.hpp) falls back to the mma.sync kernel. The capability is read once per device.
+GemmKernel effective_kernel(GemmKernel requested) {
+  static signed char hopper[kMaxWorld];  // 0 unknown, 1 yes, -1 no
+  int dev = 0;
+  if (gpuGetDevice(&dev) != gpuSuccess || dev < 0 || dev >= kMaxWorld) dev = 0;
+  if (!hopper[dev]) {
     gpuDeviceProp prop{};
-    const char* env = std::getenv("GEMMAR_GEMM_KERNEL");
-    const bool hopper = gpuGetDevice(&dev) == gpuSuccess && gpuGetDeviceProperties(&prop, dev) == gpuSuccess &&
-                        prop.major == 9;
-    const bool known = !env || !*env || std::strcmp(env, "mma") == 0 || std::strcmp(env, "wgmma") == 0 ||
-                       std::strcmp(env, "wgmma4") == 0 || std::strcmp(env, "wgmma4l0") == 0;
-    if (!known)
-      std::fprintf(stderr, "gemmar: GEMMAR_GEMM_KERNEL=%s is not one of wgmma4|wgmma4l0|wgmma|mma: the default runs\n",
-                   env);
-    if (!hopper || (env && std::strcmp(env, "mma") == 0)) v = int(WgmmaKind::None);
-    else if (env && std::strcmp(env, "wgmma") == 0) v = int(WgmmaKind::V1);
-    else if (env && std::strcmp(env, "wgmma4l0") == 0) v = int(WgmmaKind::V4L0);
-    else v = int(WgmmaKind::V4);  // unset or "wgmma4"
+    hopper[dev] = gpuGetDeviceProperties(&prop, dev) == gpuSuccess && prop.major == 9 ? 1 : -1;
   }
-  return WgmmaKind(v);
+  return hopper[dev] > 0 ? requested : GemmKernel::Mma;
 }
 
 // rows x k e4m3 row-major, boxes of 128 rows x 128 bytes, 128-byte swizzle (what smem_desc() describes).
@@ -479,12 +461,14 @@ gpuError_t launch_tma_gemm(Kern kern, int smem, const GemmOperands& op, int64_t 
 }  // namespace
 #endif
 
-gpuError_t launch_gemm(const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest, gpuStream_t s) {
-  if (op.quant == Quant::Blockscale) return launch_gemm_blockscale(op, m_begin, m_end, dest, s);
+gpuError_t launch_gemm(GemmKernel variant, const GemmOperands& op, int64_t m_begin, int64_t m_end,
+                       const GemmDest& dest, gpuStream_t s) {
+  if (op.quant == Quant::Blockscale) return launch_gemm_blockscale(variant, op, m_begin, m_end, dest, s);
   return launch_gemm_quant(op, m_begin, m_end, dest, s);
 }
 
-gpuError_t launch_gemm_blockscale(const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest,
+gpuError_t launch_gemm_blockscale(GemmKernel variant, const GemmOperands& op, int64_t m_begin, int64_t m_end,
+                                  const GemmDest& dest,
                                   gpuStream_t s) {
   if (op.quant != Quant::Blockscale) return gpuErrorInvalidValue;
   const uint8_t *a = op.a, *b = op.b;
@@ -493,16 +477,18 @@ gpuError_t launch_gemm_blockscale(const GemmOperands& op, int64_t m_begin, int64
   static bool attr_set[kMaxWorld] = {};  // the attribute is per device
   int devno = 0;
   if (gpuGetDevice(&devno) != gpuSuccess || devno < 0 || devno >= kMaxWorld) devno = 0;
-#if defined(GEMMAR_GPU_CUDA)
-  const WgmmaKind kind = wgmma_kind();
-  if (kind == WgmmaKind::V4 || kind == WgmmaKind::V4L0) {
+#if !defined(GEMMAR_GPU_CUDA)
+  (void)variant;
+#else
+  const GemmKernel kind = effective_kernel(variant);
+  if (kind == GemmKernel::Wgmma4 || kind == GemmKernel::Wgmma4InStep) {
     bool aligned = dest.ldd % 8 == 0;  // 16-byte stores
     for (int i = 0; i < kMaxWorld; ++i) aligned = aligned && reinterpret_cast<uintptr_t>(dest.dst[i]) % 16 == 0;
     if (k == 16 * kBlockK && aligned)  // K = 2048: the 16 K blocks of a tile are unrolled
-      return launch_tma_gemm(kind == WgmmaKind::V4L0 ? gemm_wgmma4_kernel<16, 0> : gemm_wgmma4_kernel<16, 2>,
+      return launch_tma_gemm(kind == GemmKernel::Wgmma4InStep ? gemm_wgmma4_kernel<16, 0> : gemm_wgmma4_kernel<16, 2>,
                              kW4Smem, op, m_begin, m_end, dest, s);
   }
-  if (kind != WgmmaKind::None) {
+  if (kind != GemmKernel::Mma) {
     static bool wattr_set[kMaxWorld] = {};
     if (!wattr_set[devno]) {
       const gpuError_t e = gpuFuncSetAttribute(gemm_wgmma_kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, kWgmmaSmem);
@@ -530,17 +516,18 @@ gpuError_t launch_gemm_blockscale(const GemmOperands& op, int64_t m_begin, int64
   return gpuGetLastError();
 }
 
-const char* gemm_kernel_name() {
+const char* gemm_kernel_name(GemmKernel variant) {
 #if defined(GEMMAR_GPU_HIP)
+  (void)variant;
   return "mfma 32x32x16 fp8 (gfx94x/gfx950), 128x128x128 tiles";
 #else
-  switch (wgmma_kind()) {
-    case WgmmaKind::V4:
+  switch (effective_kernel(variant)) {
+    case GemmKernel::Wgmma4:
       return "wgmma m64n128k32 e4m3 + TMA/mbarrier, 128x128 tiles, two accumulator sets, consumer warpgroups 2 K "
              "blocks apart, each storing (16-byte) and releasing on its own, setmaxnreg 40/232, persistent, 6 stages";
-    case WgmmaKind::V4L0:
+    case GemmKernel::Wgmma4InStep:
       return "wgmma4 with the consumer warpgroups in step (no lag; measurement)";
-    case WgmmaKind::V1:
+    case GemmKernel::Wgmma:
       return "wgmma m64n128k32 e4m3 + TMA/mbarrier, warp-specialised (1 producer + 2 consumer warpgroups), "
              "persistent, 128x128x128 tiles, 6 stages";
     default:

@@ -33,6 +33,7 @@ class GpuBackend final : public Backend {
   BackendResult execute(const RunRequest& req, const std::vector<int64_t>& rows_to_return) override {
     kernels::DeviceRun plan;
     static_cast<RunRequest&>(plan) = req;
+    plan.kernels = kernel_options_;
     plan.shape.m = padded_m(req.shape, req.config.quant);
     plan.iterations = std::max(1, req.iterations);
     plan.check_every = std::max(1, req.check_every);
@@ -126,6 +127,8 @@ class GpuBackend final : public Backend {
   }
 
  private:
+  // The kernel variants, read from the environment once per backend (README.md lists the variables).
+  const kernels::KernelOptions kernel_options_ = kernels::kernel_options_from_env();
   std::tuple<int64_t, int64_t, int64_t, int, uint64_t> cache_key_{-1, -1, -1, -1, 0};
   std::vector<reference::RankOperands> cache_;
   std::map<std::tuple<int64_t, int64_t, int64_t, int, std::string, int>, double> baselines_;

@@ -1,0 +1,36 @@
+// The run's kernel variants: chosen once (kernel_options_from_env, by the harness's GPU backend and the bench) and
+// passed down to the launchers, which never read the environment. The environment variables are the way to set
+// them (README.md's table lists each with its default). Plain C++: no GPU headers.
+#pragma once
+
+namespace gemmar::kernels {
+
+// The NVIDIA build's blockscale GEMM (gemm/gemm_wgmma.cuh, gemm/blockscale.cu; AMD always runs the MFMA kernel).
+// Off compute capability 9.x every choice runs Mma. GEMMAR_GEMM_KERNEL=wgmma4|wgmma4l0|wgmma|mma.
+enum class GemmKernel {
+  Wgmma4,        // "wgmma4": warpgroups 2 K blocks apart, K = 2048 only (other K run Wgmma); the fastest measured
+  Wgmma4InStep,  // "wgmma4l0": the same with the warpgroups in step (measurement: what the lag buys)
+  Wgmma,         // "wgmma": any K
+  Mma,           // "mma": the mma.sync kernel (the fallback, and the AMD path's twin)
+};
+
+// How the widen (the fp8 wire's dequantize and pull) reads a row. GEMMAR_WIDEN_KERNEL=int8|int16|hw16|ceiling.
+enum class WidenKernel {
+  Int8,     // 8-byte code loads, the integer decode, one 16-byte store (the default)
+  Int16,    // 16-byte code loads, the integer decode
+  Hw16,     // 16-byte code loads, the conversion unit
+  Ceiling,  // the same accesses without the arithmetic: a memory ceiling, its output is not a dequantize
+};
+
+struct KernelOptions {
+  GemmKernel gemm = GemmKernel::Wgmma4;
+  WidenKernel widen = WidenKernel::Int8;
+  bool graph = true;  // capture the run once and replay it; GEMMAR_GPU_GRAPH=0 replays eagerly
+};
+
+// Reads GEMMAR_GEMM_KERNEL, GEMMAR_WIDEN_KERNEL and GEMMAR_GPU_GRAPH; an unknown value warns on stderr and keeps
+// the default (as the launchers did when they read the variables themselves).
+KernelOptions kernel_options_from_env();
+const char* widen_kernel_name(WidenKernel);
+
+}  // namespace gemmar::kernels
