@@ -81,7 +81,7 @@ RunOutput run_gemm_ar(const DeviceRun&, const OperandFn&);
 // Ceilings measured on the current device, for model/profiles (bytes counted read + written).
 struct Ceilings {
   double hbm_copy_kernel_gbs = 0;  // our 16-byte vector copy kernel
-  double memcpy_d2d_gbs = 0;       // cudaMemcpyAsync / hipMemcpyAsync device to device
+  double memcpy_d2d_gbs = 0;       // the runtime's device-to-device memcpy (gpuMemcpyAsync)
   double peer_copy_gbs = 0;        // memcpyPeerAsync between devices 0 and 1 (0 when one device)
   double launch_floor_us = 0;      // an empty kernel, launch to completion, median
   int64_t bytes = 0;

@@ -186,6 +186,27 @@ inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   return fn;
 }
 }  // namespace gemmar::gpu
+using gpuTensorMap = CUtensorMap;  // a TMA descriptor (sm_90a's wgmma GEMMs only: AMD has no TMA)
+namespace gemmar::gpu {
+// A 2-D TMA descriptor over `base`: `inner` x `outer` elements (inner contiguous, rows `row_bytes` apart), boxes
+// of box_inner x box_outer. e4m3_tile: e4m3 bytes, 128-byte swizzle and 256-byte L2 promotion (the wgmma
+// operand tiles, what smem_desc() describes); otherwise fp32, unswizzled (the A scales). False if the driver
+// has no encoder or refuses the layout.
+inline bool encode_tensor_map_2d(gpuTensorMap* map, const void* base, bool e4m3_tile, uint64_t inner, uint64_t outer,
+                                 uint64_t row_bytes, uint32_t box_inner, uint32_t box_outer) {
+  const auto enc = tensor_map_encoder();
+  if (!enc) return false;
+  const cuuint64_t dims[2] = {cuuint64_t(inner), cuuint64_t(outer)};
+  const cuuint64_t strides[1] = {cuuint64_t(row_bytes)};
+  const cuuint32_t box[2] = {box_inner, box_outer};
+  const cuuint32_t estr[2] = {1, 1};
+  return enc(map, e4m3_tile ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<void*>(base),
+             dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+             e4m3_tile ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
+             e4m3_tile ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B : CU_TENSOR_MAP_L2_PROMOTION_NONE,
+             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+}  // namespace gemmar::gpu
 #endif
 
 // ---- fp8 matrix instruction families ----------------------------------------------------------------------

@@ -374,38 +374,22 @@ GemmKernel effective_kernel(GemmKernel requested) {
 }
 
 // rows x k e4m3 row-major, boxes of 128 rows x 128 bytes, 128-byte swizzle (what smem_desc() describes).
-bool encode_tile_map(CUtensorMap* map, const uint8_t* base, int64_t rows, int64_t k, uint32_t box_rows) {
-  const auto enc = gemmar::gpu::tensor_map_encoder();
-  if (!enc) return false;
-  const cuuint64_t dims[2] = {cuuint64_t(k), cuuint64_t(rows)};
-  const cuuint64_t strides[1] = {cuuint64_t(k)};
-  const cuuint32_t box[2] = {128, box_rows};
-  const cuuint32_t estr[2] = {1, 1};
-  return enc(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<uint8_t*>(base), dims, strides, box, estr,
-             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+bool encode_tile_map(gpuTensorMap* map, const uint8_t* base, int64_t rows, int64_t k, uint32_t box_rows) {
+  return gemmar::gpu::encode_tensor_map_2d(map, base, true, uint64_t(k), uint64_t(rows), uint64_t(k), 128, box_rows);
 }
 // The A scales [k/128, m] fp32 (m contiguous): boxes of `box` scales (the tile's rows) of one K block.
-bool encode_scale_map(CUtensorMap* map, const float* base, int64_t m, int64_t kb, uint32_t box_rows) {
-  const auto enc = gemmar::gpu::tensor_map_encoder();
-  if (!enc) return false;
-  const cuuint64_t dims[2] = {cuuint64_t(m), cuuint64_t(kb)};
-  const cuuint64_t strides[1] = {cuuint64_t(m) * 4};
-  const cuuint32_t box[2] = {box_rows, 1};
-  const cuuint32_t estr[2] = {1, 1};
-  return enc(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(base), dims, strides, box, estr,
-             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
-             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+bool encode_scale_map(gpuTensorMap* map, const float* base, int64_t m, int64_t kb, uint32_t box_rows) {
+  return gemmar::gpu::encode_tensor_map_2d(map, base, false, uint64_t(m), uint64_t(kb), uint64_t(m) * 4, box_rows, 1);
 }
 // Encoding is host work between the launch's events; the maps of recently used operands are kept (the map
 // depends only on the address, the extents and the kind, never on the contents). kind > 0: an e4m3 tile map
 // with boxes of `kind` rows; kind < 0: an A-scale map with boxes of -kind scales.
-bool cached_map(CUtensorMap* map, const void* base, int64_t rows, int64_t cols, int kind) {
+bool cached_map(gpuTensorMap* map, const void* base, int64_t rows, int64_t cols, int kind) {
   struct Entry {
     const void* base;
     int64_t rows, cols;
     int kind;
-    CUtensorMap map;
+    gpuTensorMap map;
   };
   static std::mutex mu;
   static std::vector<Entry> cache;
@@ -424,10 +408,10 @@ bool cached_map(CUtensorMap* map, const void* base, int64_t rows, int64_t cols, 
   else cache[next++ % cache.size()] = e;
   return true;
 }
-bool make_tile_map(CUtensorMap* map, const uint8_t* base, int64_t rows, int64_t k, int box_rows = 128) {
+bool make_tile_map(gpuTensorMap* map, const uint8_t* base, int64_t rows, int64_t k, int box_rows = 128) {
   return cached_map(map, base, rows, k, box_rows);
 }
-bool make_scale_map(CUtensorMap* map, const float* base, int64_t m, int64_t kb, int box_rows) {
+bool make_scale_map(gpuTensorMap* map, const float* base, int64_t m, int64_t kb, int box_rows) {
   return cached_map(map, base, m, kb, -box_rows);
 }
 
@@ -449,7 +433,7 @@ gpuError_t launch_tma_gemm(Kern kern, int smem, const GemmOperands& op, int64_t 
     }
   }
   if (m_end <= m_begin) return gpuSuccess;
-  CUtensorMap ta, tb, tsa;
+  gpuTensorMap ta, tb, tsa;
   if (!make_tile_map(&ta, op.a, m, k) || !make_tile_map(&tb, op.b, n, k) ||
       !make_scale_map(&tsa, op.a_scale, m, k / kBlockK, kBlockM))
     return gpuErrorInvalidValue;
@@ -496,7 +480,7 @@ gpuError_t launch_gemm_blockscale(GemmKernel variant, const GemmOperands& op, in
       wattr_set[devno] = true;
     }
     if (m_end <= m_begin) return gpuSuccess;
-    CUtensorMap ta, tb;
+    gpuTensorMap ta, tb;
     if (!make_tile_map(&ta, a, m, k) || !make_tile_map(&tb, b, n, k)) return gpuErrorInvalidValue;
     const int64_t tiles = ((m_end - m_begin) / kBlockM) * (n / kBlockN);
     const int grid = int(std::min<int64_t>(tiles, sm_count_cached()));

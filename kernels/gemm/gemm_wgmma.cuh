@@ -43,7 +43,7 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
       "r"(parity)
       : "memory");
 }
-__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1) {
+__device__ __forceinline__ void tma_load_2d(void* dst, const gpuTensorMap* map, uint64_t* bar, int c0, int c1) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];" ::"r"(
           smem_u32(dst)),
@@ -80,7 +80,7 @@ __device__ __forceinline__ void wgmma_m64n128k32_e4m3_zero(float (&d)[64], uint6
 }
 
 __global__ void __launch_bounds__(kWThreads, 1)
-    gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
+    gemm_wgmma_kernel(const __grid_constant__ gpuTensorMap tm_a, const __grid_constant__ gpuTensorMap tm_b,
                       const float* __restrict__ SA, const float* __restrict__ SB, int64_t M, int64_t N, int64_t K,
                       int64_t m_begin, int64_t m_end, GemmDest dest) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -191,7 +191,7 @@ __global__ void __launch_bounds__(kWThreads, 1)
 }
 
 
-__device__ __forceinline__ void tma_prefetch_desc(const CUtensorMap* map) {
+__device__ __forceinline__ void tma_prefetch_desc(const gpuTensorMap* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
 __device__ __forceinline__ void wgmma_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); }
@@ -256,8 +256,8 @@ __device__ __forceinline__ uint4 quad_transpose4(uint32_t p0, uint32_t p1, uint3
 
 template <int kKB, int kLag>
 __global__ void __launch_bounds__(kWThreads, 1)
-    gemm_wgmma4_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
-                       const __grid_constant__ CUtensorMap tm_sa, const float* __restrict__ SB, int64_t N, int64_t K,
+    gemm_wgmma4_kernel(const __grid_constant__ gpuTensorMap tm_a, const __grid_constant__ gpuTensorMap tm_b,
+                       const __grid_constant__ gpuTensorMap tm_sa, const float* __restrict__ SB, int64_t N, int64_t K,
                        int64_t m_begin, int64_t m_end, GemmDest dest) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(kLag >= 0 && kLag < kKB && kLag <= kW4Stages - 3, "the lag must leave the producer stages to fill");
