@@ -64,16 +64,22 @@ class Pipeline {
     N_ = sh.n;
     K_ = sh.k;
     GEMMAR_USAGE_CHECK(W_ >= 1 && W_ <= dev::kMaxWorld, "--world: the GPU backend supports 1..", dev::kMaxWorld);
-    // issue 25: ptpc and mxfp8 run gemm/quant.cu's kernels; the scales' sizes follow the quant (reference/quant.hpp).
+    // issue 25: ptpc and mxfp8 run gemm/quant.cu's kernels; the scales' sizes follow the quant's scale block (common/modes.hpp).
     quant_ = plan.config.quant;
     GEMMAR_USAGE_CHECK(!plan.guard || quant_ == Quant::Blockscale, "--guard: the GPU guard implements blockscale only");
     GEMMAR_USAGE_CHECK(M_ % (int64_t(W_) * dev::kBlockM) == 0, "-m: must be padded to a multiple of world*128");
     GEMMAR_USAGE_CHECK(N_ % dev::kBlockN == 0, "-n: the GPU GEMM needs a multiple of 128");
     GEMMAR_USAGE_CHECK(K_ % dev::kBlockK == 0, "-k: must be a multiple of 128");
     S_ = M_ / W_;
-    sa_count_ = reference::scale_count(quant_, reference::Operand::A, M_, K_);
-    sb_count_ = reference::scale_count(quant_, reference::Operand::B, N_, K_);
+    sa_count_ = scale_count(scale_block(quant_, false), M_, K_);
+    sb_count_ = scale_count(scale_block(quant_, true), N_, K_);
     eff_ = effective_config(plan.config);
+    {  // The legs' shapes, from the mode's traits (common/modes.hpp), as reference/emulation.cpp reads them.
+      const ModeTraits& mt = traits(eff_.mode);
+      epilogue_stores_ = mt.fused && !mt.scatter_by_copy_engine;
+      epilogue_puts_ = mt.fused && mt.scatter_by_copy_engine;
+      owner_loads_ = mt.collective && !mt.fused && !mt.scatter_by_copy_engine;
+    }
     // The vendor GEMM has no fused epilogue: the fused modes keep ours (their epilogue pushes the tiles).
     vendor_ = plan.gemm_impl == GemmImpl::Cublaslt && !is_fused(eff_.mode) && quant_ == Quant::Blockscale;
     int ndev = device_count();
@@ -101,7 +107,7 @@ class Pipeline {
     if (plan.guard && !plan.selftest_fill) {
       std::vector<int> devs;
       for (const auto& rb : ranks_) devs.push_back(rb.dev);
-      guard_ = std::make_unique<DeviceGuard>(W_, M_, N_, K_, uses_fp8_wire(eff_), devs);
+      guard_ = std::make_unique<DeviceGuard>(W_, M_, N_, K_, uses_fp8_wire(eff_), devs, plan.kernels.guard_passes);
     }
     upload(gen);
   }
@@ -374,7 +380,7 @@ class Pipeline {
   int64_t landed_rows() const { return S_ / 2; }
   // Where owner o's reduce finds peer q's partial of slice o (split-lsa: in q's GEMM output).
   uint16_t* raw_slot(int o, int q) const {
-    if (eff_.mode == Mode::SplitLsa) return ranks_[q].c + int64_t(o) * S_ * N_;
+    if (owner_loads_) return ranks_[q].c + int64_t(o) * S_ * N_;
     return const_cast<uint16_t*>(slot_ptr(o, q));
   }
   void stale_copy(bool landed_part) {
@@ -390,7 +396,7 @@ class Pipeline {
   }
   const uint16_t* reduce_slot(int o, int q) const {
     if (plan_.inject.stale_replay && q == late_peer(o) && q != o) return ranks_[o].stale;
-    return eff_.mode == Mode::SplitLsa ? ranks_[q].c + int64_t(o) * S_ * N_ : slot_ptr(o, q);
+    return owner_loads_ ? ranks_[q].c + int64_t(o) * S_ * N_ : slot_ptr(o, q);
   }
 
   void enable_peer_access() {
@@ -525,10 +531,13 @@ class Pipeline {
   }
 
   uint16_t* slice_of(uint16_t* base, int p) const { return base + int64_t(p) * S_ * N_; }
+  // Rank q's bf16 partial of slice p, row 0 (fused-lsa's exists only in owner p's slot, where its epilogue stored it).
+  uint16_t* partial_of(int q, int p) const {
+    return epilogue_stores_ ? ranks_[p].recv + int64_t(q) * S_ * N_ : ranks_[q].c + int64_t(p) * S_ * N_;
+  }
   // Where rank q's partial of slice p lives when the reduce of p runs.
   const uint16_t* slot_ptr(int p, int q) const {
-    const bool direct = eff_.mode == Mode::FusedLsa;
-    if (!direct && q == p) return ranks_[q].c + int64_t(p) * S_ * N_;
+    if (!epilogue_stores_ && q == p) return ranks_[q].c + int64_t(p) * S_ * N_;
     return ranks_[p].recv + int64_t(q) * S_ * N_;
   }
 
@@ -621,7 +630,6 @@ class Pipeline {
   // store them straight into the owner's slot.
   void gemm_leg(Timing* tm) {
     const Faults& f = plan_.inject;
-    const Mode mode = eff_.mode;
     const size_t slice_bytes = size_t(S_ * N_) * 2;
     for (int r = 0; r < W_; ++r) {
       auto& rb = ranks_[r];
@@ -633,10 +641,10 @@ class Pipeline {
       d.ldd = N_;
       d.counters = rb.counters;
       for (int p = 0; p < W_; ++p) {
-        if (mode == Mode::FusedLsa) d.dst[p] = (p != r && f.silent_scatter) ? nullptr : ranks_[p].recv + int64_t(r) * S_ * N_;
+        if (epilogue_stores_) d.dst[p] = (p != r && f.silent_scatter) ? nullptr : partial_of(r, p);
         else d.dst[p] = slice_of(rb.c, p);
       }
-      if (mode == Mode::FusedSdma) {
+      if (epilogue_puts_) {
         // Destination chunks in the order the puts should leave: (r+1)%W first, the own slice last, so each
         // chunk's put overlaps the GEMM of the chunks after it. The put waits on its chunk's completion.
         for (int j = 1; j <= W_; ++j) {
@@ -654,7 +662,7 @@ class Pipeline {
         GPU_CHECK(dev::launch_gemm(plan_.kernels.gemm, ops, 0, M_, d, rb.comp));
       }
     }
-    if (mode == Mode::FusedSdma) {
+    if (epilogue_puts_) {
       barrier(tm, "gemm", /*comp_only=*/true);
       barrier(tm, "drain");
     } else {
@@ -669,12 +677,12 @@ class Pipeline {
     const size_t slice_bytes = size_t(S_ * N_) * 2;
     for (auto& rb : ranks_) {
       set(rb.dev);
-      if (eff_.mode != Mode::FusedLsa) {
+      if (!epilogue_stores_) {
         GPU_CHECK(gpuMemcpyAsync(rb.out, rb.c, size_t(M_ * N_) * 2, gpuMemcpyDeviceToDevice, rb.comp));
       } else {  // fused-lsa's partial only exists as the slices it stored into the owners' slots
         for (int p = 0; p < W_; ++p)
-          GPU_CHECK(gpuMemcpyAsync(slice_of(rb.out, p), ranks_[p].recv + int64_t(&rb - ranks_.data()) * S_ * N_,
-                                   slice_bytes, gpuMemcpyDeviceToDevice, rb.comp));
+          GPU_CHECK(gpuMemcpyAsync(slice_of(rb.out, p), partial_of(int(&rb - ranks_.data()), p), slice_bytes,
+                                   gpuMemcpyDeviceToDevice, rb.comp));
       }
     }
     barrier(tm, kPrefillPhase);
@@ -844,13 +852,12 @@ class Pipeline {
   // The per-call guard (kernels/check/guard.hpp) after everything of the launch, as its own timed phase.
   void guard_leg(Timing* tm) {
     barrier(nullptr, "");
-    const bool direct = eff_.mode == Mode::FusedLsa;
     for (int r = 0; r < W_; ++r) {
       auto& rb = ranks_[r];
       set(rb.dev);
       GuardRankView v;
       for (int p = 0; p < W_; ++p)
-        v.partial_slice[p] = direct ? ranks_[p].recv + int64_t(r) * S_ * N_ : slice_of(rb.c, p);
+        v.partial_slice[p] = partial_of(r, p);
       v.output = plan_.inject.stale_output ? rb.out_alt : rb.out;  // what a reader of the output sees
       v.wire = rb.q;
       v.wire_scale = rb.qs;
@@ -900,17 +907,16 @@ class Pipeline {
   }
 
   // The flip-unsampled fault: one bit of the last rank's output at (the last row of slice 0 that is not read
-  // back, column n/2), flipped after the replay, outside the timed events.
+  // back, column n/2), flipped after the replay (faults/faults.cu), outside the timed events; done before the
+  // read-back and the full compare look.
   void flip_unsampled() {
     int64_t row = S_ - 1;
     while (row > 0 && std::find(plan_.rows.begin(), plan_.rows.end(), row) != plan_.rows.end()) --row;
     RankBufs& rb = ranks_.back();
     set(rb.dev);
     uint16_t* at = (plan_.inject.stale_output ? rb.out_alt : rb.out) + row * N_ + N_ / 2;
-    uint16_t v = 0;
-    GPU_CHECK(gpuMemcpy(&v, at, 2, gpuMemcpyDeviceToHost));
-    v ^= 1;
-    GPU_CHECK(gpuMemcpy(at, &v, 2, gpuMemcpyHostToDevice));
+    GPU_CHECK(dev::launch_flip_bits(at, 1, rb.comp));
+    GPU_CHECK(gpuStreamSynchronize(rb.comp));
   }
 
   // Every element of every rank's output against the collective recomputed on the device from the partials
@@ -932,8 +938,7 @@ class Pipeline {
     for (int q = 0; q < W_; ++q) {
       ptrs[size_t(q)] = plan_.inject.stale_output ? ranks_[q].out_alt : ranks_[q].out;
       for (int p = 0; p < W_; ++p)
-        ptrs[W + size_t(q) * W + size_t(p)] = eff_.mode == Mode::FusedLsa ? ranks_[p].recv + int64_t(q) * S_ * N_
-                                                                           : ranks_[q].c + int64_t(p) * S_ * N_;
+        ptrs[W + size_t(q) * W + size_t(p)] = partial_of(q, p);
     }
     std::vector<unsigned long long> counts(3 * W, 0);
     for (size_t r = 0; r < W; ++r) counts[2 * W + r] = ~0ull;
@@ -984,9 +989,8 @@ class Pipeline {
         GEMMAR_CHECK(row >= 0 && row < M_, "row ", row, " out of range");
         GPU_CHECK(gpuMemcpy(ro.outputs[r].data() + i * N_, rb.out + row * N_, size_t(N_) * 2, gpuMemcpyDeviceToHost));
         const int p = int(row / S_);
-        const uint16_t* part = eff_.mode == Mode::FusedLsa ? ranks_[p].recv + (int64_t(r) * S_ + (row - p * S_)) * N_
-                                                           : rb.c + row * N_;
-        if (eff_.mode == Mode::FusedLsa) set(ranks_[p].dev);
+        const uint16_t* part = partial_of(r, p) + (row - p * S_) * N_;
+        if (epilogue_stores_) set(ranks_[p].dev);
         GPU_CHECK(gpuMemcpy(tmp.data(), part, size_t(N_) * 2, gpuMemcpyDeviceToHost));
         set(rb.dev);
         for (int64_t c = 0; c < N_; ++c) {
@@ -1014,6 +1018,9 @@ class Pipeline {
   bool fnuz_hw_ = false;
   std::unique_ptr<DeviceGuard> guard_;  // --guard
   bool vendor_ = false;
+  bool epilogue_stores_ = false;  // fused-lsa: the GEMM epilogue stores each tile into its owner's slot
+  bool epilogue_puts_ = false;    // fused-sdma: the GEMM runs in slice chunks, each followed by its copy-engine put
+  bool owner_loads_ = false;      // split-lsa: the owner's all-reduce loads the peers' GEMM outputs (no scatter)
   std::vector<RankBufs> ranks_;
   const uint16_t** cmp_ptrs_ = nullptr;  // full_compare: [W] outputs, [W * W] partial slices
   unsigned long long* cmp_counts_ = nullptr;

@@ -29,6 +29,12 @@ KernelOptions kernel_options_from_env() {
   }
   const char* graph = std::getenv("GEMMAR_GPU_GRAPH");
   o.graph = !(graph && is(graph, "0"));
+  if (const char* parts = std::getenv("GEMMAR_GUARD_PARTS")) {
+    o.guard_passes.partial = std::strstr(parts, "partial") != nullptr;
+    o.guard_passes.output = std::strstr(parts, "output") != nullptr;
+    o.guard_passes.wire = std::strstr(parts, "wire") != nullptr;
+    o.guard_passes.gemm = std::strstr(parts, "gemm") != nullptr;
+  }
   return o;
 }
 

@@ -22,14 +22,22 @@ enum class WidenKernel {
   Ceiling,  // the same accesses without the arithmetic: a memory ceiling, its output is not a dequantize
 };
 
+// Which passes of the device guard run (check/guard.cu). GEMMAR_GUARD_PARTS (a measurement knob, docs/guard.md):
+// the passes named in it, any of "partial", "output", "wire", "gemm"; unset: all. A pass left out leaves its sums
+// zero, so the guard then flags calls: only for timing each pass's share of the guard's phase.
+struct GuardPasses {
+  bool partial = true, output = true, wire = true, gemm = true;
+};
+
 struct KernelOptions {
   GemmKernel gemm = GemmKernel::Wgmma4;
   WidenKernel widen = WidenKernel::Int8;
   bool graph = true;  // capture the run once and replay it; GEMMAR_GPU_GRAPH=0 replays eagerly
+  GuardPasses guard_passes;
 };
 
-// Reads GEMMAR_GEMM_KERNEL, GEMMAR_WIDEN_KERNEL and GEMMAR_GPU_GRAPH; an unknown value warns on stderr and keeps
-// the default (as the launchers did when they read the variables themselves).
+// Reads GEMMAR_GEMM_KERNEL, GEMMAR_WIDEN_KERNEL, GEMMAR_GPU_GRAPH and GEMMAR_GUARD_PARTS; an unknown value warns
+// on stderr and keeps the default (as the launchers did when they read the variables themselves).
 KernelOptions kernel_options_from_env();
 const char* widen_kernel_name(WidenKernel);
 

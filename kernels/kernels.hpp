@@ -92,6 +92,8 @@ gpuError_t launch_no_release(const NoReleaseSet& set, int count, int receiver, u
 
 // One thread spinning for delays_us[idx] microseconds, read when it runs (the straggler fault; <= 0: no delay).
 gpuError_t launch_straggle_spin(const float* delays_us, int idx, gpuStream_t s);
+// *at ^= mask: one element of an output changed (the flip-unsampled fault), one thread.
+gpuError_t launch_flip_bits(uint16_t* at, uint16_t mask, gpuStream_t s);
 // Counts elements equal to 0xFFFF (the poison) into *counter (atomic add).
 gpuError_t launch_count_poison(const uint16_t* p, int64_t elems, unsigned long long* counter, gpuStream_t s);
 // x[i] *= factor.

@@ -10,7 +10,6 @@
 #include "kernels/host_check.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/vendor_gemm.hpp"
-#include "reference/quant.hpp"
 
 namespace gemmar::kernels {
 namespace {
@@ -90,8 +89,8 @@ GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const
   GPU_CHECK(gpuStreamCreateWithFlags(&s, gpuStreamNonBlocking));
   uint8_t* a = dalloc<uint8_t>(m * k);
   uint8_t* b = dalloc<uint8_t>(n * k);
-  const int64_t sa_count = reference::scale_count(quant, reference::Operand::A, m, k);
-  const int64_t sb_count = reference::scale_count(quant, reference::Operand::B, n, k);
+  const int64_t sa_count = scale_count(scale_block(quant, false), m, k);
+  const int64_t sb_count = scale_count(scale_block(quant, true), n, k);
   GEMMAR_CHECK(int64_t(op.a.scales.size()) == sa_count && int64_t(op.b.scales.size()) == sb_count, "scale sizes");
   float* sa = dalloc<float>(sa_count);
   float* sb = dalloc<float>(sb_count);

@@ -1,28 +1,17 @@
 #include "kernels/check/guard.hpp"
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "common/errors.hpp"
 #include "kernels/gpu_compat.hpp"
+#include "kernels/host_check.hpp"
 #include "reference/numerics_inline.hpp"
 
 namespace gemmar::kernels {
 namespace {
 
 namespace nm = gemmar::numerics;
-
-#define GUARD_GPU_CHECK(expr)                                                                             \
-  do {                                                                                                   \
-    const gpuError_t guard_err_ = (expr);                                                                \
-    if (guard_err_ != gpuSuccess)                                                                        \
-      throw ::gemmar::EnvironmentError(std::string("GPU call failed: ") + #expr + ": " +                  \
-                                           gpuGetErrorString(guard_err_) + " (" + __FILE__ + ":" +       \
-                                           std::to_string(__LINE__) + ")",                               \
-                                       __FILE__, __LINE__);                                              \
-  } while (0)
 
 constexpr int kColBlock = int(reference::kGuardColumnBlock);  // columns per row block
 constexpr int kVec = 8;                                      // columns per thread: one 16-byte bf16 load
@@ -240,13 +229,6 @@ __global__ void __launch_bounds__(kPredRows)
     }
 }
 
-template <typename T>
-T* guard_alloc(int64_t count) {
-  void* p = nullptr;
-  GUARD_GPU_CHECK(gpuMalloc(&p, size_t(std::max<int64_t>(count, 1)) * sizeof(T)));
-  return static_cast<T*>(p);
-}
-
 }  // namespace
 
 struct DeviceGuard::Impl {
@@ -269,10 +251,12 @@ struct DeviceGuard::Impl {
   int64_t M, N, K, S;
   int nb;
   bool fp8;
+  GuardPasses passes;
   std::vector<Rank> ranks;
 };
 
-DeviceGuard::DeviceGuard(int world, int64_t m, int64_t n, int64_t k, bool fp8_wire, const std::vector<int>& rank_device)
+DeviceGuard::DeviceGuard(int world, int64_t m, int64_t n, int64_t k, bool fp8_wire, const std::vector<int>& rank_device,
+                         GuardPasses passes)
     : impl_(std::make_unique<Impl>()) {
   Impl& g = *impl_;
   GEMMAR_USAGE_CHECK(world >= 1 && world <= kGuardMaxWorld && m % (int64_t(world) * kRowChunk) == 0 && n % kVec == 0 &&
@@ -285,24 +269,25 @@ DeviceGuard::DeviceGuard(int world, int64_t m, int64_t n, int64_t k, bool fp8_wi
   g.S = m / world;
   g.nb = int(reference::guard_column_blocks(n));
   g.fp8 = fp8_wire;
+  g.passes = passes;
   g.ranks.resize(size_t(world));
   for (int r = 0; r < world; ++r) {
     Impl::Rank& rk = g.ranks[size_t(r)];
     rk.dev = rank_device[size_t(r)];
-    GUARD_GPU_CHECK(gpuSetDevice(rk.dev));
+    GPU_CHECK(gpuSetDevice(rk.dev));
     const int64_t chunks = m / kRowChunk;
-    rk.part = guard_alloc<float>(chunks * n);
-    rk.part_abs = guard_alloc<float>(chunks * n);
-    for (float** p : {&rk.pcol, &rk.pcol_abs, &rk.ocol, &rk.ocol_abs}) *p = guard_alloc<float>(int64_t(world) * n);
+    rk.part = dalloc<float>(chunks * n);
+    rk.part_abs = dalloc<float>(chunks * n);
+    for (float** p : {&rk.pcol, &rk.pcol_abs, &rk.ocol, &rk.ocol_abs}) *p = dalloc<float>(int64_t(world) * n);
     for (float** p : {&rk.pblk, &rk.pblk_abs, &rk.oblk, &rk.oblk_abs, &rk.pred, &rk.pred_abs})
-      *p = guard_alloc<float>(m * g.nb);
-    rk.orow = guard_alloc<float>(m);
-    rk.orow_abs = guard_alloc<float>(m);
-    rk.wcol = guard_alloc<float>(n);
-    rk.wcol_abs = guard_alloc<float>(n);
-    rk.wscale = guard_alloc<float>(1);
-    rk.bsum = guard_alloc<float>(int64_t(g.nb) * k);
-    rk.babs = guard_alloc<float>(int64_t(g.nb) * k);
+      *p = dalloc<float>(m * g.nb);
+    rk.orow = dalloc<float>(m);
+    rk.orow_abs = dalloc<float>(m);
+    rk.wcol = dalloc<float>(n);
+    rk.wcol_abs = dalloc<float>(n);
+    rk.wscale = dalloc<float>(1);
+    rk.bsum = dalloc<float>(int64_t(g.nb) * k);
+    rk.babs = dalloc<float>(int64_t(g.nb) * k);
   }
 }
 
@@ -318,18 +303,10 @@ void DeviceGuard::set_weights(int rank, const reference::GuardWeights& w) {
   Impl& g = *impl_;
   Impl::Rank& rk = g.ranks.at(size_t(rank));
   GEMMAR_CHECK(w.k == g.K && w.blocks == g.nb, "guard: weights' checksum of the wrong shape");
-  GUARD_GPU_CHECK(gpuSetDevice(rk.dev));
-  GUARD_GPU_CHECK(gpuMemcpy(rk.bsum, w.bsum.data(), w.bsum.size() * 4, gpuMemcpyHostToDevice));
-  GUARD_GPU_CHECK(gpuMemcpy(rk.babs, w.babs.data(), w.babs.size() * 4, gpuMemcpyHostToDevice));
+  GPU_CHECK(gpuSetDevice(rk.dev));
+  GPU_CHECK(gpuMemcpy(rk.bsum, w.bsum.data(), w.bsum.size() * 4, gpuMemcpyHostToDevice));
+  GPU_CHECK(gpuMemcpy(rk.babs, w.babs.data(), w.babs.size() * 4, gpuMemcpyHostToDevice));
   rk.has_weights = true;
-}
-
-// GEMMAR_GUARD_PARTS (a measurement knob, docs/guard.md "Measured"): which passes run, any of "partial",
-// "output", "wire", "gemm" (default: all). A pass left out leaves its sums zero, so the guard then flags calls:
-// only for timing each pass's share of the guard's phase.
-static bool guard_part_on(const char* part) {
-  static const char* parts = std::getenv("GEMMAR_GUARD_PARTS");
-  return parts == nullptr || std::strstr(parts, part) != nullptr;
 }
 
 void DeviceGuard::enqueue(int rank, const GuardRankView& v, void* stream) {
@@ -339,14 +316,14 @@ void DeviceGuard::enqueue(int rank, const GuardRankView& v, void* stream) {
   const dim3 grid(unsigned(g.nb), unsigned(g.M / kRowChunk));
   const int fin_grid = 1024;
   // The partial: column sums per slice, row-block sums.
-  if (guard_part_on("partial")) {
+  if (g.passes.partial) {
     Bf16Loader pl{{}, g.S, g.N};
     for (int p = 0; p < g.W; ++p) pl.src.slice[p] = v.partial_slice[p];
     guard_sums_kernel<<<grid, kSumThreads, 0, s>>>(pl, g.N, g.nb, rk.part, rk.part_abs, rk.pblk, rk.pblk_abs);
     guard_finish_cols_kernel<<<fin_grid, 256, 0, s>>>(rk.part, rk.part_abs, g.S / kRowChunk, g.W, g.N, rk.pcol,
                                                       rk.pcol_abs);
   }
-  if (guard_part_on("output")) {  // the output, as one source over all rows
+  if (g.passes.output) {  // the output, as one source over all rows
     Bf16Loader ol{{}, g.M, g.N};
     ol.src.slice[0] = v.output;
     guard_sums_kernel<<<grid, kSumThreads, 0, s>>>(ol, g.N, g.nb, rk.part, rk.part_abs, rk.oblk, rk.oblk_abs);
@@ -354,7 +331,7 @@ void DeviceGuard::enqueue(int rank, const GuardRankView& v, void* stream) {
                                                       rk.ocol_abs);
     guard_finish_rows_kernel<<<fin_grid, 256, 0, s>>>(rk.oblk, rk.oblk_abs, g.M, g.nb, rk.orow, rk.orow_abs);
   }
-  if (g.fp8 && v.wire && guard_part_on("wire")) {  // the owner's slice as the wire carries it
+  if (g.fp8 && v.wire && g.passes.wire) {  // the owner's slice as the wire carries it
     WireLoader wl{v.wire, v.wire_scale, g.N};
     guard_sums_kernel<<<dim3(unsigned(g.nb), unsigned(g.S / kRowChunk)), kSumThreads, 0, s>>>(
         wl, g.N, g.nb, rk.part, rk.part_abs, nullptr, nullptr);
@@ -362,12 +339,12 @@ void DeviceGuard::enqueue(int rank, const GuardRankView& v, void* stream) {
                                                       rk.wcol_abs);
     guard_scale_sum_kernel<<<1, GEMMAR_WARP_SIZE, 0, s>>>(v.wire_scale, g.S, rk.wscale);
   }
-  if (rk.has_weights && v.a && guard_part_on("gemm")) {
+  if (rk.has_weights && v.a && g.passes.gemm) {
     const dim3 pg(unsigned(g.M / kPredRows), unsigned((g.nb + kPredBlocks - 1) / kPredBlocks));
     guard_gemm_pred_kernel<<<pg, kPredRows, 0, s>>>(v.a, v.a_scale, v.a_fnuz_half, rk.bsum, rk.babs,
                                                                   g.M, g.K, g.nb, rk.pred, rk.pred_abs);
   }
-  GUARD_GPU_CHECK(gpuGetLastError());
+  GPU_CHECK(gpuGetLastError());
 }
 
 std::vector<reference::GuardSums> DeviceGuard::read() const {
@@ -375,12 +352,12 @@ std::vector<reference::GuardSums> DeviceGuard::read() const {
   std::vector<reference::GuardSums> out(size_t(g.W));
   auto get = [](std::vector<float>& dst, const float* src, int64_t count) {
     dst.resize(size_t(count));
-    GUARD_GPU_CHECK(gpuMemcpy(dst.data(), src, size_t(count) * 4, gpuMemcpyDeviceToHost));
+    GPU_CHECK(gpuMemcpy(dst.data(), src, size_t(count) * 4, gpuMemcpyDeviceToHost));
   };
   for (int r = 0; r < g.W; ++r) {
     const Impl::Rank& rk = g.ranks[size_t(r)];
     reference::GuardSums& s = out[size_t(r)];
-    GUARD_GPU_CHECK(gpuSetDevice(rk.dev));
+    GPU_CHECK(gpuSetDevice(rk.dev));
     get(s.partial_col, rk.pcol, g.W * g.N);
     get(s.partial_col_abs, rk.pcol_abs, g.W * g.N);
     get(s.out_col, rk.ocol, g.W * g.N);

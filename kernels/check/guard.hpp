@@ -15,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/kernel_options.hpp"
 #include "reference/guard.hpp"
 
 namespace gemmar::kernels {
@@ -35,7 +36,9 @@ struct GuardRankView {
 class DeviceGuard {
  public:
   // m padded (a multiple of world * 128), n a multiple of 128, k of 128 (blockscale).
-  DeviceGuard(int world, int64_t m, int64_t n, int64_t k, bool fp8_wire, const std::vector<int>& rank_device);
+  // passes: all but for timing one pass alone (KernelOptions::guard_passes).
+  DeviceGuard(int world, int64_t m, int64_t n, int64_t k, bool fp8_wire, const std::vector<int>& rank_device,
+              GuardPasses passes = {});
   ~DeviceGuard();
   DeviceGuard(const DeviceGuard&) = delete;
   DeviceGuard& operator=(const DeviceGuard&) = delete;

@@ -1,5 +1,5 @@
 // Fault injection on the device: the straggler delay, the no-release pattern over what a gather landed, the poison count, the scale
-// perturbation and the fnuz recode (common/faults.cpp lists what each one models).
+// perturbation, the fnuz recode and the flipped bit (common/faults.cpp lists what each one models).
 #include "kernels/device_common.cuh"
 #include "reference/no_release_pattern.hpp"
 
@@ -74,6 +74,8 @@ __global__ void fp8_recode_kernel(uint8_t* x, int64_t elems, bool zero_negzero_o
   }
 }
 
+__global__ void flip_bits_kernel(uint16_t* at, uint16_t mask) { *at ^= mask; }
+
 }  // namespace
 
 gpuError_t launch_no_release(const NoReleaseSet& set, int count, int receiver, uint64_t seed, uint64_t line_threshold,
@@ -97,6 +99,11 @@ gpuError_t launch_scale_f32(float* x, int64_t elems, float factor, gpuStream_t s
 
 gpuError_t launch_fp8_recode(uint8_t* x, int64_t elems, bool zero_negzero_only, gpuStream_t s) {
   fp8_recode_kernel<<<unsigned(grid_for(elems, kThreads * 8)), kThreads, 0, s>>>(x, elems, zero_negzero_only);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_flip_bits(uint16_t* at, uint16_t mask, gpuStream_t s) {
+  flip_bits_kernel<<<1, 1, 0, s>>>(at, mask);
   return gpuGetLastError();
 }
 
