@@ -32,7 +32,7 @@ struct RunRequest {
   bool guard = false;
 };
 
-// The GPU backend's device-side full compare of one checked iteration (kernels/output_compare.hpp): every
+// The GPU backend's device-side full compare of one checked iteration (kernels/check/output_compare.hpp): every
 // element of every rank's output against the collective recomputed on the device from the device's own
 // partials. Per rank: wrong elements, NaN/inf elements, the first wrong one's flat index row * n + col (-1: none).
 struct FullCompare {

@@ -657,7 +657,7 @@ class Pipeline {
             put(r, ranks_[p].recv + int64_t(r) * S_ * N_, ranks_[p].dev, slice_of(rb.c, p), slice_bytes);
         }
       } else if (vendor_) {
-        vendor_gemm_blockscale(ops, rb.c, rb.comp);
+        vendor_gemm(ops, rb.c, rb.comp);
       } else {
         GPU_CHECK(dev::launch_gemm(plan_.kernels.gemm, ops, 0, M_, d, rb.comp));
       }

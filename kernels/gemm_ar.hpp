@@ -107,9 +107,12 @@ DataKernelRates measure_data_kernels(int64_t rows, int64_t n, int iterations, in
 // scales. Returns the number of mismatches; *first = the first mismatching input's bits.
 uint64_t fp8_conversion_selftest(const std::vector<float>& invs, uint64_t* first);
 std::string gemm_kernel_name(GemmKernel variant);
-// The vendor GEMM (kernels/vendor_gemm.hpp): whether this build has it, and what it is.
+// The vendor GEMM (kernels/vendor_gemm.hpp): whether this build has it, which quants' scale layouts it runs
+// (blockscale; issue 25: ptpc through cuBLASLt's outer-vector scaling; no MX GEMM on Hopper), and what it is
+// for a quant, e.g. "cuBLASLt 130100 blockscale-128 (A 1x128, B 128x128)", or why there is none.
 bool vendor_gemm_available();
-std::string vendor_gemm_name();
+bool vendor_gemm_supports(Quant);
+std::string vendor_gemm_name(Quant = Quant::Blockscale);
 
 // One GEMM alone on one device (gemm-only, one rank), median time in us over `iterations`, plus `rows` of the
 // bf16 partial it computed, read back ([i * n + col], for the check against the CPU fp32 GEMM).

@@ -155,31 +155,34 @@ void scaled_gemm(const dev::GemmOperands& op, uint16_t* d, gpuStream_t s, bool p
 }  // namespace
 
 bool vendor_gemm_available() { return true; }
-std::string vendor_gemm_name() {
+bool vendor_gemm_supports(Quant q) { return q == Quant::Blockscale || q == Quant::Ptpc; }
+std::string vendor_gemm_name(Quant q) {
+  if (q == Quant::Ptpc) return "cuBLASLt outer-vector fp32 scales (ptpc)";
+  if (q != Quant::Blockscale) return "none (no MX on Hopper)";
   return "cuBLASLt " + std::to_string(int(cublasLtGetVersion())) + " blockscale-128 (A 1x128, B 128x128)";
 }
 
-void vendor_gemm_blockscale(const dev::GemmOperands& op, uint16_t* d, gpuStream_t s) {
-  GEMMAR_USAGE_CHECK(op.m % 128 == 0 && op.n % 128 == 0 && op.k % 128 == 0,
-                     "--gemm-impl cublaslt: m, n, k must be multiples of 128");
-  scaled_gemm(op, d, s, /*ptpc=*/false);
-}
-
-void vendor_gemm_ptpc(const dev::GemmOperands& op, uint16_t* d, gpuStream_t s) {
-  GEMMAR_USAGE_CHECK(op.m % 16 == 0 && op.n % 16 == 0 && op.k % 16 == 0,
-                     "cuBLASLt ptpc: m, n, k must be multiples of 16");
-  scaled_gemm(op, d, s, /*ptpc=*/true);
+void vendor_gemm(const dev::GemmOperands& op, uint16_t* d, gpuStream_t s) {
+  GEMMAR_USAGE_CHECK(vendor_gemm_supports(op.quant), "--gemm-impl cublaslt: ", vendor_gemm_name(op.quant));
+  if (op.quant == Quant::Ptpc) {
+    GEMMAR_USAGE_CHECK(op.m % 16 == 0 && op.n % 16 == 0 && op.k % 16 == 0,
+                       "cuBLASLt ptpc: m, n, k must be multiples of 16");
+  } else {
+    GEMMAR_USAGE_CHECK(op.m % 128 == 0 && op.n % 128 == 0 && op.k % 128 == 0,
+                       "--gemm-impl cublaslt: m, n, k must be multiples of 128");
+  }
+  scaled_gemm(op, d, s, op.quant == Quant::Ptpc);
 }
 
 #else  // AMD (hipBLASLt not wired), or a cuBLASLt without block scaling
 
 bool vendor_gemm_available() { return false; }
-std::string vendor_gemm_name() { return "unavailable (needs cuBLASLt >= 12.9 on NVIDIA; hipBLASLt is not wired)"; }
-void vendor_gemm_blockscale(const dev::GemmOperands&, uint16_t*, gpuStream_t) {
-  throw UsageError("--gemm-impl cublaslt: " + vendor_gemm_name());
+bool vendor_gemm_supports(Quant) { return false; }
+std::string vendor_gemm_name(Quant) {
+  return "unavailable (needs cuBLASLt >= 12.9 on NVIDIA; hipBLASLt is not wired)";
 }
-void vendor_gemm_ptpc(const dev::GemmOperands&, uint16_t*, gpuStream_t) {
-  throw UsageError("cuBLASLt ptpc: " + vendor_gemm_name());
+void vendor_gemm(const dev::GemmOperands&, uint16_t*, gpuStream_t) {
+  throw UsageError("--gemm-impl cublaslt: " + vendor_gemm_name());
 }
 
 #endif

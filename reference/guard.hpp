@@ -15,7 +15,7 @@
 //          columns of B_deq[n, k], taken once from the weights as loaded, Huang-Abraham ABFT) within the
 //          GEMM's rounding bound: a partial computed from other operands than the weights (a wrong scale).
 // Row sums of every output localise a failing slice to rows. The same functions judge the CPU emulation's sums
-// (guard_rank_sums) and the sums the device computed (kernels/guard.cu), so one rounding model serves both.
+// (guard_rank_sums) and the sums the device computed (kernels/check/guard.cu), so one rounding model serves both.
 #pragma once
 #include <cstdint>
 #include <string>

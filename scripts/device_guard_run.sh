@@ -31,7 +31,7 @@ start=$(date +%s)
       jrun "overhead on $cfg $m" -m "$m" "${c[@]}" --guard --iterations 21 --check-every 100
     done
   done
-  # Each pass of the guard alone (GEMMAR_GUARD_PARTS, kernels/guard.cu; the passes left out flag calls: timing only).
+  # Each pass of the guard alone (GEMMAR_GUARD_PARTS, kernels/check/guard.cu; the passes left out flag calls: timing only).
   for part in partial output wire gemm; do
     GEMMAR_GUARD_PARTS=$part jrun "part $part FP8S 16384" -m 16384 "${FP8S[@]}" --guard --iterations 21 --check-every 100
   done

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The device-side full compare of `gemmar run --backend gpu` (kernels/output_compare.hpp, docs/reliability.md)
+# The device-side full compare of `gemmar run --backend gpu` (kernels/check/output_compare.hpp, docs/reliability.md)
 # on the lent GPU, most important first (a call cut short keeps what it finished):
 #   1. the single-wrong-element fault: --inject flip-unsampled (one bit of one element of the last rank's
 #      output, in a row the default --check-rows 256 sample never reads) must exit 1 with COLLECTIVE_MISMATCH

@@ -77,8 +77,8 @@ Ceilings measure_ceilings(int64_t bytes, int iterations) {
 
 GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const OperandFn& gen, GemmImpl impl,
                           const std::vector<int64_t>& rows, Quant quant, GemmKernel variant) {
-  GEMMAR_USAGE_CHECK(impl != GemmImpl::Cublaslt || quant != Quant::Mxfp8,
-                     "gemm: no vendor mxfp8 GEMM on this device (Hopper has no MX instructions)");
+  GEMMAR_USAGE_CHECK(impl != GemmImpl::Cublaslt || vendor_gemm_supports(quant), "gemm: no vendor ", to_string(quant),
+                     " GEMM on this device: ", vendor_gemm_name(quant));
   GEMMAR_USAGE_CHECK(m % dev::kBlockM == 0 && n % dev::kBlockN == 0 && k % dev::kBlockK == 0,
                      "gemm: m, n, k must be multiples of 128");
   GPU_CHECK(gpuSetDevice(0));
@@ -106,8 +106,7 @@ GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const
   d.ldd = n;
   const dev::GemmOperands ops{a, b, sa, sb, m, n, k, quant};
   auto launch = [&] {
-    if (impl == GemmImpl::Cublaslt && quant == Quant::Ptpc) vendor_gemm_ptpc(ops, c, s);
-    else if (impl == GemmImpl::Cublaslt) vendor_gemm_blockscale(ops, c, s);
+    if (impl == GemmImpl::Cublaslt) vendor_gemm(ops, c, s);
     else GPU_CHECK(dev::launch_gemm(variant, ops, 0, m, d, s));
   };
   gpuEvent_t e0, e1;

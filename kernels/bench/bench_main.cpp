@@ -83,7 +83,7 @@ int cmd_gemm(int64_t m, int64_t n, int64_t k, Quant quant, kernels::GemmKernel v
   const double flop = 2.0 * double(m) * double(n) * double(k);
   const GemmResult ours = bench_gemm(GemmImpl::Gemmar, m, n, k, 20, quant, variant);
   GemmResult lt;
-  const bool vendor = kernels::vendor_gemm_available() && quant != Quant::Mxfp8;
+  const bool vendor = kernels::vendor_gemm_supports(quant);
   std::string vendor_error;  // cuBLASLt refusing ptpc's outer-vector scaling is a finding, not a failed run
   try {
     if (vendor) lt = bench_gemm(GemmImpl::Cublaslt, m, n, k, 20, quant, variant);
@@ -112,9 +112,7 @@ int cmd_gemm(int64_t m, int64_t n, int64_t k, Quant quant, kernels::GemmKernel v
               quant == Quant::Blockscale ? kernels::gemm_kernel_name(variant).c_str()
                                          : "gemm_quant simt 128x128x32 (issue 25)",
               ours.us, flop / ours.us * 1e-6, ours.rel_err, lt.us, lt.us > 0 ? flop / lt.us * 1e-6 : 0.0, lt.rel_err,
-              quant == Quant::Mxfp8 ? "none (no MX on Hopper)"
-              : quant == Quant::Ptpc ? "cuBLASLt outer-vector fp32 scales (ptpc)"
-                                     : kernels::vendor_gemm_name().c_str(),
+              kernels::vendor_gemm_name(quant).c_str(),
               lt.us > 0 ? lt.us / ours.us : 0.0, ok ? "true" : "false");
   return ok ? 0 : 1;
 }

@@ -1,6 +1,6 @@
 // `gemmar run --guard` (docs/guard.md): the per-call guard of reference/guard.hpp inside the harness. The CPU
 // backend computes every rank's sums of each checked call from the emulation's buffers (cpu_guard_sums); the GPU
-// backend brings the sums its device kernels computed (kernels/guard.cu). Either way judge_guard_calls runs the
+// backend brings the sums its device kernels computed (kernels/check/guard.cu). Either way judge_guard_calls runs the
 // one check of reference/guard.cpp on every call and summarises the findings for the record's `guard` field,
 // which validate/verdict/guard_rules.cpp turns into GUARD_* findings.
 #pragma once

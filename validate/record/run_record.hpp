@@ -84,7 +84,7 @@ struct RunRecord {
   std::optional<int64_t> disagreeing_elements;
   // The first wrong element found, named: "rank 3, row 1234, col 56, iteration 0" (run, validate).
   std::optional<std::string> first_wrong_element;
-  // `run --backend gpu`: the device-side full compare (kernels/output_compare.hpp) ran on every checked
+  // `run --backend gpu`: the device-side full compare (kernels/check/output_compare.hpp) ran on every checked
   // iteration; its kernel time (median over them, us) and the bytes it read per iteration.
   std::optional<double> full_compare_us;
   std::optional<int64_t> full_compare_bytes;

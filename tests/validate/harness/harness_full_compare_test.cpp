@@ -1,4 +1,4 @@
-// The GPU backend's device-side full compare (kernels/output_compare.hpp) as the driver judges it: one wrong
+// The GPU backend's device-side full compare (kernels/check/output_compare.hpp) as the driver judges it: one wrong
 // element in a row the sampled check never reads fails the run, named by rank, row, column and iteration. The
 // device kernel itself runs on the GPU only (scripts/device_verify_run.sh); here a backend wraps the CPU
 // emulation and reports what the device compare would.
