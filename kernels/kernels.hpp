@@ -1,5 +1,6 @@
-// Launchers of the device kernels (gemm/, collective/, convert/, faults/, bench/ceilings.cu), called by the orchestration in gemm_ar.cu. Every launcher
-// enqueues on the given stream and returns the launch status; nothing here synchronizes.
+// Launchers of the device kernels (gemm/, collective/, convert/, faults/, bench/ceilings.cu; check/ has its own
+// headers), called by the orchestration in gemm_ar.cu. Every launcher enqueues on the given stream and returns
+// the launch status; nothing here synchronizes.
 #pragma once
 #include <cstdint>
 
