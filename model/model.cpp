@@ -74,9 +74,11 @@ struct Ctx {
     const double last = f > 0 ? p.gemm.tile_epilogue_us * f + k_loop_us() * (c_frac + (1 - c_frac) * f) : 0.0;
     return full * tile_us() + last;
   }
-  // The emulated ranks' GEMMs run one after another on the device: each keeps its own wave quantization.
-  // The last wave's pipeline fill/drain: one latency-bound main-loop iteration per BLOCK_K (docs/model.md "GEMM").
+  // The GEMM's fixed cost proportional to K: the K loop that no other wave hides (the first wave's fill, the last
+  // one's drain), per BLOCK_K; mori's sweep_dsv41.jsonl gives 24.0 us at K = 2048 and 12.1 us at K = 1024 for its
+  // whole-wave points (docs/model.md "GEMM fixed cost proportional to K").
   double gemm_fill_us() const { return std::ceil(K / p.gemm.block_k) * p.gemm.k_iter_latency_us; }
+  // The emulated ranks' GEMMs run one after another on the device: each keeps its own wave quantization.
   double gemm_only_us() const { return share * (p.gemm.launch_us + gemm_fill_us() + gemm_waves_us()); }
   // The share of a split mode's re-read of C that misses the last-level cache: what the benchmark's repeated
   // op keeps live (C, the output it writes, A and B) beyond the cache's capacity (docs/model.md "cache").
@@ -162,8 +164,10 @@ struct PredictionBuilder {
       // HBM, same bytes, one launch), so neither the chunked-launch overhead nor a push tail exists.
       const bool stores_are_c = p.one_device && !sdma;
       const double gemm_f = stores_are_c ? gemm_only : gemm_only * (1.0 + p.gemm.epilogue_slowdown);
-      // Pushes start when the first wave of tiles is done, one put per finished BLOCK_M band per peer queue.
-      const double t_first = x.share * p.gemm.launch_us + x.tile_us() * (1.0 + p.gemm.epilogue_slowdown);
+      // Pushes start when the first wave of tiles is done (after the launch and the K-proportional fill), one put
+      // per finished BLOCK_M band per peer queue.
+      const double t_first =
+          x.share * (p.gemm.launch_us + x.gemm_fill_us()) + x.tile_us() * (1.0 + p.gemm.epilogue_slowdown);
       const double puts_per_queue = sdma ? std::ceil(S / block_m(cfg.quant)) : 0.0;
       const double wire_rate = (sdma ? x.sdma_rate() : x.cu_rate()) * p.link.scatter_efficiency;
       const double push_us = puts_per_queue * p.copy_engine.per_put_us + us_at(scatter_bytes, wire_rate);

@@ -23,8 +23,9 @@ struct Params {
     // CUs run (the MFMA issue): the rest is memory time, shared by the tiles in flight, so a last wave of
     // f x compute_units tiles takes tile_epilogue_us x f + k_loop x (c + (1 - c) x f).
     double tile_epilogue_us = 0, partial_wave_compute_fraction = 1;
-    // Optional (absent: 0, 128). The pipeline fill/drain of the last wave: its tiles run their K loop with no
-    // later wave to hide the loads behind, one latency-bound iteration per BLOCK_K of K (docs/model.md "GEMM").
+    // Optional (absent: 0, 128). One main-loop iteration per BLOCK_K of K that the GEMM pays outside its steady
+    // state of tile waves (the first wave's pipeline fill, the last wave's drain): a fixed cost proportional to
+    // K, paid before the first tile is done too (the fused path's first push) (docs/model.md "GEMM").
     double k_iter_latency_us = 0, block_k = 128;
   } gemm;
   struct {
