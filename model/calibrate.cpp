@@ -245,7 +245,6 @@ void measured_json(const std::string& path, std::vector<CalPoint>& out) {
 
 const std::vector<FitParam>& default_fit_parameters() {
   static const std::vector<FitParam> v{
-      {"gemm.launch_us", 0, 60},
       {"gemm.tile_epilogue_us", 0, 30},
       {"gemm.achieved_efficiency", 0.05, 1},
       {"gemm.partial_wave_compute_fraction", 0.01, 1},
@@ -257,6 +256,9 @@ const std::vector<FitParam>& default_fit_parameters() {
       {"standalone.rank_skew_us", 0, 100},
       {"sync.band_sync_us", 0, 100},
       {"sync.system_release_us", 0, 5},
+      {"gemm.k_iter_latency_us", 0, 5},
+      {"cache.miss_slowdown", 0, 3},
+      {"link.lsa_bytes_in_flight", 1e5, 5e6},
   };
   return v;
 }

@@ -74,8 +74,20 @@ struct Ctx {
     const double last = f > 0 ? p.gemm.tile_epilogue_us * f + k_loop_us() * (c_frac + (1 - c_frac) * f) : 0.0;
     return full * tile_us() + last;
   }
+  // The GEMM's fixed cost proportional to K: the K loop that no other wave hides (the first wave's fill, the last
+  // one's drain), per BLOCK_K; mori's sweep_dsv41.jsonl gives 24.0 us at K = 2048 and 12.1 us at K = 1024 for its
+  // whole-wave points (docs/model.md "GEMM fixed cost proportional to K").
+  double gemm_fill_us() const { return std::ceil(K / p.gemm.block_k) * p.gemm.k_iter_latency_us; }
   // The emulated ranks' GEMMs run one after another on the device: each keeps its own wave quantization.
-  double gemm_only_us() const { return share * (p.gemm.launch_us + gemm_waves_us()); }
+  double gemm_only_us() const { return share * (p.gemm.launch_us + gemm_fill_us() + gemm_waves_us()); }
+  // The share of a split mode's re-read of C that misses the last-level cache: what the benchmark's repeated
+  // op keeps live (C, the output it writes, A and B) beyond the cache's capacity (docs/model.md "cache").
+  double c_miss_fraction() const {
+    if (p.cache.capacity_mb <= 0 || p.one_device) return 0.0;
+    const double live = 2.0 * Mp * N * 2 + Mp * K + N * K;
+    return std::max(0.0, live - p.cache.capacity_mb * 1e6) / live;
+  }
+  double c_read_slowdown() const { return 1.0 + c_miss_fraction() * p.cache.miss_slowdown; }
   double gemm_flops() const { return 2.0 * Mp * N * K; }
 };
 
@@ -152,8 +164,10 @@ struct PredictionBuilder {
       // HBM, same bytes, one launch), so neither the chunked-launch overhead nor a push tail exists.
       const bool stores_are_c = p.one_device && !sdma;
       const double gemm_f = stores_are_c ? gemm_only : gemm_only * (1.0 + p.gemm.epilogue_slowdown);
-      // Pushes start when the first wave of tiles is done, one put per finished BLOCK_M band per peer queue.
-      const double t_first = x.share * p.gemm.launch_us + x.tile_us() * (1.0 + p.gemm.epilogue_slowdown);
+      // Pushes start when the first wave of tiles is done (after the launch and the K-proportional fill), one put
+      // per finished BLOCK_M band per peer queue.
+      const double t_first =
+          x.share * (p.gemm.launch_us + x.gemm_fill_us()) + x.tile_us() * (1.0 + p.gemm.epilogue_slowdown);
       const double puts_per_queue = sdma ? std::ceil(S / block_m(cfg.quant)) : 0.0;
       const double wire_rate = (sdma ? x.sdma_rate() : x.cu_rate()) * p.link.scatter_efficiency;
       const double push_us = puts_per_queue * p.copy_engine.per_put_us + us_at(scatter_bytes, wire_rate);
@@ -178,7 +192,8 @@ struct PredictionBuilder {
       lb += (pr.phases.back().lower_bound_us = gemm_lb);
       if (mt.scatter_by_copy_engine) {
         const double us = p.copy_engine.per_put_us +
-                          us_at(scatter_bytes, x.sdma_rate() * p.link.scatter_efficiency) + p.sync.barrier_us;
+                          us_at(scatter_bytes, x.sdma_rate() * p.link.scatter_efficiency) * x.c_read_slowdown() +
+                          p.sync.barrier_us;
         Phase sc = phase("scatter", us, scatter_bytes, "link");
         sc.link_bytes = scatter_bytes;
         sc.ceiling_us = us_at(scatter_bytes, x.sdma_rate());
@@ -197,8 +212,15 @@ struct PredictionBuilder {
     const double link_b = 2 * (W - 1) * slice_bf16;
     const double hbm_b = W * slice_bf16 + slice_bf16 + (W - 1) * slice_bf16;
     const double lsa_rate = x.cu_rate() * p.link.lsa_efficiency;
-    double stage1 = std::max(us_at((W - 1) * slice_bf16, lsa_rate), us_at(W * slice_bf16 + slice_bf16, x.hbm_rate()));
-    double stage2 = std::max(us_at((W - 1) * slice_bf16, lsa_rate), us_at((W - 1) * slice_bf16, x.hbm_rate()));
+    // Its loads in flight bound it too (Little's law): stage 1 reads the peers' C, whose misses in their
+    // last-level cache lengthen each load (docs/model.md "cache"); stage 2 reads the just-reduced slices.
+    const double in_flight = p.link.lsa_bytes_in_flight;
+    const double little1 = in_flight / (p.pull.remote_latency_us * x.c_read_slowdown()) / 1e3;
+    const double little2 = in_flight / p.pull.remote_latency_us / 1e3;
+    double stage1 = std::max({us_at((W - 1) * slice_bf16, std::min(lsa_rate, little1)),
+                              us_at(W * slice_bf16 + slice_bf16, x.hbm_rate())});
+    double stage2 = std::max(us_at((W - 1) * slice_bf16, std::min(lsa_rate, little2)),
+                             us_at((W - 1) * slice_bf16, x.hbm_rate()));
     if (p.one_device) {
       // "Peer" loads are local HBM: the link bytes ARE HBM bytes, so each stage is its reads + writes at
       // the HBM rate (stage 1 reads W slices and writes one, stage 2 reads W-1 and writes W-1).

@@ -138,6 +138,10 @@ Params parse_params(const nlohmann::json& doc, const std::string& origin) {
   p.gemm.epilogue_slowdown = r.number("gemm.epilogue_slowdown", R::NonNegative);
   p.gemm.tile_epilogue_us = r.number_or("gemm.tile_epilogue_us", R::NonNegative, 0.0);
   p.gemm.partial_wave_compute_fraction = r.number_or("gemm.partial_wave_compute_fraction", R::Fraction, 1.0);
+  p.gemm.k_iter_latency_us = r.number_or("gemm.k_iter_latency_us", R::NonNegative, 0.0);
+  p.gemm.block_k = r.number_or("gemm.block_k", R::AtLeastOne, 128.0);
+  p.cache.capacity_mb = r.number_or("cache.capacity_mb", R::NonNegative, 0.0);
+  p.cache.miss_slowdown = r.number_or("cache.miss_slowdown", R::NonNegative, 0.0);
   for (const char* q : {"ptpc", "mxfp8"}) {
     const double ratio = q[0] == 'p' ? p.gemm.ptpc_efficiency_ratio : p.gemm.mxfp8_efficiency_ratio;
     if (p.gemm.achieved_efficiency * ratio > 1)
@@ -160,6 +164,8 @@ Params parse_params(const nlohmann::json& doc, const std::string& origin) {
   p.link.protocol_efficiency = r.number("link.protocol_efficiency", R::Fraction);
   p.link.scatter_efficiency = r.number("link.scatter_efficiency", R::Fraction);
   p.link.lsa_efficiency = r.number_or("link.lsa_efficiency", R::Fraction, 1.0);
+  p.link.lsa_bytes_in_flight =
+      r.number_or("link.lsa_bytes_in_flight", R::Positive, std::numeric_limits<double>::infinity());
 
   p.copy_engine.per_put_us = r.number("copy_engine.per_put_us", R::NonNegative);
   if (p.link.medium == Medium::Hbm) {

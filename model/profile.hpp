@@ -23,7 +23,16 @@ struct Params {
     // CUs run (the MFMA issue): the rest is memory time, shared by the tiles in flight, so a last wave of
     // f x compute_units tiles takes tile_epilogue_us x f + k_loop x (c + (1 - c) x f).
     double tile_epilogue_us = 0, partial_wave_compute_fraction = 1;
+    // Optional (absent: 0, 128). One main-loop iteration per BLOCK_K of K that the GEMM pays outside its steady
+    // state of tile waves (the first wave's pipeline fill, the last wave's drain): a fixed cost proportional to
+    // K, paid before the first tile is done too (the fused path's first push) (docs/model.md "GEMM").
+    double k_iter_latency_us = 0, block_k = 128;
   } gemm;
+  struct {
+    // Optional (absent: no cache term). The last-level cache in front of HBM (MI355X: 256 MB Infinity Cache)
+    // and how much slower, relative to a hit, a remote CU load or copy-engine read of C is when it misses it.
+    double capacity_mb = 0, miss_slowdown = 0;
+  } cache;
   struct {
     double peak_gbps = 0, efficiency = 0, latency_us = 0;
     double copy_gbps = 0;  // medium hbm only: CU copy rate, bytes copied per second
@@ -37,6 +46,9 @@ struct Params {
     // Optional (absent: 1): the split-lsa all-reduce kernel's CU loads over the links, as a fraction of the
     // protocol rate (its grid and loads in flight, kernels_lsa.py ar_2stage).
     double lsa_efficiency = 1;
+    // Optional (absent: unbounded): the split-lsa kernel's bytes of remote loads in flight per rank (its grid x
+    // loads per thread), whose Little's-law rate binds when its loads miss the peer's cache.
+    double lsa_bytes_in_flight = std::numeric_limits<double>::infinity();
     // Links a rank of a W-rank run drives: on a fully connected xGMI mesh one per peer, W - 1 (a 4-rank run
     // on an 8-GPU node uses 3 of its 7); behind a switch (NVLink) every link whatever W.
     double links_used(double world) const {

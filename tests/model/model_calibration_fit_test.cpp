@@ -5,7 +5,11 @@
 
 #include <cmath>
 #include <filesystem>
+#include <cstdio>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <vector>
 
 #include "common/errors.hpp"
 #include "model/calibrate.hpp"
@@ -41,6 +45,42 @@ TEST(ModelCalibrationFit, EveryW4PointUsesThreeOfTheSevenLinks) {
   s.world = 8;
   const double t8 = model::predict(prof, s, c).total_us;
   EXPECT_GT(t / t8, 1.5);  // per rank, (W-1)/W of a larger slice over 3 links instead of 7
+}
+
+// Out of sample: mori's single-process GEMM sweep (tests/data/model/mori_1p.jsonl: its GEMM alone in one process,
+// blockscale and mxfp8, N = 5120, K = 2048, M = 4096 ... 16384, three repeats each) is in no fit; the model's
+// gemm-only predicts the mean of each shape's repeats within 5% (M = 12288 is 7.5 waves of 128 x 256 tiles, a
+// partial wave no calibration point of blockscale has).
+TEST(ModelCalibrationFit, MorisSingleProcessGemmSweepIsPredictedWithinFivePercentOutOfSample) {
+  const auto prof = model::load_profile("mi355x");
+  std::ifstream in(GEMMAR_TEST_DATA_DIR "/model/mori_1p.jsonl");
+  ASSERT_TRUE(in);
+  std::map<std::pair<std::string, int64_t>, std::vector<double>> runs;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    const auto j = nlohmann::json::parse(line);
+    ASSERT_EQ(j.at("n").get<int64_t>(), 5120);
+    ASSERT_EQ(j.at("k").get<int64_t>(), 2048);
+    runs[{j.at("route").get<std::string>(), j.at("m").get<int64_t>()}].push_back(j.at("us").get<double>());
+  }
+  ASSERT_EQ(runs.size(), 8u);
+  for (const auto& [key, us] : runs) {
+    ASSERT_EQ(us.size(), 3u);
+    Shape s;
+    s.world = 1;
+    s.m = key.second;
+    s.n = 5120;
+    s.k = 2048;
+    Config c;
+    c.mode = Mode::GemmOnly;
+    c.quant = key.first == "mori-mxfp8-1p" ? Quant::Mxfp8 : Quant::Blockscale;
+    ASSERT_TRUE(c.quant == Quant::Mxfp8 || key.first == "mori-blockscale-1p") << key.first;
+    const double measured = (us[0] + us[1] + us[2]) / 3.0;
+    const double err = model::predict(prof, s, c).total_us / measured - 1.0;
+    std::printf("%-20s M=%-6lld %7.1f us  model %+5.2f%%\n", key.first.c_str(), (long long)key.second, measured,
+                100 * err);
+    EXPECT_LE(std::fabs(err), 0.05) << key.first << " M=" << key.second;
+  }
 }
 
 TEST(ModelCalibrationFit, AMalformedRowNamesItsFileAndLine) {

@@ -10,11 +10,15 @@
 
 using namespace gemmar;
 
-// The target is 5%; the model reaches 6.95% (fuse_reduce_push, fence at 32 bands, the end of its
-// curve) and 5.9% on the other points (docs/model.md lists every point above 5%). A regression past 7% fails.
-constexpr double kWorstLooError = 0.07;
+// The target: every standalone total within 5% of its leave-one-out prediction. One named exception,
+// the end of the fence curve (fuse_reduce_push fence at 32 bands, +7.0%): fitted on 1..16 bands the per-band
+// release is ~59 us, the 16 -> 32 step measures ~47 us, and no mechanism in mori's kernel read so far predicts
+// that (docs/model.md "Where the model is weakest"). It is held at 7.5% so that a regression still fails.
+constexpr double kWorstLooError = 0.05;
+constexpr double kFenceEndOfCurveLooError = 0.075;
+const char* const kFenceEndOfCurve = "fuse_reduce_push.txt:13";
 
-TEST(ModelLeaveOneOut, EveryStandaloneTotalIsPredictedWithinSevenPercentAndTheBandsCoverIt) {
+TEST(ModelLeaveOneOut, EveryStandaloneTotalIsPredictedWithinFivePercentAndTheBandsCoverIt) {
   const auto prof = model::load_profile("mi355x");
   const auto points = model::load_mi355x_points(GEMMAR_TEST_DATA_DIR);
   const auto rows = model::leave_one_out(prof, points, model::default_fit_parameters());
@@ -23,7 +27,8 @@ TEST(ModelLeaveOneOut, EveryStandaloneTotalIsPredictedWithinSevenPercentAndTheBa
     if (!r.point->scored || !r.point->phase.empty()) continue;
     ++scored;
     std::printf("%-60s %8.1f us  LOO %+6.2f%%\n", r.point->source.c_str(), r.point->measured_us, 100 * r.loo_error);
-    EXPECT_LE(std::fabs(r.loo_error), kWorstLooError) << r.point->source;
+    const double limit = r.point->source == kFenceEndOfCurve ? kFenceEndOfCurveLooError : kWorstLooError;
+    EXPECT_LE(std::fabs(r.loo_error), limit) << r.point->source;
     const double slower = 1.0 / (1.0 + r.loo_error) - 1.0;
     EXPECT_LE(slower, prof.band(r.point->config.mode)) << r.point->source;
   }
