@@ -178,6 +178,7 @@ Params parse_params(const nlohmann::json& doc, const std::string& origin) {
   }
   p.sync.kernel_launch_us = r.number("sync.kernel_launch_us", R::NonNegative);
   p.sync.barrier_us = r.number("sync.barrier_us", R::NonNegative);
+  p.sync.eager_launch_us = r.number_or("sync.eager_launch_us", R::NonNegative, p.gemm.launch_us);
   const double nan = std::numeric_limits<double>::quiet_NaN();
   p.sync.band_sync_us = r.number_or("sync.band_sync_us", R::NonNegative, nan);
   p.sync.system_release_us = r.number_or("sync.system_release_us", R::NonNegative, nan);

@@ -61,6 +61,9 @@ struct Params {
   } copy_engine;
   struct {
     double kernel_launch_us = 0, barrier_us = 0;
+    // Outside a graph: each kernel's host launch and launch-to-start gap, the allowance an eager-timed run gets
+    // per kernel (validate/verdict/basis.cpp). Absent from a profile: gemm.launch_us.
+    double eager_launch_us = 0;
     // Optional (NaN when the profile has none: then --fuse-reduce-push cannot be modeled). Per band of
     // fuse_reduce_push: the barrier of the reducing blocks, the counter atomic and the elected block's locked
     // puts; and, with publish=fence, one system-scope release (an L2 writeback) per reducing block.

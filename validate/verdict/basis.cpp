@@ -181,7 +181,7 @@ TimingBasis timing_basis(const RunRecord& r, const Expectations& e) {
   tb.eager = r.timing == "eager";
   for (const auto& ph : tb.pred.phases)
     if (ph.name != "skew" && ph.us > 0) ++tb.launches;
-  tb.launch_extra = tb.eager ? tb.launches * e.profile->params.gemm.launch_us : 0.0;
+  tb.launch_extra = tb.eager ? tb.launches * e.profile->params.sync.eager_launch_us : 0.0;
   return tb;
 }
 

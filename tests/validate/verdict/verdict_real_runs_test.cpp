@@ -70,7 +70,9 @@ TEST(VerdictRealRuns, PartialRunIsJudgedOnThePhasesItRan) {
 TEST(VerdictRealRuns, EagerTimingIsJudgedWithTheLaunchesAndWarned) {
   RunRecord r = run(Mode::FusedSdma, 0, 2.351e-3);
   const Expectations e = expect_for(r);
-  const double launches = 4 * e.profile->params.gemm.launch_us;  // gemm, drain, reduce, gather
+  // An eager launch costs more than a kernel-to-kernel gap inside a graph: the allowance must be the eager one.
+  EXPECT_GT(e.profile->params.sync.eager_launch_us, e.profile->params.sync.kernel_launch_us);
+  const double launches = 4 * e.profile->params.sync.eager_launch_us;  // gemm, drain, reduce, gather
   const double t = (e.prediction->total_us + launches) * (1.0 + e.profile->band(r.config.mode)) - 1.0;
   r.max_rank_time_us = t;
   r.per_rank_time_us.assign(8, t);
