@@ -217,7 +217,8 @@ void read_input(const std::string& path, const CheckOptions& o, ReadInputs& in) 
     const LogEntry& e = in.entries[i];
     if (e.kind == "other") continue;
     ++runs_found;
-    not_validated = not_validated || !e.rank_failures.empty() || (e.record && e.record->validated && !*e.record->validated);
+    not_validated = not_validated || !e.rank_failures.empty() ||
+                    (e.record && e.record->validated && !*e.record->validated);
   }
   if (!st.failures.empty()) in.log_verdicts.push_back(benchmark_failed_verdict(st.failures, not_validated));
   if (st.context.sweep.seen()) in.log_verdicts.push_back(sweep_verdict(st.context.sweep, name));
