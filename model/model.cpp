@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <sstream>
 
 #include "common/errors.hpp"
@@ -50,11 +51,15 @@ struct Ctx {
   double hbm_rate() const { return p.hbm.peak_gbps * p.hbm.efficiency / share; }
   double hbm_peak() const { return p.hbm.peak_gbps / share; }
 
+  // The quant's K loop against blockscale's (the profile's gemm.<quant>_efficiency_ratio), one per row of
+  // common/modes.hpp's quant table; blockscale, the calibrated base, has none. A quant added to the table without
+  // its ratio here does not build.
   double quant_eff() const {
-    double r = 1.0;
-    if (c.quant == Quant::Ptpc) r = p.gemm.ptpc_efficiency_ratio;
-    if (c.quant == Quant::Mxfp8) r = p.gemm.mxfp8_efficiency_ratio;
-    return p.gemm.achieved_efficiency * r;
+    using Gemm = decltype(p.gemm);
+    static constexpr double Gemm::*kRatio[] = {nullptr, &Gemm::ptpc_efficiency_ratio, &Gemm::mxfp8_efficiency_ratio};
+    static_assert(std::size(kRatio) == std::size(kQuantTable));
+    const auto ratio = kRatio[int(c.quant)];
+    return p.gemm.achieved_efficiency * (ratio ? p.gemm.*ratio : 1.0);
   }
   // One tile's K loop at the achieved MFMA rate.
   double k_loop_us() const {

@@ -128,9 +128,7 @@ void attach_traces(std::vector<RunRecord*>& runs, const std::vector<std::string>
   }
 }
 
-}  // namespace
-
-int cmd_check(const Args& args) {
+po::options_description check_options_description() {
   po::options_description desc("gemmar check options");
   desc.add_options()
       ("input", po::value<std::vector<std::string>>()->multitoken(), "log files to read ('-' = stdin)")
@@ -149,26 +147,34 @@ int cmd_check(const Args& args) {
        "derive the floors at each run's own M (default: once per N, K, W, quant at M=16384)")
       ("max-line-bytes", po::value<size_t>()->default_value(size_t(1) << 20), "longest line read as a record");
   add_common_options(desc);
-  po::positional_options_description pos;
-  pos.add("input", -1);
-  po::variables_map vm;
-  if (!parse(args, desc, vm, std::cout, kUsageLine, &pos)) return kExitOk;
+  return desc;
+}
 
+struct CheckOptions {
+  std::vector<std::string> inputs;
+  LogReadOptions read;
+  std::optional<int> expect;
+  JudgeOptions judge;
+  std::vector<PhasePattern> patterns;
+};
+
+// Every option checked (exit 2) before any input is read; the baselines are read here.
+CheckOptions check_options(const po::variables_map& vm) {
+  CheckOptions o;
   GEMMAR_USAGE_CHECK(vm.count("input"), "no input (give FILE... or '-' for stdin)");
-  const auto inputs = vm["input"].as<std::vector<std::string>>();
-  LogReadOptions ro;
+  o.inputs = vm["input"].as<std::vector<std::string>>();
+  LogReadOptions& ro = o.read;
   ro.max_line_bytes = vm["max-line-bytes"].as<size_t>();
   GEMMAR_USAGE_CHECK(ro.max_line_bytes >= 64, "--max-line-bytes: ", ro.max_line_bytes, " is too small (>= 64)");
   ro.defaults.world = vm["world"].as<int>();
   GEMMAR_USAGE_CHECK(ro.defaults.world >= 1 && ro.defaults.world <= 512, "--world: ", ro.defaults.world,
                      " is out of range [1, 512]");
-  std::optional<int> expect;
   if (vm.count("expect")) {
-    expect = vm["expect"].as<int>();
-    GEMMAR_USAGE_CHECK(*expect >= 1, "--expect: ", *expect, " is not a positive number of runs");
+    o.expect = vm["expect"].as<int>();
+    GEMMAR_USAGE_CHECK(*o.expect >= 1, "--expect: ", *o.expect, " is not a positive number of runs");
   }
 
-  JudgeOptions jo;
+  JudgeOptions& jo = o.judge;
   if (vm.count("profile")) {
     jo.profile = vm["profile"].as<std::string>();
     (void)model::load_profile(*jo.profile);  // a bad --profile is exit 2 before anything is judged
@@ -183,77 +189,102 @@ int cmd_check(const Args& args) {
   if (vm.count("baseline"))
     jo.baseline = read_baseline_runs(vm["baseline"].as<std::vector<std::string>>(), ro, "gemmar check");
 
-  std::vector<PhasePattern> patterns = default_phase_patterns();
-  if (vm.count("phase-map")) patterns = load_phase_map(vm["phase-map"].as<std::string>());
+  o.patterns = default_phase_patterns();
+  if (vm.count("phase-map")) o.patterns = load_phase_map(vm["phase-map"].as<std::string>());
   if (vm.count("phase-pattern"))
-    for (const auto& s : vm["phase-pattern"].as<std::vector<std::string>>()) apply_phase_override(patterns, s);
+    for (const auto& s : vm["phase-pattern"].as<std::vector<std::string>>()) apply_phase_override(o.patterns, s);
+  return o;
+}
 
-  // Entries in input order; invalid ones become failing verdicts in place. Per input: the failures its log
-  // shows and how many runs it held.
+// Entries in input order; invalid ones become failing verdicts in place. Per input: the failures its log shows
+// and how many runs it held (log_verdicts: BENCHMARK_FAILED / SWEEP_* / RUNS_MISSING, judged after the runs).
+struct ReadInputs {
   std::vector<LogEntry> entries;
-  std::vector<Verdict> log_verdicts;  // BENCHMARK_FAILED / SWEEP_* / RUNS_MISSING, after the runs
+  std::vector<Verdict> log_verdicts;
   int64_t unread_gemm_ar = 0, quoted_records = 0;
   std::string first_unread;
-  for (const auto& path : inputs) {
-    const size_t before = entries.size();
-    const LogReadStats st = read_log_file(path, [&](LogEntry&& e) { entries.push_back(std::move(e)); }, ro);
-    const std::string name = path == "-" ? "stdin" : path;
-    size_t runs_found = 0;
-    // A finished run that did not validate (rank 0 then exits 1 by design). Rank lines with no record after
-    // them do not count: rank 0 never printed its result, so its exit is a failure of its own.
-    bool not_validated = false;
-    for (size_t i = before; i < entries.size(); ++i) {
-      const LogEntry& e = entries[i];
-      if (e.kind == "other") continue;
-      ++runs_found;
-      not_validated = not_validated || !e.rank_failures.empty() ||
-                      (e.record && e.record->validated && !*e.record->validated);
-    }
-    if (!st.failures.empty()) log_verdicts.push_back(benchmark_failed_verdict(st.failures, not_validated));
-    if (st.context.sweep.seen()) log_verdicts.push_back(sweep_verdict(st.context.sweep, name));
-    if (unread_gemm_ar == 0) first_unread = st.context.first_unread_gemm_ar;
-    unread_gemm_ar += st.context.unread_gemm_ar_lines;
-    quoted_records += st.context.embedded_records;
-    if (expect && runs_found < size_t(*expect))
-      log_verdicts.push_back(failed_entry_verdict(
-          name + ":" + std::to_string(st.lines), "RUNS_MISSING",
-          name + " holds " + std::to_string(runs_found) + " run(s) in " + std::to_string(st.lines) +
-              " lines, fewer than the --expect " + std::to_string(*expect) +
-              ": the benchmark stopped early or its output was cut; look at the end of the log."));
-  }
-  if (entries.empty() && log_verdicts.empty()) {
-    std::string list;
-    for (const auto& p : inputs) list += (list.empty() ? "" : ", ") + (p == "-" ? std::string("stdin") : p);
-    if (unread_gemm_ar > 0)
-      throw UsageError(list + ": no runs found: " + std::to_string(unread_gemm_ar) +
-                       " [gemm_ar] line(s) that are not bench_gemm_ar.py's `[gemm_ar] mode=... validated=...` summary "
-                       "(pytest's own prints have no n, k or validated; e.g. " + first_unread +
-                       "); judge the benchmark's RESULT_JSON lines or its --json-out file instead");
-    if (quoted_records > 0)
-      throw UsageError(list + ": no runs found: " + std::to_string(quoted_records) +
-                       " RESULT_JSON only quoted inside other lines (a repr such as pytest's CompletedProcess(... "
-                       "stdout='...')), not read as records; judge the benchmark's own output");
-    throw UsageError(list + ": no runs found (no RESULT_JSON lines, no [gemm_ar] lines and no JSON objects with "
-                            "benchmark fields)");
-  }
+};
 
-  if (vm.count("trace")) {
-    std::vector<RunRecord*> runs;
-    for (auto& e : entries)
-      if (e.record) runs.push_back(&*e.record);
-    GEMMAR_USAGE_CHECK(!runs.empty(), "--trace: the input holds no valid run to attach a trace to");
-    attach_traces(runs, vm["trace"].as<std::vector<std::string>>(), patterns);
+void read_input(const std::string& path, const CheckOptions& o, ReadInputs& in) {
+  const size_t before = in.entries.size();
+  const LogReadStats st = read_log_file(path, [&](LogEntry&& e) { in.entries.push_back(std::move(e)); }, o.read);
+  const std::string name = path == "-" ? "stdin" : path;
+  size_t runs_found = 0;
+  // A finished run that did not validate (rank 0 then exits 1 by design). Rank lines with no record after
+  // them do not count: rank 0 never printed its result, so its exit is a failure of its own.
+  bool not_validated = false;
+  for (size_t i = before; i < in.entries.size(); ++i) {
+    const LogEntry& e = in.entries[i];
+    if (e.kind == "other") continue;
+    ++runs_found;
+    not_validated = not_validated || !e.rank_failures.empty() ||
+                    (e.record && e.record->validated && !*e.record->validated);
   }
+  if (!st.failures.empty()) in.log_verdicts.push_back(benchmark_failed_verdict(st.failures, not_validated));
+  if (st.context.sweep.seen()) in.log_verdicts.push_back(sweep_verdict(st.context.sweep, name));
+  if (in.unread_gemm_ar == 0) in.first_unread = st.context.first_unread_gemm_ar;
+  in.unread_gemm_ar += st.context.unread_gemm_ar_lines;
+  in.quoted_records += st.context.embedded_records;
+  if (o.expect && runs_found < size_t(*o.expect))
+    in.log_verdicts.push_back(failed_entry_verdict(
+        name + ":" + std::to_string(st.lines), "RUNS_MISSING",
+        name + " holds " + std::to_string(runs_found) + " run(s) in " + std::to_string(st.lines) +
+            " lines, fewer than the --expect " + std::to_string(*o.expect) +
+            ": the benchmark stopped early or its output was cut; look at the end of the log."));
+}
 
+// Inputs with nothing to judge are exit 2, saying what the input held instead.
+void require_runs(const CheckOptions& o, const ReadInputs& in) {
+  if (!in.entries.empty() || !in.log_verdicts.empty()) return;
+  std::string list;
+  for (const auto& p : o.inputs) list += (list.empty() ? "" : ", ") + (p == "-" ? std::string("stdin") : p);
+  if (in.unread_gemm_ar > 0)
+    throw UsageError(list + ": no runs found: " + std::to_string(in.unread_gemm_ar) +
+                     " [gemm_ar] line(s) that are not bench_gemm_ar.py's `[gemm_ar] mode=... validated=...` summary "
+                     "(pytest's own prints have no n, k or validated; e.g. " + in.first_unread +
+                     "); judge the benchmark's RESULT_JSON lines or its --json-out file instead");
+  if (in.quoted_records > 0)
+    throw UsageError(list + ": no runs found: " + std::to_string(in.quoted_records) +
+                     " RESULT_JSON only quoted inside other lines (a repr such as pytest's CompletedProcess(... "
+                     "stdout='...')), not read as records; judge the benchmark's own output");
+  throw UsageError(list + ": no runs found (no RESULT_JSON lines, no [gemm_ar] lines and no JSON objects with "
+                          "benchmark fields)");
+}
+
+std::vector<Verdict> judge_inputs(ReadInputs& in, const JudgeOptions& jo) {
   std::vector<Verdict> verdicts;
-  verdicts.reserve(entries.size() + log_verdicts.size());
-  for (const auto& e : entries)
+  verdicts.reserve(in.entries.size() + in.log_verdicts.size());
+  for (const auto& e : in.entries)
     verdicts.push_back(e.kind == "other" ? other_record_verdict(e)
                        : e.record        ? judge(*e.record, jo)
                                          : invalid_record_verdict(e.source, e.error, e.raw));
   judge_repeats(verdicts);
-  for (auto& v : log_verdicts) verdicts.push_back(std::move(v));
+  for (auto& v : in.log_verdicts) verdicts.push_back(std::move(v));
+  return verdicts;
+}
 
+}  // namespace
+
+int cmd_check(const Args& args) {
+  po::options_description desc = check_options_description();
+  po::positional_options_description pos;
+  pos.add("input", -1);
+  po::variables_map vm;
+  if (!parse(args, desc, vm, std::cout, kUsageLine, &pos)) return kExitOk;
+  const CheckOptions o = check_options(vm);
+
+  ReadInputs in;
+  for (const auto& path : o.inputs) read_input(path, o, in);
+  require_runs(o, in);
+  if (vm.count("trace")) {
+    std::vector<RunRecord*> runs;
+    for (auto& e : in.entries)
+      if (e.record) runs.push_back(&*e.record);
+    GEMMAR_USAGE_CHECK(!runs.empty(), "--trace: the input holds no valid run to attach a trace to");
+    attach_traces(runs, vm["trace"].as<std::vector<std::string>>(), o.patterns);
+  }
+
+  const std::vector<Verdict> verdicts = judge_inputs(in, o.judge);
   if (vm["json"].as<bool>())
     std::cout << json_text(to_json(verdicts), 2) << "\n";
   else

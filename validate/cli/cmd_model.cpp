@@ -76,6 +76,50 @@ void print_table(std::ostream& out, const model::Profile& prof, const Shape& s, 
              pr.lower_bound_us);
 }
 
+// The pull grid only matters where there is a pull: the fp8 wire over CU loads (lsa). With no wire given,
+// sweep that wire; a config without a pull is told so rather than shown a flat curve.
+void choose_sweep_wire(const po::variables_map& vm, Config& c) {
+  const bool wire_given = !vm["gather-dtype"].defaulted() || !vm["gather-transport"].defaulted();
+  const bool has_pull = [](const Config& x) {
+    const Config eff = effective_config(x);
+    return has_collective(eff.mode) && uses_fp8_wire(eff) && eff.gather_transport == Transport::Lsa;
+  }(c);
+  if (!wire_given && !has_pull && has_collective(c.mode) && traits(c.mode).fp8_wire) {
+    c.gather_dtype = WireDtype::Fp8;
+    c.gather_transport = Transport::Lsa;
+  } else if (!has_pull) {
+    throw UsageError("--param pull-blocks: the pull grid has no effect on " + config_label(c) +
+                     " (only an fp8 gather over lsa runs the pull kernel); give --gather-dtype fp8 "
+                     "--gather-transport lsa with a fused or split-sdma mode");
+  }
+}
+
+void print_sweep(const po::variables_map& vm, const model::Profile& prof, const Shape& s, const Config& c) {
+  const std::string param = vm["param"].as<std::string>();
+  GEMMAR_USAGE_CHECK(param == "pull-blocks", "--param: '", param, "' cannot be swept (accepted: pull-blocks)");
+  const std::vector<int> values =
+      vm.count("values") ? parse_values(vm["values"].as<std::string>()) : model::default_pull_grid();
+  const model::Sweep sw = model::sweep_pull_blocks(prof, s, c, values);
+  if (vm["json"].as<bool>()) {
+    nlohmann::json j = model::to_json(sw);
+    j["param"] = param;
+    j["profile"] = prof.name;
+    j["shape"] = shape_json(s, c.quant);
+    j["config"] = config_json(c);
+    std::cout << json_text(j, 2) << "\n";
+    return;
+  }
+  std::cout << "gemmar model sweep: profile " << prof.name << ", " << config_label(c) << ", M=" << s.m << "\n";
+  std::cout << "pull_blocks    total_us\n";
+  for (const auto& pt : sw.points) {
+    char line[96];
+    std::snprintf(line, sizeof line, "%11d %11.1f%s\n", pt.value, pt.total_us, pt.value == sw.optimum ? "  <- optimum" : "");
+    std::cout << line;
+  }
+  std::cout << "optimum " << sw.optimum << " blocks, band [" << sw.band_lo << ", " << sw.band_hi
+            << "] (within 1% of the best)\n";
+}
+
 }  // namespace
 
 int cmd_model(const Args& args_in) {
@@ -99,56 +143,16 @@ int cmd_model(const Args& args_in) {
 
   const Shape s = read_shape(vm);
   Config c = read_config(vm);
-  if (sweep) {
-    // The pull grid only matters where there is a pull: the fp8 wire over CU loads (lsa). With no wire given,
-    // sweep that wire; a config without a pull is told so rather than shown a flat curve.
-    const bool wire_given = !vm["gather-dtype"].defaulted() || !vm["gather-transport"].defaulted();
-    const bool has_pull = [](const Config& x) {
-      const Config eff = effective_config(x);
-      return has_collective(eff.mode) && uses_fp8_wire(eff) && eff.gather_transport == Transport::Lsa;
-    }(c);
-    if (!wire_given && !has_pull && has_collective(c.mode) && traits(c.mode).fp8_wire) {
-      c.gather_dtype = WireDtype::Fp8;
-      c.gather_transport = Transport::Lsa;
-    } else if (!has_pull) {
-      throw UsageError("--param pull-blocks: the pull grid has no effect on " + config_label(c) +
-                       " (only an fp8 gather over lsa runs the pull kernel); give --gather-dtype fp8 "
-                       "--gather-transport lsa with a fused or split-sdma mode");
-    }
-  }
+  if (sweep) choose_sweep_wire(vm, c);
   validate_shape_config(s, c);
   const model::Profile prof = model::load_profile(vm["profile"].as<std::string>());
-  const bool json = vm["json"].as<bool>();
-
   if (sweep) {
-    const std::string param = vm["param"].as<std::string>();
-    GEMMAR_USAGE_CHECK(param == "pull-blocks", "--param: '", param, "' cannot be swept (accepted: pull-blocks)");
-    const std::vector<int> values =
-        vm.count("values") ? parse_values(vm["values"].as<std::string>()) : model::default_pull_grid();
-    const model::Sweep sw = model::sweep_pull_blocks(prof, s, c, values);
-    if (json) {
-      nlohmann::json j = model::to_json(sw);
-      j["param"] = param;
-      j["profile"] = prof.name;
-      j["shape"] = shape_json(s, c.quant);
-      j["config"] = config_json(c);
-      std::cout << json_text(j, 2) << "\n";
-    } else {
-      std::cout << "gemmar model sweep: profile " << prof.name << ", " << config_label(c) << ", M=" << s.m << "\n";
-      std::cout << "pull_blocks    total_us\n";
-      for (const auto& pt : sw.points) {
-        char line[96];
-        std::snprintf(line, sizeof line, "%11d %11.1f%s\n", pt.value, pt.total_us, pt.value == sw.optimum ? "  <- optimum" : "");
-        std::cout << line;
-      }
-      std::cout << "optimum " << sw.optimum << " blocks, band [" << sw.band_lo << ", " << sw.band_hi
-                << "] (within 1% of the best)\n";
-    }
+    print_sweep(vm, prof, s, c);
     return kExitOk;
   }
 
   const model::Prediction pr = model::predict(prof, s, c);
-  if (json) {
+  if (vm["json"].as<bool>()) {
     nlohmann::json j = model::to_json(pr);
     j["profile"] = prof.name;
     j["shape"] = shape_json(s, c.quant);

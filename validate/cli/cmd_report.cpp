@@ -116,9 +116,7 @@ fs::path normal_dir(const std::string& s) {
   return p;
 }
 
-}  // namespace
-
-int cmd_report(const Args& args) {
+po::options_description report_options_description() {
   po::options_description desc("gemmar report options");
   desc.add_options()
       ("results", po::value<std::vector<std::string>>()->multitoken(),
@@ -129,6 +127,89 @@ int cmd_report(const Args& args) {
       ("max-line-bytes", po::value<size_t>()->default_value(size_t(1) << 20), "longest log line read as a record")
       ("quiet", po::bool_switch()->default_value(false), "print nothing on success (used by gemmar validate)");
   add_common_options(desc);
+  return desc;
+}
+
+// The script that draws the report (run_report.py in the reports directory), after checking that `python` runs
+// and the package is complete.
+fs::path report_runner(const std::string& python) {
+  const DataLocation reports = locate(DataItem::Reports);
+  const fs::path& reports_dir = reports.path;
+  const fs::path runner = reports_dir / "run_report.py";
+  if (::access(python.c_str(), X_OK) != 0)
+    throw EnvironmentError("report interpreter '" + python + "' not found or not executable (GEMMAR_PYTHON; "
+                           "install python3-matplotlib for /usr/bin/python3)");
+  std::error_code ec;
+  if (!fs::is_regular_file(runner, ec) || !fs::is_regular_file(reports_dir / "gemmar_report" / "__init__.py", ec))
+    throw EnvironmentError("report package not found in '" + reports_dir.string() + "' (chosen by " +
+                           reports.chosen_by + "; it needs run_report.py and gemmar_report/: install gemmar "
+                           "with cmake --install or its .deb, or set GEMMAR_REPORTS_DIR)");
+  return runner;
+}
+
+// An input beside --out (gemmar validate's results.json, read from its temp directory) is named relative to
+// --out, so that the page stays right once the directory is renamed into place.
+std::vector<std::string> display_names(const std::vector<std::string>& results, const fs::path& out) {
+  std::vector<std::string> names;
+  for (const auto& r : results) {
+    const fs::path rel = fs::absolute(r).lexically_normal().lexically_relative(fs::absolute(out).lexically_normal());
+    const bool beside = !rel.empty() && rel.begin() != rel.end() && *rel.begin() == ".." &&
+                        std::distance(rel.begin(), rel.end()) == 2;
+    names.push_back(beside ? rel.string() : r);
+  }
+  return names;
+}
+
+// Draws the figures and pages of report.json into `dir`; returns the script's manifest.json.
+nlohmann::json draw_report(const std::string& python, const fs::path& runner, const fs::path& doc_path,
+                           const fs::path& dir) {
+  // -I: ignore PYTHON* variables and the user's site-packages (another interpreter's environment must not
+  // leak in); -B: no __pycache__ written into the source tree.
+  const std::vector<std::string> argv{python, "-I", "-B", runner.string(), doc_path.string(), "--out", dir.string()};
+  const ChildResult child = run_child(argv);
+  const std::string msg = last_line(child.output);
+  if (child.signal != 0)
+    throw EnvironmentError("report script killed by signal " + std::to_string(child.signal));
+  if (child.exit_code == kScriptBadInput) throw EnvironmentError("report document rejected by the script: " + msg);
+  if (child.exit_code == kScriptEnvironment) throw EnvironmentError(msg);
+  if (child.exit_code != 0)
+    throw EnvironmentError("report script failed (exit " + std::to_string(child.exit_code) + "): " + msg);
+
+  nlohmann::json manifest;
+  std::ifstream in(dir / "manifest.json");
+  if (!in) throw EnvironmentError("report script wrote no manifest.json in " + dir.string());
+  try {
+    in >> manifest;
+  } catch (const nlohmann::json::exception& e) {
+    throw EnvironmentError("report manifest.json unreadable: " + std::string(e.what()));
+  }
+  return manifest;
+}
+
+void print_report(const nlohmann::json& doc, const nlohmann::json& manifest, const fs::path& out) {
+  const auto& s = doc["summary"];
+  std::cout << "report: " << (out / "index.html").string() << "  (" << s["runs"].get<size_t>() << " runs in "
+            << s["groups"].get<size_t>() << " config groups, " << s["fail"].get<size_t>() << " failing, "
+            << s["skipped"].get<size_t>() << " records skipped)\n";
+  for (const auto& f : manifest.value("figures", nlohmann::json::array()))
+    std::cout << "  figure  " << (out / f.get<std::string>()).string() << "\n";
+  for (const auto& sk : manifest.value("skipped", nlohmann::json::array()))
+    std::cout << "  not drawn " << sk.value("figure", "") << ": " << sk.value("reason", "") << "\n";
+  size_t shown = 0;
+  for (const auto& sk : doc["skipped"]) {
+    if (shown++ == 10) {
+      std::cout << "  ... " << (doc["skipped"].size() - 10) << " more skipped records listed in "
+                << (out / "runs.html").string() << "\n";
+      break;
+    }
+    std::cout << "  skipped record " << sk["source"].get<std::string>() << ": " << sk["reason"].get<std::string>() << "\n";
+  }
+}
+
+}  // namespace
+
+int cmd_report(const Args& args) {
+  po::options_description desc = report_options_description();
   po::positional_options_description pos;
   pos.add("results", -1);
   po::variables_map vm;
@@ -142,7 +223,6 @@ int cmd_report(const Args& args) {
   GEMMAR_USAGE_CHECK(vm.count("out") && !vm["out"].as<std::string>().empty(), "--out: the report directory is required");
   const auto results = vm["results"].as<std::vector<std::string>>();
   const fs::path out = normal_dir(vm["out"].as<std::string>());
-  const bool json = vm["json"].as<bool>();
   report::ReadOptions ro;
   ro.max_line_bytes = vm["max-line-bytes"].as<size_t>();
   GEMMAR_USAGE_CHECK(ro.max_line_bytes >= 64, "--max-line-bytes: ", ro.max_line_bytes, " is too small (>= 64)");
@@ -152,88 +232,28 @@ int cmd_report(const Args& args) {
   oc.force = vm["force"].as<bool>();
   for (const auto& r : results) oc.inputs.emplace_back(r);
   check_output_dir(out, oc);
-
   const std::string python = env_or("GEMMAR_PYTHON", "/usr/bin/python3");
-  const DataLocation reports = locate(DataItem::Reports);
-  const fs::path& reports_dir = reports.path;
-  const fs::path runner = reports_dir / "run_report.py";
-  if (::access(python.c_str(), X_OK) != 0)
-    throw EnvironmentError("report interpreter '" + python + "' not found or not executable (GEMMAR_PYTHON; "
-                           "install python3-matplotlib for /usr/bin/python3)");
-  {
-    std::error_code ec;
-    if (!fs::is_regular_file(runner, ec) || !fs::is_regular_file(reports_dir / "gemmar_report" / "__init__.py", ec))
-      throw EnvironmentError("report package not found in '" + reports_dir.string() + "' (chosen by " +
-                             reports.chosen_by + "; it needs run_report.py and gemmar_report/: install gemmar "
-                             "with cmake --install or its .deb, or set GEMMAR_REPORTS_DIR)");
-  }
+  const fs::path runner = report_runner(python);
 
-  // An input beside --out (gemmar validate's results.json, read from its temp directory) is named relative
-  // to --out, so that the page stays right once the directory is renamed into place.
-  for (const auto& r : results) {
-    const fs::path rel = fs::absolute(r).lexically_normal().lexically_relative(fs::absolute(out).lexically_normal());
-    const bool beside = !rel.empty() && rel.begin() != rel.end() && *rel.begin() == ".." &&
-                        std::distance(rel.begin(), rel.end()) == 2;
-    ro.display_names.push_back(beside ? rel.string() : r);
-  }
+  ro.display_names = display_names(results, out);
   // Every input read and normalised here; bad records are skipped and listed, unreadable files are exit 2.
   const nlohmann::json doc = report::build_report_document(results, ro);
-
   AtomicDirectory dir(out, "gemmar report");
   const fs::path doc_path = dir.path() / "report.json";
   write_file_atomic(doc_path, dump_python_json(doc) + "\n");
-  // -I: ignore PYTHON* variables and the user's site-packages (another interpreter's environment must not
-  // leak in); -B: no __pycache__ written into the source tree.
-  const std::vector<std::string> argv{python, "-I", "-B", runner.string(), doc_path.string(), "--out",
-                                      dir.path().string()};
-  const ChildResult child = run_child(argv);
-  const std::string msg = last_line(child.output);
-  if (child.signal != 0)
-    throw EnvironmentError("report script killed by signal " + std::to_string(child.signal));
-  if (child.exit_code == kScriptBadInput) throw EnvironmentError("report document rejected by the script: " + msg);
-  if (child.exit_code == kScriptEnvironment) throw EnvironmentError(msg);
-  if (child.exit_code != 0)
-    throw EnvironmentError("report script failed (exit " + std::to_string(child.exit_code) + "): " + msg);
-
-  nlohmann::json manifest;
-  {
-    std::ifstream in(dir.path() / "manifest.json");
-    if (!in) throw EnvironmentError("report script wrote no manifest.json in " + dir.path().string());
-    try {
-      in >> manifest;
-    } catch (const nlohmann::json::exception& e) {
-      throw EnvironmentError("report manifest.json unreadable: " + std::string(e.what()));
-    }
-  }
+  const nlohmann::json manifest = draw_report(python, runner, doc_path, dir.path());
   dir.commit();
 
-  const fs::path index = out / "index.html";
   if (vm["quiet"].as<bool>()) return kExitOk;
-  if (json) {
+  if (vm["json"].as<bool>()) {
     nlohmann::json j = manifest;
     j["out"] = out.string();
-    j["index"] = index.string();
+    j["index"] = (out / "index.html").string();
     j["skipped_records"] = doc["skipped"];
     j["summary"] = doc["summary"];
     std::cout << json_text(j, 2) << "\n";
   } else {
-    const auto& s = doc["summary"];
-    std::cout << "report: " << index.string() << "  (" << s["runs"].get<size_t>() << " runs in "
-              << s["groups"].get<size_t>() << " config groups, " << s["fail"].get<size_t>() << " failing, "
-              << s["skipped"].get<size_t>() << " records skipped)\n";
-    for (const auto& f : manifest.value("figures", nlohmann::json::array()))
-      std::cout << "  figure  " << (out / f.get<std::string>()).string() << "\n";
-    for (const auto& sk : manifest.value("skipped", nlohmann::json::array()))
-      std::cout << "  not drawn " << sk.value("figure", "") << ": " << sk.value("reason", "") << "\n";
-    size_t shown = 0;
-    for (const auto& sk : doc["skipped"]) {
-      if (shown++ == 10) {
-        std::cout << "  ... " << (doc["skipped"].size() - 10) << " more skipped records listed in "
-                  << (out / "runs.html").string() << "\n";
-        break;
-      }
-      std::cout << "  skipped record " << sk["source"].get<std::string>() << ": " << sk["reason"].get<std::string>() << "\n";
-    }
+    print_report(doc, manifest, out);
   }
   return kExitOk;
 }

@@ -17,8 +17,9 @@
 
 namespace gemmar::cli {
 
+namespace {
 
-int cmd_validate(const Args& args) {
+po::options_description validate_options_description() {
   po::options_description desc("gemmar validate options");
   add_run_options(desc, RunCommand::Validate);
   desc.add_options()
@@ -30,57 +31,40 @@ int cmd_validate(const Args& args) {
        "run the configs even when the transport self-test (the first step: rank+1 windows, every element "
        "W(W+1)/2) fails");
   add_common_options(desc);
-  po::variables_map vm;
-  if (!parse(args, desc, vm, std::cout, "gemmar validate [--backend cpu|gpu] [--out DIR] [--inject FAULT] [--json]"))
-    return kExitOk;
-  const auto t0 = std::chrono::steady_clock::now();
-  // Before any work: --out must not destroy what gemmar did not write.
-  std::filesystem::path out_dir = std::filesystem::path(vm["out"].as<std::string>()).lexically_normal();
-  if (!out_dir.has_filename() && out_dir.has_parent_path()) out_dir = out_dir.parent_path();
-  {
-    OutputDirCheck oc;
-    oc.force = vm["force"].as<bool>();
-    check_output_dir(out_dir, oc);
-  }
-  const RunPlan plan = read_run_plan(vm, RunCommand::Validate);
-  const bool gpu = plan.backend == "gpu";
-  const bool json = vm["json"].as<bool>();
+  return desc;
+}
 
-  AtomicDirectory out(out_dir, "gemmar validate");
-  // First step: the transport self-test (milliseconds; a silent transport fails here, before any timing).
-  std::vector<SelftestResult> selftest;
-  {
-    std::unique_ptr<Backend> backend = gpu ? make_gpu_backend() : make_cpu_backend();
-    selftest = selftest_all(*backend, selftest_shape(plan.request.shape.world, plan.configs.front().quant),
-                            plan.configs.front(), plan.request.inject);
-  }
-  bool selftest_pass = true;
-  for (const auto& r : selftest) selftest_pass = selftest_pass && r.pass;
-  if (!selftest_pass && !vm["skip-selftest"].as<bool>()) {
-    nlohmann::json results = {{"backend", plan.backend}, {"inject", plan.request.inject.label()},
-                              {"selftest", selftest_json(selftest)}, {"runs", nlohmann::json::array()}};
-    write_file_atomic(out.path() / "results.json", json_text(results, 2) + "\n");
-    write_file_atomic(out.path() / "runs.log", selftest_report(selftest));
-    out.commit();
-    if (json) {
-      results["out"] = vm["out"].as<std::string>();
-      results["pass"] = false;
-      std::cout << json_text(results, 2) << "\n";
-    } else {
-      std::cout << selftest_report(selftest)
-                << "FAILED: the transport self-test (first step) failed; the configs were not run (--skip-selftest "
-                   "runs them anyway); results in "
-                << vm["out"].as<std::string>() << "/\n";
-    }
-    return kExitCheckFailed;
-  }
-  std::ostringstream log;
-  std::vector<RunOutcome> outcomes = execute_plan(plan, &log);
-  nlohmann::json results = plan_outcomes_to_json(plan, outcomes);
-  results["selftest"] = selftest_json(selftest);
+// The transport self-test (milliseconds; a silent transport fails here, before any timing).
+std::vector<SelftestResult> run_transport_selftest(const RunPlan& plan) {
+  std::unique_ptr<Backend> backend = plan.backend == "gpu" ? make_gpu_backend() : make_cpu_backend();
+  return selftest_all(*backend, selftest_shape(plan.request.shape.world, plan.configs.front().quant),
+                      plan.configs.front(), plan.request.inject);
+}
 
-  // The model beside the runs: predictions at the reference shape for the profile, and the pull-grid curve.
-  // The profile the runs were judged against (default_profile of their backend and device).
+// A failed self-test ends the job: its results written to --out, the configs not run.
+int selftest_failed(const po::variables_map& vm, const RunPlan& plan, const std::vector<SelftestResult>& selftest,
+                    AtomicDirectory& out) {
+  nlohmann::json results = {{"backend", plan.backend}, {"inject", plan.request.inject.label()},
+                            {"selftest", selftest_json(selftest)}, {"runs", nlohmann::json::array()}};
+  write_file_atomic(out.path() / "results.json", json_text(results, 2) + "\n");
+  write_file_atomic(out.path() / "runs.log", selftest_report(selftest));
+  out.commit();
+  if (vm["json"].as<bool>()) {
+    results["out"] = vm["out"].as<std::string>();
+    results["pass"] = false;
+    std::cout << json_text(results, 2) << "\n";
+  } else {
+    std::cout << selftest_report(selftest)
+              << "FAILED: the transport self-test (first step) failed; the configs were not run (--skip-selftest "
+                 "runs them anyway); results in "
+              << vm["out"].as<std::string>() << "/\n";
+  }
+  return kExitCheckFailed;
+}
+
+// The model beside the runs: predictions at the reference shape for the profile the runs were judged against
+// (default_profile of their backend and device), and the pull-grid curve.
+void add_model_context(nlohmann::json& results, const RunPlan& plan, const std::vector<RunOutcome>& outcomes) {
   const std::string profile_name = !plan.request.profile.empty()                        ? plan.request.profile
                                    : !outcomes.empty() && outcomes[0].record.profile ? *outcomes[0].record.profile
                                                                                  : default_profile(plan.backend, "", 1);
@@ -106,19 +90,63 @@ int cmd_validate(const Args& args) {
                                            {"label", config_label(pull)}};
   results["model_sweeps"][0]["shape"] = reference_shape;
   results["model_sweeps"][0]["param"] = "pull-blocks";
-  results["shape"] = {{"n", plan.request.shape.n}, {"k", plan.request.shape.k}, {"world", plan.request.shape.world}, {"m", plan.m_values}};
+}
 
+// The report into out/report; false (and a line on stderr) when it could not be written.
+bool write_report(const AtomicDirectory& out) {
+  try {
+    cmd_report({(out.path() / "results.json").string(), "--out", (out.path() / "report").string(), "--quiet"});
+  } catch (const Error& e) {
+    std::cerr << "gemmar validate: report not written: " << e.what() << "\n";
+    return false;
+  }
+  return true;
+}
+
+void print_summary(const po::variables_map& vm, const RunPlan& plan, const std::vector<SelftestResult>& selftest,
+                   const std::vector<Verdict>& verdicts, bool pass, double seconds, bool report_ok) {
+  std::cout << selftest_report(selftest) << verdict_table(verdicts);
+  std::ostringstream summary;
+  summary << (pass ? "All results match" : "FAILED") << ": " << verdicts.size() << " runs on the "
+          << (plan.backend == "gpu" ? "GPU" : "CPU emulation") << ", inject=" << plan.request.inject.label() << ", "
+          << seconds << " s; results in " << vm["out"].as<std::string>() << "/"
+          << (report_ok && !vm["no-report"].as<bool>() ? " (report: report/index.html)" : "") << "\n";
+  std::cout << summary.str();
+}
+
+}  // namespace
+
+int cmd_validate(const Args& args) {
+  po::options_description desc = validate_options_description();
+  po::variables_map vm;
+  if (!parse(args, desc, vm, std::cout, "gemmar validate [--backend cpu|gpu] [--out DIR] [--inject FAULT] [--json]"))
+    return kExitOk;
+  const auto t0 = std::chrono::steady_clock::now();
+  // Before any work: --out must not destroy what gemmar did not write.
+  std::filesystem::path out_dir = std::filesystem::path(vm["out"].as<std::string>()).lexically_normal();
+  if (!out_dir.has_filename() && out_dir.has_parent_path()) out_dir = out_dir.parent_path();
+  {
+    OutputDirCheck oc;
+    oc.force = vm["force"].as<bool>();
+    check_output_dir(out_dir, oc);
+  }
+  const RunPlan plan = read_run_plan(vm, RunCommand::Validate);
+
+  AtomicDirectory out(out_dir, "gemmar validate");
+  const std::vector<SelftestResult> selftest = run_transport_selftest(plan);
+  bool selftest_pass = true;
+  for (const auto& r : selftest) selftest_pass = selftest_pass && r.pass;
+  if (!selftest_pass && !vm["skip-selftest"].as<bool>()) return selftest_failed(vm, plan, selftest, out);
+
+  std::ostringstream log;
+  std::vector<RunOutcome> outcomes = execute_plan(plan, &log);
+  nlohmann::json results = plan_outcomes_to_json(plan, outcomes);
+  results["selftest"] = selftest_json(selftest);
+  add_model_context(results, plan, outcomes);
+  results["shape"] = {{"n", plan.request.shape.n}, {"k", plan.request.shape.k}, {"world", plan.request.shape.world}, {"m", plan.m_values}};
   write_file_atomic(out.path() / "results.json", json_text(results, 2) + "\n");
   write_file_atomic(out.path() / "runs.log", log.str());
-  bool report_ok = true;
-  if (!vm["no-report"].as<bool>()) {
-    try {
-      cmd_report({(out.path() / "results.json").string(), "--out", (out.path() / "report").string(), "--quiet"});
-    } catch (const Error& e) {
-      report_ok = false;
-      std::cerr << "gemmar validate: report not written: " << e.what() << "\n";
-    }
-  }
+  const bool report_ok = vm["no-report"].as<bool>() || write_report(out);
   out.commit();
 
   std::vector<Verdict> verdicts;
@@ -126,19 +154,13 @@ int cmd_validate(const Args& args) {
   bool pass = true;
   for (const auto& v : verdicts) pass = pass && v.pass;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (json) {
+  if (vm["json"].as<bool>()) {
     results["out"] = vm["out"].as<std::string>();
     results["pass"] = pass;
     results["seconds"] = seconds;
     std::cout << json_text(results, 2) << "\n";
   } else {
-    std::cout << selftest_report(selftest) << verdict_table(verdicts);
-    std::ostringstream summary;
-    summary << (pass ? "All results match" : "FAILED") << ": " << verdicts.size() << " runs on the "
-            << (gpu ? "GPU" : "CPU emulation") << ", inject=" << plan.request.inject.label() << ", " << seconds
-            << " s; results in " << vm["out"].as<std::string>() << "/"
-            << (report_ok && !vm["no-report"].as<bool>() ? " (report: report/index.html)" : "") << "\n";
-    std::cout << summary.str();
+    print_summary(vm, plan, selftest, verdicts, pass, seconds, report_ok);
   }
   return pass ? kExitOk : kExitCheckFailed;
 }

@@ -194,6 +194,16 @@ struct Sweep {
   json j;
 };
 
+// The runs of one config and shape.
+struct Group {
+  std::string label;
+  Config eff;
+  Config cfg;
+  std::optional<int> pull;
+  Shape shape;
+  std::vector<size_t> runs;
+};
+
 bool pull_wire(const Config& c) {
   const auto names = phase_names(c);
   return std::find(names.begin(), names.end(), "pull") != names.end();
@@ -283,6 +293,18 @@ class Builder {
   json finish();
 
  private:
+  // The steps of finish().
+  void borrow_floors();
+  std::vector<Group> make_groups() const;
+  ModelDoc* model_for(const Group&);
+  json aggregate(const std::vector<size_t>& runs) const;
+  json group_phases(const Group&) const;
+  std::optional<Model> group_model(const Group&);
+  json group_json(const Group&, size_t index);
+  json configs_json(const std::vector<Group>&, const std::vector<size_t>& order) const;
+  json run_json(size_t index) const;
+  json models_json();
+
   void add_skipped(const std::string& source, const std::string& reason) {
     skipped_.push_back({{"source", source}, {"reason", strip_source(reason, source)}});
   }
@@ -582,39 +604,39 @@ size_t mode_rank(Mode m) {
 
 json shape_json(const Shape& s) { return {{"m", s.m}, {"n", s.n}, {"k", s.k}, {"world", s.world}}; }
 
-json Builder::finish() {
-  // Floors depend on shape, quant and data only: a run without one takes another input's for the same.
-  {
-    std::map<std::tuple<int64_t, int64_t, int64_t, int, int, int>, const Run*> donors;
-    for (const auto& r : runs_)
-      if (r.floor && r.floor_from != "borrowed")
-        donors.emplace(std::make_tuple(r.rec.shape.m, r.rec.shape.n, r.rec.shape.k, r.rec.shape.world,
-                                       int(r.rec.config.quant), int(r.eff.gather_dtype)), &r);
-    size_t borrowed = 0;
-    for (auto& r : runs_) {
-      if (r.floor) continue;
-      auto it = donors.find(std::make_tuple(r.rec.shape.m, r.rec.shape.n, r.rec.shape.k, r.rec.shape.world,
-                                            int(r.rec.config.quant), int(r.eff.gather_dtype)));
-      if (it == donors.end()) continue;
-      r.floor = it->second->floor;
-      r.floor_stderr = it->second->floor_stderr;
-      r.floor_from = "borrowed from " + it->second->source + " (same shape and quant)";
-      ++borrowed;
-    }
-    if (borrowed)
-      notes_.push_back(std::to_string(borrowed) + " run(s) without their own floor use the floor predicted for the "
-                       "same shape, quant and wire by another input");
-  }
+void put_config_fields(json& j, const Config& eff, const std::string& label) {
+  j["config"] = label;
+  j["mode"] = to_string(eff.mode);
+  j["quant"] = to_string(eff.quant);
+  j["wire"] = has_collective(eff.mode) ? to_string(eff.gather_dtype) : "";
+  j["transport"] = has_collective(eff.mode) ? to_string(eff.gather_transport) : "";
+}
 
-  // Groups: one per config and shape, in the mode table's order.
-  struct Group {
-    std::string label;
-    Config eff;
-    Config cfg;
-    std::optional<int> pull;
-    Shape shape;
-    std::vector<size_t> runs;
-  };
+// Floors depend on shape, quant and data only: a run without one takes another input's for the same.
+void Builder::borrow_floors() {
+  std::map<std::tuple<int64_t, int64_t, int64_t, int, int, int>, const Run*> donors;
+  for (const auto& r : runs_)
+    if (r.floor && r.floor_from != "borrowed")
+      donors.emplace(std::make_tuple(r.rec.shape.m, r.rec.shape.n, r.rec.shape.k, r.rec.shape.world,
+                                     int(r.rec.config.quant), int(r.eff.gather_dtype)), &r);
+  size_t borrowed = 0;
+  for (auto& r : runs_) {
+    if (r.floor) continue;
+    auto it = donors.find(std::make_tuple(r.rec.shape.m, r.rec.shape.n, r.rec.shape.k, r.rec.shape.world,
+                                          int(r.rec.config.quant), int(r.eff.gather_dtype)));
+    if (it == donors.end()) continue;
+    r.floor = it->second->floor;
+    r.floor_stderr = it->second->floor_stderr;
+    r.floor_from = "borrowed from " + it->second->source + " (same shape and quant)";
+    ++borrowed;
+  }
+  if (borrowed)
+    notes_.push_back(std::to_string(borrowed) + " run(s) without their own floor use the floor predicted for the "
+                     "same shape, quant and wire by another input");
+}
+
+// One group per config and shape, in the order of their first run.
+std::vector<Group> Builder::make_groups() const {
   std::vector<Group> groups;
   std::map<std::string, size_t> by_key;
   for (size_t i = 0; i < runs_.size(); ++i) {
@@ -625,6 +647,11 @@ json Builder::finish() {
     if (fresh) groups.push_back({r.label, r.eff, r.rec.config, r.rec.pull_blocks, r.rec.shape, {}});
     groups[it->second].runs.push_back(i);
   }
+  return groups;
+}
+
+// The groups' indices in the mode table's order, then by quant, wire, grid and shape.
+std::vector<size_t> group_order(const std::vector<Group>& groups) {
   std::vector<size_t> order(groups.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -636,180 +663,190 @@ json Builder::finish() {
     };
     return k(x) < k(y);
   });
+  return order;
+}
 
-  // Model documents become the model of every group with the same config and shape whose runs carry none.
-  auto model_for = [&](const Group& g) -> ModelDoc* {
-    const std::string base = config_label(g.cfg);
-    for (auto& d : models_)
-      if (d.label == base && d.shape && d.shape->m == g.shape.m && d.shape->n == g.shape.n &&
-          d.shape->k == g.shape.k && d.shape->world == g.shape.world &&
-          (!pull_wire(g.eff) || d.pull_blocks == g.pull.value_or(64)))  // runs without a grid: the default 64
-        return &d;
-    return nullptr;
-  };
+// Model documents become the model of every group with the same config and shape whose runs carry none.
+ModelDoc* Builder::model_for(const Group& g) {
+  const std::string base = config_label(g.cfg);
+  for (auto& d : models_)
+    if (d.label == base && d.shape && d.shape->m == g.shape.m && d.shape->n == g.shape.n &&
+        d.shape->k == g.shape.k && d.shape->world == g.shape.world &&
+        (!pull_wire(g.eff) || d.pull_blocks == g.pull.value_or(64)))  // runs without a grid: the default 64
+      return &d;
+  return nullptr;
+}
 
-  // Counts, median and min-max of time and relL2, rank spread and findings by code over a set of runs.
-  auto aggregate = [&](const std::vector<size_t>& idx) {
-    std::vector<double> times, times_ok, rels, spreads, floors, band_lo, band_hi;
-    size_t pass = 0, fail = 0;
-    std::map<std::string, std::pair<std::string, size_t>> codes;
-    std::map<int, size_t> slowest;
-    for (size_t i : idx) {
-      const Run& r = runs_[i];
-      std::optional<double> t = r.rec.max_rank_time_us;
-      if (!t && !r.rec.per_rank_time_us.empty())
-        t = *std::max_element(r.rec.per_rank_time_us.begin(), r.rec.per_rank_time_us.end());
-      if (t) {
-        times.push_back(*t);
-        // A failed run's time is not the config's time (a silent copy is faster than physics allows).
-        if (r.verdict != std::optional<std::string>("fail")) times_ok.push_back(*t);
-      }
-      if (r.rec.rel_l2) rels.push_back(*r.rec.rel_l2);
-      if (r.verdict == std::optional<std::string>("pass")) ++pass;
-      if (r.verdict == std::optional<std::string>("fail")) ++fail;
-      for (const auto& f : r.findings) {
-        auto& c = codes[f["code"].get<std::string>()];
-        if (c.first.empty()) c.first = f["severity"].get<std::string>();
-        ++c.second;
-      }
-      const auto& pr = r.rec.per_rank_time_us;
-      if (pr.size() >= 2) {
-        const double med = median_of(pr);
-        if (med > 0 && std::isfinite(med)) {
-          spreads.push_back((*std::max_element(pr.begin(), pr.end()) - *std::min_element(pr.begin(), pr.end())) /
-                            med * 100.0);
-          ++slowest[int(std::max_element(pr.begin(), pr.end()) - pr.begin())];
-        }
-      }
-      if (r.floor) floors.push_back(*r.floor);
-      if (r.band_hi) band_hi.push_back(*r.band_hi);
-      if (r.band_lo) band_lo.push_back(*r.band_lo);
+// Counts, median and min-max of time and relL2, rank spread and findings by code over a set of runs.
+json Builder::aggregate(const std::vector<size_t>& idx) const {
+  std::vector<double> times, times_ok, rels, spreads, floors, band_lo, band_hi;
+  size_t pass = 0, fail = 0;
+  std::map<std::string, std::pair<std::string, size_t>> codes;
+  std::map<int, size_t> slowest;
+  for (size_t i : idx) {
+    const Run& r = runs_[i];
+    std::optional<double> t = r.rec.max_rank_time_us;
+    if (!t && !r.rec.per_rank_time_us.empty())
+      t = *std::max_element(r.rec.per_rank_time_us.begin(), r.rec.per_rank_time_us.end());
+    if (t) {
+      times.push_back(*t);
+      // A failed run's time is not the config's time (a silent copy is faster than physics allows).
+      if (r.verdict != std::optional<std::string>("fail")) times_ok.push_back(*t);
     }
-    json a = {{"runs", idx.size()}, {"pass", pass}, {"fail", fail}, {"no_verdict", idx.size() - pass - fail},
-              {"time_us", stats(times)}, {"time_ok_us", stats(times_ok)}, {"rel_l2", stats(rels)},
-              {"rank_spread_pct", stats(spreads)}};
-    a["floor"] = floors.empty() ? json(nullptr) : json(median_of(floors));
-    a["band"] = band_hi.empty() ? json(nullptr)
-                                : json::array({band_lo.empty() ? json(nullptr) : json(median_of(band_lo)), median_of(band_hi)});
-    std::vector<std::pair<std::string, std::pair<std::string, size_t>>> cv(codes.begin(), codes.end());
-    std::stable_sort(cv.begin(), cv.end(), [](const auto& x, const auto& y) { return x.second.second > y.second.second; });
-    json jc = json::array();
-    for (const auto& [code, sc] : cv) jc.push_back({{"code", code}, {"severity", sc.first}, {"count", sc.second}});
-    a["findings"] = jc;
-    a["slowest_rank"] = nullptr;
-    if (!slowest.empty()) {
-      auto best = std::max_element(slowest.begin(), slowest.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
-      a["slowest_rank"] = {{"rank", best->first}, {"runs", best->second}};
+    if (r.rec.rel_l2) rels.push_back(*r.rec.rel_l2);
+    if (r.verdict == std::optional<std::string>("pass")) ++pass;
+    if (r.verdict == std::optional<std::string>("fail")) ++fail;
+    for (const auto& f : r.findings) {
+      auto& c = codes[f["code"].get<std::string>()];
+      if (c.first.empty()) c.first = f["severity"].get<std::string>();
+      ++c.second;
     }
-    return a;
-  };
-  auto config_fields = [](json& j, const Config& eff, const std::string& label) {
-    j["config"] = label;
-    j["mode"] = to_string(eff.mode);
-    j["quant"] = to_string(eff.quant);
-    j["wire"] = has_collective(eff.mode) ? to_string(eff.gather_dtype) : "";
-    j["transport"] = has_collective(eff.mode) ? to_string(eff.gather_transport) : "";
-  };
+    const auto& pr = r.rec.per_rank_time_us;
+    if (pr.size() >= 2) {
+      const double med = median_of(pr);
+      if (med > 0 && std::isfinite(med)) {
+        spreads.push_back((*std::max_element(pr.begin(), pr.end()) - *std::min_element(pr.begin(), pr.end())) /
+                          med * 100.0);
+        ++slowest[int(std::max_element(pr.begin(), pr.end()) - pr.begin())];
+      }
+    }
+    if (r.floor) floors.push_back(*r.floor);
+    if (r.band_hi) band_hi.push_back(*r.band_hi);
+    if (r.band_lo) band_lo.push_back(*r.band_lo);
+  }
+  json a = {{"runs", idx.size()}, {"pass", pass}, {"fail", fail}, {"no_verdict", idx.size() - pass - fail},
+            {"time_us", stats(times)}, {"time_ok_us", stats(times_ok)}, {"rel_l2", stats(rels)},
+            {"rank_spread_pct", stats(spreads)}};
+  a["floor"] = floors.empty() ? json(nullptr) : json(median_of(floors));
+  a["band"] = band_hi.empty() ? json(nullptr)
+                              : json::array({band_lo.empty() ? json(nullptr) : json(median_of(band_lo)), median_of(band_hi)});
+  std::vector<std::pair<std::string, std::pair<std::string, size_t>>> cv(codes.begin(), codes.end());
+  std::stable_sort(cv.begin(), cv.end(), [](const auto& x, const auto& y) { return x.second.second > y.second.second; });
+  json jc = json::array();
+  for (const auto& [code, sc] : cv) jc.push_back({{"code", code}, {"severity", sc.first}, {"count", sc.second}});
+  a["findings"] = jc;
+  a["slowest_rank"] = nullptr;
+  if (!slowest.empty()) {
+    auto best = std::max_element(slowest.begin(), slowest.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+    a["slowest_rank"] = {{"rank", best->first}, {"runs", best->second}};
+  }
+  return a;
+}
 
-  json jgroups = json::array();
-  std::vector<size_t> group_index(groups.size());
-  for (size_t gi = 0; gi < order.size(); ++gi) group_index[order[gi]] = gi;
+// The median of each phase over the group's runs that measured phases (an empty list when none did).
+json Builder::group_phases(const Group& g) const {
+  std::map<std::string, std::vector<double>> phase_vals;
+  for (size_t i : g.runs)
+    for (const auto& [name, us] : runs_[i].rec.phases_us) phase_vals[name].push_back(us);
+  if (phase_vals.empty()) return json::array();
+  Phases p;
+  for (auto& [name, v] : phase_vals) p.emplace_back(name, median_of(v));
+  sort_phases(p);
+  return phases_json(p);
+}
+
+// The model: a run's own (or its verdict's context), else a model document of this config and shape.
+std::optional<Model> Builder::group_model(const Group& g) {
+  std::optional<Model> model;
+  for (size_t i : g.runs)
+    if (runs_[i].model) {
+      model = runs_[i].model;
+      break;
+    }
+  for (size_t i : g.runs)
+    if (runs_[i].model && !runs_[i].model->phases.empty()) {
+      model = runs_[i].model;
+      break;
+    }
+  if (!model || model->phases.empty()) {
+    if (ModelDoc* d = model_for(g)) {
+      Model m = d->model;
+      if (model && model->total_us && !m.total_us) m.total_us = model->total_us;
+      model = m;
+      ++d->used_by;
+    }
+  }
+  return model;
+}
+
+// The group's entry of the document; its runs learn their group's index.
+json Builder::group_json(const Group& g, size_t index) {
+  size_t with_phases = 0;
+  for (size_t i : g.runs) {
+    runs_[i].group = index;
+    if (!runs_[i].rec.phases_us.empty()) ++with_phases;
+  }
+  json jg = aggregate(g.runs);
+  jg["index"] = index;
+  put_config_fields(jg, g.eff, g.label);
+  jg["pull_blocks"] = g.pull ? json(*g.pull) : json(nullptr);
+  jg["shape"] = shape_json(g.shape);
+  jg["phases_us"] = group_phases(g);
+  jg["phases_runs"] = with_phases;
+  const std::optional<Model> model = group_model(g);
+  jg["model"] = model ? model_json(*model) : json(nullptr);
+  json members = json::array();
+  for (size_t i : g.runs) members.push_back(i);
+  jg["members"] = members;
+  return jg;
+}
+
+// The same per config over every shape (relL2 and rank spread hardly depend on M; one entry per config), in
+// the groups' order.
+json Builder::configs_json(const std::vector<Group>& groups, const std::vector<size_t>& order) const {
   std::vector<std::string> config_order;
   std::map<std::string, std::pair<Config, std::vector<size_t>>> by_config;
   for (size_t oi : order) {
-    Group& g = groups[oi];
-    std::map<std::string, std::vector<double>> phase_vals;
-    size_t with_phases = 0;
-    const Run* with_model = nullptr;
-    for (size_t i : g.runs) {
-      Run& r = runs_[i];
-      r.group = group_index[oi];
-      if (!r.rec.phases_us.empty()) {
-        ++with_phases;
-        for (const auto& [name, us] : r.rec.phases_us) phase_vals[name].push_back(us);
-      }
-      if (!with_model && r.model && !r.model->phases.empty()) with_model = &r;
-    }
-    json jg = aggregate(g.runs);
-    jg["index"] = group_index[oi];
-    config_fields(jg, g.eff, g.label);
-    jg["pull_blocks"] = g.pull ? json(*g.pull) : json(nullptr);
-    jg["shape"] = shape_json(g.shape);
-    json ph = json::array();
-    if (with_phases) {
-      Phases p;
-      for (auto& [name, v] : phase_vals) p.emplace_back(name, median_of(v));
-      sort_phases(p);
-      ph = phases_json(p);
-    }
-    jg["phases_us"] = ph;
-    jg["phases_runs"] = with_phases;
-    // The model: a run's own (or its verdict's context), else a model document of this config and shape.
-    std::optional<Model> model;
-    for (size_t i : g.runs)
-      if (runs_[i].model) {
-        model = runs_[i].model;
-        break;
-      }
-    if (with_model) model = with_model->model;
-    if (!model || model->phases.empty()) {
-      if (ModelDoc* d = model_for(g)) {
-        Model m = d->model;
-        if (model && model->total_us && !m.total_us) m.total_us = model->total_us;
-        model = m;
-        ++d->used_by;
-      }
-    }
-    jg["model"] = model ? model_json(*model) : json(nullptr);
-    json members = json::array();
-    for (size_t i : g.runs) members.push_back(i);
-    jg["members"] = members;
-    jgroups.push_back(std::move(jg));
+    const Group& g = groups[oi];
     auto [it, fresh] = by_config.try_emplace(g.label, g.eff, std::vector<size_t>{});
     if (fresh) config_order.push_back(g.label);
     it->second.second.insert(it->second.second.end(), g.runs.begin(), g.runs.end());
   }
-  // The same per config over every shape (relL2 and rank spread hardly depend on M; one entry per config).
   json jconfigs = json::array();
   for (size_t ci = 0; ci < config_order.size(); ++ci) {
     const auto& [eff, idx] = by_config.at(config_order[ci]);
     json jc = aggregate(idx);
     jc["index"] = ci;
-    config_fields(jc, eff, config_order[ci]);
+    put_config_fields(jc, eff, config_order[ci]);
     std::set<int64_t> ms;
     for (size_t i : idx) ms.insert(runs_[i].rec.shape.m);
     jc["m_values"] = std::vector<int64_t>(ms.begin(), ms.end());
     jconfigs.push_back(std::move(jc));
   }
-  json jruns = json::array();
-  for (size_t i = 0; i < runs_.size(); ++i) {
-    const Run& r = runs_[i];
-    const RunRecord& rec = r.rec;
-    std::optional<double> t = rec.max_rank_time_us;
-    if (!t && !rec.per_rank_time_us.empty()) t = *std::max_element(rec.per_rank_time_us.begin(), rec.per_rank_time_us.end());
-    Phases ph(rec.phases_us.begin(), rec.phases_us.end());
-    sort_phases(ph);
-    jruns.push_back({
-        {"index", i}, {"source", r.source}, {"group", r.group}, {"config", r.label},
-        {"mode", to_string(r.eff.mode)}, {"quant", to_string(r.eff.quant)},
-        {"wire", has_collective(r.eff.mode) ? to_string(r.eff.gather_dtype) : ""},
-        {"transport", has_collective(r.eff.mode) ? to_string(r.eff.gather_transport) : ""},
-        {"fuse_quantize", rec.config.fuse_quantize},
-        {"pull_blocks", rec.pull_blocks ? json(*rec.pull_blocks) : json(nullptr)},
-        {"m", rec.shape.m}, {"n", rec.shape.n}, {"k", rec.shape.k}, {"world", rec.shape.world},
-        {"time_us", t ? json(*t) : json(nullptr)}, {"per_rank_time_us", rec.per_rank_time_us},
-        {"rel_l2", rec.rel_l2 ? json(*rec.rel_l2) : json(nullptr)}, {"per_rank_rel_l2", rec.per_rank_rel_l2},
-        {"validated", rec.validated ? json(*rec.validated) : json(nullptr)},
-        {"phases_us", phases_json(ph)},
-        {"model", r.model ? model_json(*r.model) : json(nullptr)},
-        {"floor", r.floor ? json(*r.floor) : json(nullptr)},
-        {"floor_stderr", r.floor_stderr ? json(*r.floor_stderr) : json(nullptr)},
-        {"floor_from", r.floor_from},
-        {"band", r.band_hi ? json::array({r.band_lo ? json(*r.band_lo) : json(nullptr), *r.band_hi}) : json(nullptr)},
-        {"verdict", r.verdict ? json(*r.verdict) : json(nullptr)}, {"findings", r.findings},
-        {"profile", r.profile}, {"backend", rec.backend.value_or("")}, {"timing", rec.timing}});
-  }
+  return jconfigs;
+}
 
+json Builder::run_json(size_t i) const {
+  const Run& r = runs_[i];
+  const RunRecord& rec = r.rec;
+  std::optional<double> t = rec.max_rank_time_us;
+  if (!t && !rec.per_rank_time_us.empty()) t = *std::max_element(rec.per_rank_time_us.begin(), rec.per_rank_time_us.end());
+  Phases ph(rec.phases_us.begin(), rec.phases_us.end());
+  sort_phases(ph);
+  return {
+      {"index", i}, {"source", r.source}, {"group", r.group}, {"config", r.label},
+      {"mode", to_string(r.eff.mode)}, {"quant", to_string(r.eff.quant)},
+      {"wire", has_collective(r.eff.mode) ? to_string(r.eff.gather_dtype) : ""},
+      {"transport", has_collective(r.eff.mode) ? to_string(r.eff.gather_transport) : ""},
+      {"fuse_quantize", rec.config.fuse_quantize},
+      {"pull_blocks", rec.pull_blocks ? json(*rec.pull_blocks) : json(nullptr)},
+      {"m", rec.shape.m}, {"n", rec.shape.n}, {"k", rec.shape.k}, {"world", rec.shape.world},
+      {"time_us", t ? json(*t) : json(nullptr)}, {"per_rank_time_us", rec.per_rank_time_us},
+      {"rel_l2", rec.rel_l2 ? json(*rec.rel_l2) : json(nullptr)}, {"per_rank_rel_l2", rec.per_rank_rel_l2},
+      {"validated", rec.validated ? json(*rec.validated) : json(nullptr)},
+      {"phases_us", phases_json(ph)},
+      {"model", r.model ? model_json(*r.model) : json(nullptr)},
+      {"floor", r.floor ? json(*r.floor) : json(nullptr)},
+      {"floor_stderr", r.floor_stderr ? json(*r.floor_stderr) : json(nullptr)},
+      {"floor_from", r.floor_from},
+      {"band", r.band_hi ? json::array({r.band_lo ? json(*r.band_lo) : json(nullptr), *r.band_hi}) : json(nullptr)},
+      {"verdict", r.verdict ? json(*r.verdict) : json(nullptr)}, {"findings", r.findings},
+      {"profile", r.profile}, {"backend", rec.backend.value_or("")}, {"timing", rec.timing}};
+}
+
+// The model documents, each with how many groups it became the model of; a note per file whose models match
+// no run.
+json Builder::models_json() {
   json jmodels = json::array();
   std::map<std::string, std::vector<std::string>> unmatched;  // file -> configs
   for (const auto& d : models_) {
@@ -827,6 +864,20 @@ json Builder::finish() {
     notes_.push_back(file + ": " + std::to_string(configs.size()) + " model(s) match no run's config and shape (" +
                      list + "); drawn as model-only bars");
   }
+  return jmodels;
+}
+
+json Builder::finish() {
+  borrow_floors();
+  const std::vector<Group> groups = make_groups();
+  const std::vector<size_t> order = group_order(groups);
+  json jgroups = json::array();
+  for (size_t gi = 0; gi < order.size(); ++gi) jgroups.push_back(group_json(groups[order[gi]], gi));
+  const json jconfigs = configs_json(groups, order);
+  json jruns = json::array();
+  for (size_t i = 0; i < runs_.size(); ++i) jruns.push_back(run_json(i));
+  const json jmodels = models_json();  // after the groups: they mark the documents they use
+
   json jsweeps = json::array();
   for (const auto& s : sweeps_) jsweeps.push_back(s.j);
   json notes = json::array();

@@ -326,89 +326,100 @@ std::unique_ptr<Backend> make_cpu_backend() {
   return std::make_unique<CpuBackend>();
 }
 
-RunOutcome run_and_check(Backend& backend, const RunRequest& req) {
-  validate_shape_config(req.shape, req.config);
-  const Config cfg = effective_config(req.config);
-  const Shape& shape = req.shape;
-  const int W = shape.world;
-  const int64_t n = shape.n;
-  const std::vector<int64_t> rows = output_check::rows_to_check(shape, cfg.quant, req.check_rows, req.seed);
+namespace {
 
+// The backend's run of `req` on `rows`, checked for the sizes asked for; --dump writes it exactly as returned,
+// in `gemmar verify`'s format.
+BackendResult execute_rows(Backend& backend, const RunRequest& req, const std::vector<int64_t>& rows) {
   BackendResult res = backend.execute(req, rows);
   GEMMAR_CHECK(res.rows == rows, "backend ", backend.name(), " returned other rows than asked for");
-  GEMMAR_CHECK(int(res.outputs.size()) == W, "backend returned ", res.outputs.size(), " rank outputs");
-  for (const auto& o : res.outputs) GEMMAR_CHECK(int64_t(o.size()) == int64_t(rows.size()) * n);
-  // --dump: the tensors exactly as the backend returned them, in `gemmar verify`'s format.
+  GEMMAR_CHECK(int(res.outputs.size()) == req.shape.world, "backend returned ", res.outputs.size(), " rank outputs");
+  for (const auto& o : res.outputs) GEMMAR_CHECK(int64_t(o.size()) == int64_t(rows.size()) * req.shape.n);
   if (!req.dump_dir.empty()) dump_backend_result(req.dump_dir, req, res);
+  return res;
+}
 
-  // The reference for the same rows, computed here from the same operands (never taken from the backend).
+// relL2 of every rank's view against the reference for the same rows, computed here from the same operands
+// (never taken from the backend).
+output_check::ViewRelL2 views_against_reference(const RunRequest& req, const Config& cfg,
+                                                const std::vector<int64_t>& rows, const BackendResult& res) {
   reference::OperandSpec spec;
-  spec.shape = shape;
+  spec.shape = req.shape;
   spec.quant = cfg.quant;
   spec.seed = req.seed;
   std::vector<float> ref;
   std::vector<std::vector<float>> rank_refs;  // gemm-only: each rank's own fp32 partial
   if (has_collective(cfg.mode)) {
-    ref = cached_partials(shape, cfg.quant, req.seed, rows).reference;
+    ref = cached_partials(req.shape, cfg.quant, req.seed, rows).reference;
   } else {
-    for (int r = 0; r < W; ++r)
+    for (int r = 0; r < req.shape.world; ++r)
       rank_refs.push_back(reference::reference_partial(reference::make_rank_operands(spec, r, rows), cfg.quant,
                                                        spec.fp8_format));
   }
-  const output_check::ViewRelL2 views = output_check::rel_l2_of_views(shape, cfg, rows, res.outputs, ref, rank_refs);
-  // NaN/inf and the agreement of the views the collective makes equal, over every element read back.
-  output_check::ElementChecks elements(shape, cfg, Fp8Format::E4M3FN, 10, /*wire_leg=*/false);
-  {
-    output_check::Chunk chunk;
-    chunk.rows = &rows;
-    for (const auto& o : res.outputs) chunk.views.push_back(o.data());
-    elements.add(chunk);
-  }
+  return output_check::rel_l2_of_views(req.shape, cfg, rows, res.outputs, ref, rank_refs);
+}
 
-  // Bit-exactness: the collective re-emulated over the backend's own partials must reproduce its output, in
-  // every checked iteration (each on its own inputs: iteration_input_scale), on the sampled rows; the GPU
-  // backend's device-side compare covers every element of every rank (output_check::check_iterations).
-  std::vector<int> iteration_index = res.iteration_index;
-  std::vector<std::vector<std::vector<uint16_t>>> iteration_outputs = std::move(res.iteration_outputs);
-  if (iteration_index.empty()) {
-    iteration_index.push_back(0);
-    iteration_outputs.push_back(res.outputs);
+// NaN/inf and the agreement of the views the collective makes equal, over every element read back.
+output_check::ElementChecks element_checks(const Shape& shape, const Config& cfg, const std::vector<int64_t>& rows,
+                                           const BackendResult& res) {
+  output_check::ElementChecks elements(shape, cfg, Fp8Format::E4M3FN, 10, /*wire_leg=*/false);
+  output_check::Chunk chunk;
+  chunk.rows = &rows;
+  for (const auto& o : res.outputs) chunk.views.push_back(o.data());
+  elements.add(chunk);
+  return elements;
+}
+
+// Bit-exactness: the collective re-emulated over the backend's own partials must reproduce its output, in
+// every checked iteration (each on its own inputs: iteration_input_scale), on the sampled rows; the GPU
+// backend's device-side compare covers every element of every rank (output_check::check_iterations). A
+// backend that returned one iteration only has iteration 0's outputs made its one checked iteration.
+output_check::IterationChecks check_bit_exact(const RunRequest& req, const Config& cfg,
+                                              const std::vector<int64_t>& rows, BackendResult& res) {
+  if (res.iteration_index.empty()) {
+    res.iteration_index.push_back(0);
+    res.iteration_outputs.push_back(res.outputs);
   }
-  for (const auto& it : iteration_outputs) {
-    GEMMAR_CHECK(int(it.size()) == W, "backend returned ", it.size(), " rank outputs in an iteration");
-    for (const auto& o : it) GEMMAR_CHECK(int64_t(o.size()) == int64_t(rows.size()) * n);
+  for (const auto& it : res.iteration_outputs) {
+    GEMMAR_CHECK(int(it.size()) == req.shape.world, "backend returned ", it.size(), " rank outputs in an iteration");
+    for (const auto& o : it) GEMMAR_CHECK(int64_t(o.size()) == int64_t(rows.size()) * req.shape.n);
   }
   output_check::IterationInputs iin;
   iin.rows = &rows;
-  iin.n = n;
-  iin.world = W;
-  iin.iteration_index = &iteration_index;
-  iin.iteration_outputs = &iteration_outputs;
+  iin.n = req.shape.n;
+  iin.world = req.shape.world;
+  iin.iteration_index = &res.iteration_index;
+  iin.iteration_outputs = &res.iteration_outputs;
   iin.full = &res.full_compares;
   std::shared_ptr<const reference::Bf16Outputs> expected[2];  // what iterations of each parity must give
   if (!res.partials.empty()) {
     reference::CollectiveRequest cr;
-    cr.shape = shape;
+    cr.shape = req.shape;
     cr.config = cfg;
     cr.rows = rows;
     cr.seed = req.seed;
     expected[0] = emulate_collective_once(cr, res.partials);
-    if (iteration_index.size() > 1 || iteration_index[0] % 2)
+    if (res.iteration_index.size() > 1 || res.iteration_index[0] % 2)
       expected[1] = emulate_collective_once(cr, scaled_partials(res.partials, req.seed, 1));
     iin.expected[0] = expected[0].get();
     iin.expected[1] = expected[1].get();
   }
-  const output_check::IterationChecks iterations = output_check::check_iterations(iin);
+  return output_check::check_iterations(iin);
+}
 
+// The run's record: what the backend measured and what the checks found, as `gemmar check` reads it.
+RunRecord run_record(const RunRequest& req, const Config& cfg, const std::vector<int64_t>& rows,
+                     const BackendResult& res, const output_check::ViewRelL2& views,
+                     const output_check::ElementChecks& elements, const output_check::IterationChecks& iterations) {
   RunRecord rec;
-  rec.shape = shape;
+  rec.shape = req.shape;
   rec.config = req.config;
   rec.backend = res.backend;
   rec.pull_blocks = req.inject.pull_blocks.value_or(req.config.pull_blocks);
   output_check::record_numerics(rec, views, cfg, std::max(elements.nonfinite, iterations.full_nonfinite));
   rec.checked_elements = elements.checked;
   rec.nonfinite_elements = elements.nonfinite;
-  if (has_collective(cfg.mode) && W > 1) rec.disagreeing_elements = elements.disagreeing;
+  if (has_collective(cfg.mode) && req.shape.world > 1) rec.disagreeing_elements = elements.disagreeing;
   rec.phases_us = res.phases_us;
   rec.per_rank_time_us = res.per_rank_time_us;
   if (res.total_us) rec.max_rank_time_us = res.total_us;
@@ -417,7 +428,7 @@ RunOutcome run_and_check(Backend& backend, const RunRequest& req) {
   rec.timing = !res.total_us ? "none (CPU emulation: no kernel times)"
                : res.device.find("eager (") != std::string::npos ? "eager" : "graph";
   rec.profile = req.profile.empty() ? default_profile(res.backend, res.device, res.ranks_per_device) : req.profile;
-  rec.iterations_checked = int(iteration_index.size());
+  rec.iterations_checked = int(res.iteration_index.size());
   rec.check_every = std::max(1, req.check_every);
   output_check::record_iterations(rec, iterations);
   if (req.straggle_us > 0) rec.straggle_us = req.straggle_us;
@@ -433,6 +444,20 @@ RunOutcome run_and_check(Backend& backend, const RunRequest& req) {
   }
   if (req.guard) rec.guard = res.guard.value_or(GuardReport{});
   rec.raw = run_record_to_json(rec);
+  return rec;
+}
+
+}  // namespace
+
+RunOutcome run_and_check(Backend& backend, const RunRequest& req) {
+  validate_shape_config(req.shape, req.config);
+  const Config cfg = effective_config(req.config);
+  const std::vector<int64_t> rows = output_check::rows_to_check(req.shape, cfg.quant, req.check_rows, req.seed);
+  BackendResult res = execute_rows(backend, req, rows);
+  const output_check::ViewRelL2 views = views_against_reference(req, cfg, rows, res);
+  const output_check::ElementChecks elements = element_checks(req.shape, cfg, rows, res);
+  const output_check::IterationChecks iterations = check_bit_exact(req, cfg, rows, res);
+  RunRecord rec = run_record(req, cfg, rows, res, views, elements, iterations);
 
   // The same path as `gemmar check`: the record's own fields decide the expectations.
   JudgeOptions opts;
@@ -448,6 +473,89 @@ RunOutcome run_and_check(Backend& backend, const RunRequest& req) {
 
 namespace gemmar {
 
+namespace {
+
+// The self-test's wrong elements by leg: a wrong sum in the owner's own rows is the scatter's (it travels on to
+// every receiver); a receiver's wrong copy of a right sum is the gather's.
+struct SelftestLegs {
+  struct Leg {
+    int64_t wrong = 0;
+    double first_value = 0;
+  };
+  std::map<int, Leg> scatter;                // owner -> its own reduced rows wrong
+  std::map<std::pair<int, int>, Leg> gather;  // (owner, receiver) -> the receiver's copy wrong, owner's right
+  int64_t wrong_elements = 0;
+};
+
+// Every element must hold `expect`.
+SelftestLegs selftest_legs(const Shape& shape, const Config& cfg, const std::vector<int64_t>& rows,
+                           const reference::Bf16Outputs& outputs, uint16_t expect) {
+  SelftestLegs legs;
+  const int W = shape.world;
+  const int64_t n = shape.n;
+  const int64_t S = slice_rows(shape, cfg.quant);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const int owner = int(rows[i] / S);
+    const uint16_t* own = outputs[size_t(owner)].data() + i * size_t(n);
+    bool owner_right = true;
+    for (int64_t c = 0; c < n; ++c)
+      if (own[c] != expect) {
+        SelftestLegs::Leg& l = legs.scatter[owner];
+        if (l.wrong++ == 0) l.first_value = reference::from_bf16(own[c]);
+        owner_right = false;
+        ++legs.wrong_elements;
+      }
+    for (int r = 0; r < W; ++r) {
+      if (r == owner) continue;
+      const uint16_t* v = outputs[size_t(r)].data() + i * size_t(n);
+      for (int64_t c = 0; c < n; ++c)
+        if (v[c] != expect) {
+          ++legs.wrong_elements;
+          if (!owner_right) continue;  // a wrong sum travels on: its leg is the scatter's
+          SelftestLegs::Leg& l = legs.gather[{owner, r}];
+          if (l.wrong++ == 0) l.first_value = reference::from_bf16(v[c]);
+        }
+    }
+  }
+  return legs;
+}
+
+// What failed, leg by leg (the first six owners or legs of each).
+std::string selftest_message(const Config& config, const SelftestResult& st, const SelftestLegs& legs, int W) {
+  const Config cfg = effective_config(config);
+  const double total = double(int64_t(W) * (W + 1) / 2);
+  std::ostringstream m;
+  m << config_label(config) << ": " << st.wrong_elements << " of " << st.checked_elements
+    << " elements are not W(W+1)/2 = " << total << " (every rank's window holds rank+1)";
+  if (!legs.scatter.empty()) {
+    m << "; scatter leg (reduce-scatter into the owner): owner rank";
+    m << (legs.scatter.size() == 1 ? " " : "s ");
+    int k = 0;
+    for (const auto& [o, l] : legs.scatter) {
+      if (k++ == 6) {
+        m << ", ...";
+        break;
+      }
+      m << (k > 1 ? ", " : "") << o << " holds " << l.first_value << " (" << total - l.first_value << " never arrived)";
+    }
+  }
+  if (!legs.gather.empty()) {
+    m << "; gather leg (" << to_string(cfg.gather_dtype) << "/" << to_string(effective_config(cfg).gather_transport)
+      << ", owner -> receiver): ";
+    int k = 0;
+    for (const auto& [key, l] : legs.gather) {
+      if (k++ == 6) {
+        m << ", ... (" << legs.gather.size() << " legs)";
+        break;
+      }
+      m << (k > 1 ? ", " : "") << key.first << " -> " << key.second << " holds " << l.first_value;
+    }
+  }
+  return m.str();
+}
+
+}  // namespace
+
 SelftestResult run_selftest(Backend& backend, const Shape& shape, const Config& config, const Faults& faults) {
   const auto t0 = std::chrono::steady_clock::now();
   SelftestResult st;
@@ -455,8 +563,6 @@ SelftestResult run_selftest(Backend& backend, const Shape& shape, const Config& 
   const Config cfg = effective_config(config);
   validate_shape_config(shape, cfg);
   const int W = shape.world;
-  const int64_t n = shape.n;
-  const int64_t S = slice_rows(shape, cfg.quant);
   RunRequest req;
   req.shape = shape;
   req.config = config;
@@ -470,70 +576,12 @@ SelftestResult run_selftest(Backend& backend, const Shape& shape, const Config& 
   GEMMAR_CHECK(res.rows == rows && int(res.outputs.size()) == W, "selftest: backend returned other rows or ranks");
   // The sum every element must hold: W(W+1)/2, as bf16 (exact for W <= 32: an integer with <= 8 significant bits).
   const uint16_t expect = reference::to_bf16(float(int64_t(W) * (W + 1) / 2));
-  struct Leg {
-    int64_t wrong = 0;
-    double first_value = 0;
-  };
-  std::map<int, Leg> scatter;                // owner -> its own reduced rows wrong
-  std::map<std::pair<int, int>, Leg> gather;  // (owner, receiver) -> the receiver's copy wrong, owner's right
-  if (has_collective(cfg.mode)) {
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const int owner = int(rows[i] / S);
-      const uint16_t* own = res.outputs[size_t(owner)].data() + i * size_t(n);
-      bool owner_right = true;
-      for (int64_t c = 0; c < n; ++c)
-        if (own[c] != expect) {
-          Leg& l = scatter[owner];
-          if (l.wrong++ == 0) l.first_value = reference::from_bf16(own[c]);
-          owner_right = false;
-          ++st.wrong_elements;
-        }
-      for (int r = 0; r < W; ++r) {
-        if (r == owner) continue;
-        const uint16_t* v = res.outputs[size_t(r)].data() + i * size_t(n);
-        for (int64_t c = 0; c < n; ++c)
-          if (v[c] != expect) {
-            ++st.wrong_elements;
-            if (!owner_right) continue;  // a wrong sum travels on: its leg is the scatter's
-            Leg& l = gather[{owner, r}];
-            if (l.wrong++ == 0) l.first_value = reference::from_bf16(v[c]);
-          }
-      }
-    }
-  }
-  st.checked_elements = int64_t(rows.size()) * n * W;
+  const SelftestLegs legs = has_collective(cfg.mode) ? selftest_legs(shape, cfg, rows, res.outputs, expect) : SelftestLegs{};
+  st.wrong_elements = legs.wrong_elements;
+  st.checked_elements = int64_t(rows.size()) * shape.n * W;
   if (st.wrong_elements > 0) {
     st.pass = false;
-    const double total = double(int64_t(W) * (W + 1) / 2);
-    std::ostringstream m;
-    m << config_label(config) << ": " << st.wrong_elements << " of " << st.checked_elements
-      << " elements are not W(W+1)/2 = " << total << " (every rank's window holds rank+1)";
-    if (!scatter.empty()) {
-      m << "; scatter leg (reduce-scatter into the owner): owner rank";
-      m << (scatter.size() == 1 ? " " : "s ");
-      int k = 0;
-      for (const auto& [o, l] : scatter) {
-        if (k++ == 6) {
-          m << ", ...";
-          break;
-        }
-        m << (k > 1 ? ", " : "") << o << " holds " << l.first_value << " (" << total - l.first_value
-          << " never arrived)";
-      }
-    }
-    if (!gather.empty()) {
-      m << "; gather leg (" << to_string(cfg.gather_dtype) << "/"
-        << to_string(effective_config(cfg).gather_transport) << ", owner -> receiver): ";
-      int k = 0;
-      for (const auto& [key, l] : gather) {
-        if (k++ == 6) {
-          m << ", ... (" << gather.size() << " legs)";
-          break;
-        }
-        m << (k > 1 ? ", " : "") << key.first << " -> " << key.second << " holds " << l.first_value;
-      }
-    }
-    st.message = m.str();
+    st.message = selftest_message(config, st, legs, W);
   }
   st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return st;

@@ -78,11 +78,8 @@ std::vector<int64_t> scale_shape(Quant q, Operand op, int64_t rows, int64_t k) {
 namespace {
 std::string scale_hint(Quant q, Operand op) { return scale_block(q, op == Operand::B).hint; }
 
-}  // namespace
-
-RankFile open_rank_file(const std::string& path) {
-  RankFile f(safetensors::File::open(path));
-  f.meta = f.file.metadata();
+// The run the dump belongs to, from the metadata: world, rank, config and the pull grid.
+void read_run_metadata(RankFile& f, const std::string& path) {
   const std::string fmt = meta_get(f, "format", false);
   if (!fmt.empty() && fmt != kDumpFormat) bad(path, "metadata format='" + fmt + "' is not a gemmar dump");
   f.world = int(meta_int(f, "world", meta_get(f, "world", true), 1, 512));
@@ -102,8 +99,10 @@ RankFile open_rank_file(const std::string& path) {
     f.pull_blocks = int(meta_int(f, "pull_blocks", pb, 1, 65536));
     f.config.pull_blocks = *f.pull_blocks;
   }
+}
 
-  // A and B: codes, [M, K] and [N, K].
+// A and B: codes, [M, K] and [N, K], in the metadata's fp8 format; the sizes M, N, K the file holds.
+void read_operands(RankFile& f, const std::string& path) {
   const TensorInfo& a = f.file.tensor("a");
   const TensorInfo& b = f.file.tensor("b");
   for (const TensorInfo* t : {&a, &b}) {
@@ -127,7 +126,10 @@ RankFile open_rank_file(const std::string& path) {
   if (b.shape[1] != f.k)
     bad(path, "tensor 'b' has shape " + shape_text(b.shape) + ": its K (" + std::to_string(b.shape[1]) +
                   ") differs from a's " + shape_text(a.shape) + " (b is [N, K], as gemm_ar holds it)");
+}
 
+// The run's M, and the rows of a row-subset dump (tensor 'rows', increasing, in [0, M)).
+void read_rows(RankFile& f, const std::string& path) {
   if (f.file.has("rows")) {
     const TensorInfo& r = expect_tensor(f, "rows", {"I64"}, {f.file_rows});
     const std::string mm = meta_get(f, "m", false);
@@ -145,12 +147,10 @@ RankFile open_rank_file(const std::string& path) {
     if (!mm.empty() && meta_int(f, "m", mm, 1, int64_t(1) << 24) != f.m)
       bad(path, "metadata m=" + mm + " but tensor 'a' has " + std::to_string(f.file_rows) + " rows (the header lies)");
   }
-  try {
-    validate_shape_config(Shape{f.m, f.n, f.k, f.world}, f.config);
-  } catch (const UsageError& e) {
-    bad(path, "M=" + std::to_string(f.m) + " N=" + std::to_string(f.n) + " K=" + std::to_string(f.k) + " W=" +
-                  std::to_string(f.world) + " (from the tensors and metadata) is not a shape gemm_ar runs: " + e.what());
-  }
+}
+
+// The scales, the output and the optional partial and wire tensors, in the shapes the run's quant and size give.
+void check_tensors(RankFile& f, const std::string& path) {
   const Quant q = f.config.quant;
   expect_tensor(f, "a_scale", {"F32"}, scale_shape(q, Operand::A, f.file_rows, f.k), scale_hint(q, Operand::A));
   expect_tensor(f, "b_scale", {"F32"}, scale_shape(q, Operand::B, f.n, f.k), scale_hint(q, Operand::B));
@@ -166,6 +166,23 @@ RankFile open_rank_file(const std::string& path) {
     expect_tensor(f, "wire_scale", {"F32"}, {S}, "one fp32 scale per row of the owned slice");
     f.wire = true;
   }
+}
+
+}  // namespace
+
+RankFile open_rank_file(const std::string& path) {
+  RankFile f(safetensors::File::open(path));
+  f.meta = f.file.metadata();
+  read_run_metadata(f, path);
+  read_operands(f, path);
+  read_rows(f, path);
+  try {
+    validate_shape_config(Shape{f.m, f.n, f.k, f.world}, f.config);
+  } catch (const UsageError& e) {
+    bad(path, "M=" + std::to_string(f.m) + " N=" + std::to_string(f.n) + " K=" + std::to_string(f.k) + " W=" +
+                  std::to_string(f.world) + " (from the tensors and metadata) is not a shape gemm_ar runs: " + e.what());
+  }
+  check_tensors(f, path);
   return f;
 }
 

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <sstream>
+#include <type_traits>
+#include <variant>
 
 #include "common/errors.hpp"
 #include "validate/record/python_json.hpp"
@@ -178,13 +181,13 @@ bool has_benchmark_keys(const nlohmann::json& j) {
     if (j.contains(k)) return true;
   return false;
 }
-}  // namespace
 
-RunRecord run_record_from_json(const nlohmann::json& j, const std::string& source, const RecordDefaults& defaults) {
-  if (!j.is_object()) throw UsageError(source + ": a run record must be a JSON object, got " + j.type_name());
-  RunRecord r;
-  r.source = source;
-  r.raw = j;
+// The steps of run_record_from_json, in the order it reads the fields (a record with several faults is told
+// the first).
+
+// mode, m, n, k (required) and world_size (or its alias world; the reader's default when neither is printed).
+void read_shape_and_mode(const nlohmann::json& j, const std::string& source, const RecordDefaults& defaults,
+                         RunRecord& r) {
   for (const char* key : {"mode", "m", "n", "k"})
     if (!present(j, key)) bad_field(source, key, "is missing (required: mode, m, n, k)");
 
@@ -207,6 +210,10 @@ RunRecord run_record_from_json(const nlohmann::json& j, const std::string& sourc
     r.world_assumed = true;
   }
   r.shape.world = int(*world);
+}
+
+// quant (printed, inferred from the benchmark's own keys, or unknown) and the wire's knobs.
+void read_config(const nlohmann::json& j, const std::string& source, RunRecord& r) {
   if (present(j, "quant")) {
     r.config.quant = parse_enum_field(j, "quant", source, parse_quant);
   } else if (has_benchmark_keys(j)) {
@@ -231,7 +238,10 @@ RunRecord run_record_from_json(const nlohmann::json& j, const std::string& sourc
     r.config.gather_bands = int(b);
   }
   if (present(j, "publish")) r.config.publish = parse_enum_field(j, "publish", source, parse_publish);
+}
 
+// max_rank_time_us, per_rank_time_us (one per rank, its maximum max_rank_time_us) and critical_rank (the slowest).
+void read_times(const nlohmann::json& j, const std::string& source, RunRecord& r) {
   if (present(j, "max_rank_time_us")) {
     r.max_rank_time_us = get_number(j, "max_rank_time_us", source);
     check_time(*r.max_rank_time_us, source, "max_rank_time_us");
@@ -258,6 +268,23 @@ RunRecord run_record_from_json(const nlohmann::json& j, const std::string& sourc
                 "is " + std::to_string(*r.critical_rank) + " but rank " + std::to_string(*r.critical_rank) + " took " +
                     number_text(r.per_rank_time_us[size_t(*r.critical_rank)]) + " us, not the slowest " + number_text(mx));
   }
+}
+
+// A string field that is one of `accepted`, or absent.
+std::optional<std::string> choice_field(const nlohmann::json& j, const char* key, const std::string& source,
+                                        std::initializer_list<const char*> accepted) {
+  if (!present(j, key)) return std::nullopt;
+  const std::string s = get_string(j, key, source);
+  std::string list;
+  for (const char* a : accepted) {
+    if (s == a) return s;
+    list += (list.empty() ? "" : "|") + std::string(a);
+  }
+  bad_field(source, key, "is '" + s + "' (accepted: " + list + ")");
+}
+
+// The benchmark's own check (rel_l2, validated), how it timed (timing, stop_after) and its kernel knobs.
+void read_benchmark_run(const nlohmann::json& j, const std::string& source, RunRecord& r) {
   if (j.contains("rel_l2")) {
     // Python writes float('nan') as NaN, but a None (no check ran) as null: both mean "not validated".
     r.rel_l2 = j.at("rel_l2").is_null() ? std::numeric_limits<double>::quiet_NaN() : get_number(j, "rel_l2", source);
@@ -270,114 +297,159 @@ RunRecord run_record_from_json(const nlohmann::json& j, const std::string& sourc
     if (r.timing != "graph" && r.timing != "eager" && r.timing.rfind("none", 0) != 0)
       bad_field(source, "timing", "is '" + r.timing + "' (accepted: graph|eager|none)");
   }
-  if (present(j, "stop_after")) {
-    r.stop_after = get_string(j, "stop_after", source);
-    if (*r.stop_after != "all" && *r.stop_after != "scatter")
-      bad_field(source, "stop_after", "is '" + *r.stop_after + "' (accepted: all|scatter)");
-  }
+  r.stop_after = choice_field(j, "stop_after", source, {"all", "scatter"});
   r.chunks = optional_int(j, "chunks", source, 1, 1 << 20);
   if (present(j, "fence")) r.fence = get_string(j, "fence", source);
   r.block_m = optional_int(j, "block_m", source, 1, 1 << 16);
   r.block_n = optional_int(j, "block_n", source, 1, 1 << 16);
-  if (present(j, "tile_order")) {
-    r.tile_order = get_string(j, "tile_order", source);
-    if (*r.tile_order != "auto" && *r.tile_order != "rotated" && *r.tile_order != "linear")
-      bad_field(source, "tile_order", "is '" + *r.tile_order + "' (accepted: auto|rotated|linear)");
-  }
+  r.tile_order = choice_field(j, "tile_order", source, {"auto", "rotated", "linear"});
   check_knob(j, "swap_ab", source, false, true, true, false);
   check_knob(j, "permlane", source, true, true, true, false);
   check_knob(j, "tile", source, true, false, true, true);
-
   if (present(j, "pull_blocks")) {
     const int64_t b = get_int(j, "pull_blocks", source);
     if (b < 1 || b > 65536) bad_field(source, "pull_blocks", "is " + std::to_string(b) + ", not in [1, 65536]");
     r.pull_blocks = int(b);
     r.config.pull_blocks = int(b);
   }
-  if (present(j, "per_rank_rel_l2")) {
-    r.per_rank_rel_l2 = get_number_array(j, "per_rank_rel_l2", source);
-    for (size_t i = 0; i < r.per_rank_rel_l2.size(); ++i)
-      if (r.per_rank_rel_l2[i] < 0)
-        bad_field(source, "per_rank_rel_l2[" + std::to_string(i) + "]",
-                  "is " + number_text(r.per_rank_rel_l2[i]) + ": a relative error cannot be negative");
-  }
-  if (present(j, "per_slice_rel_l2")) r.per_slice_rel_l2 = get_number_array(j, "per_slice_rel_l2", source);
-  if (present(j, "phases_us")) {
-    const auto& p = j.at("phases_us");
-    if (!p.is_object()) bad_field(source, "phases_us", std::string("must be an object name -> us, got ") + p.type_name());
-    for (auto it = p.begin(); it != p.end(); ++it) {
-      if (it->is_null()) continue;  // the benchmark's table has null for phases a wire does not run
-      if (!it->is_number())
-        bad_field(source, "phases_us." + it.key(), std::string("must be a number, got ") + it->type_name());
-      const double t = it->get<double>();
-      if (!std::isfinite(t) || t < 0)
-        bad_field(source, "phases_us." + it.key(), "is " + number_text(t) + ": a phase time must be finite and >= 0");
-      r.phases_us[it.key()] = t;
-    }
-  }
-  if (present(j, "profile")) r.profile = get_string(j, "profile", source);
-  if (present(j, "backend")) r.backend = get_string(j, "backend", source);
-  auto count = [&](const char* key) -> std::optional<int64_t> {
-    if (!present(j, key)) return std::nullopt;
-    const int64_t v = get_int(j, key, source);
-    // -1 was the old "not checked" spelling of wrong_elements.
-    if (v < 0) return std::nullopt;
-    return v;
-  };
-  r.wrong_elements = count("wrong_elements");
-  r.checked_rows = count("checked_rows");
-  r.poisoned_elements = count("poisoned_elements");
-  r.checked_elements = count("checked_elements");
-  r.nonfinite_elements = count("nonfinite_elements");
-  r.disagreeing_elements = count("disagreeing_elements");
-  if (present(j, "wire_recipe")) r.wire_recipe = get_string(j, "wire_recipe", source);
-  if (present(j, "first_wrong_element")) r.first_wrong_element = get_string(j, "first_wrong_element", source);
-  if (present(j, "full_compare_us")) r.full_compare_us = get_number(j, "full_compare_us", source);
-  r.full_compare_bytes = count("full_compare_bytes");
-  if (present(j, "rel_l2_all_views")) r.rel_l2_all_views = get_number(j, "rel_l2_all_views", source);
-  if (present(j, "rel_l2_all_views_stderr"))
-    r.rel_l2_all_views_stderr = get_number(j, "rel_l2_all_views_stderr", source);
-  if (present(j, "seed")) {
-    const auto& v = j.at("seed");
-    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
-      bad_field(source, "seed", std::string("must be a non-negative integer, got ") + (v.is_number() ? v.dump() : type_name(v)));
-    r.seed = v.get<uint64_t>();
-  }
-  if (present(j, "inject")) r.inject = get_string(j, "inject", source);
-  if (present(j, "device")) r.device = get_string(j, "device", source);
-  if (present(j, "gemm_impl")) r.gemm_impl = get_string(j, "gemm_impl", source);
-  if (present(j, "unfused_baseline")) r.unfused_baseline = get_string(j, "unfused_baseline", source);
-  if (present(j, "unfused_baseline_us")) {
-    r.unfused_baseline_us = get_number(j, "unfused_baseline_us", source);
-    check_time(*r.unfused_baseline_us, source, "unfused_baseline_us");
-  }
-  if (present(j, "iterations_checked")) r.iterations_checked = int(std::clamp<int64_t>(get_int(j, "iterations_checked", source), 0, 1 << 30));
-  if (present(j, "check_every")) r.check_every = int(std::clamp<int64_t>(get_int(j, "check_every", source), 0, 1 << 30));
-  if (present(j, "wrong_elements_per_iteration"))
-    for (double v : get_number_array(j, "wrong_elements_per_iteration", source)) {
-      if (!(v >= 0 && v < 9e15 && v == std::floor(v)))
-        bad_field(source, "wrong_elements_per_iteration", "must hold non-negative integers");
-      r.wrong_elements_per_iteration.push_back(int64_t(v));
-    }
-  r.stale_elements = count("stale_elements");
-  if (present(j, "guard")) r.guard = guard_from_json(j.at("guard"), source);
-  if (present(j, "nondeterministic_iterations")) {
-    const auto& v = j.at("nondeterministic_iterations");
-    if (!v.is_array()) bad_field(source, "nondeterministic_iterations", std::string("must be an array, got ") + type_name(v));
-    for (size_t i = 0; i < v.size(); ++i) {
-      const std::string where = "nondeterministic_iterations[" + std::to_string(i) + "]";
-      if (!v[i].is_object()) bad_field(source, where, std::string("must be an object, got ") + type_name(v[i]));
-      NondeterministicIteration nd;
-      if (present(v[i], "iteration")) nd.iteration = int(std::clamp<int64_t>(get_int(v[i], "iteration", source), 0, 1 << 30));
-      if (present(v[i], "repeat_of")) nd.repeat_of = int(std::clamp<int64_t>(get_int(v[i], "repeat_of", source), 0, 1 << 30));
-      if (present(v[i], "ranks"))
-        for (double x : get_number_array(v[i], "ranks", source)) nd.ranks.push_back(int(std::clamp(x, -1.0, 1e6)));
-      r.nondeterministic_iterations.push_back(nd);
-    }
-  }
-  if (present(j, "straggle_us")) r.straggle_us = get_number(j, "straggle_us", source);
+}
 
-  // The sizes and combinations the op itself rejects mean the record cannot describe a real run.
+// gemmar's optional fields that need more than a type check, each read when present (not null).
+void read_per_rank_rel_l2(const nlohmann::json& j, const std::string& source, RunRecord& r) {
+  r.per_rank_rel_l2 = get_number_array(j, "per_rank_rel_l2", source);
+  for (size_t i = 0; i < r.per_rank_rel_l2.size(); ++i)
+    if (r.per_rank_rel_l2[i] < 0)
+      bad_field(source, "per_rank_rel_l2[" + std::to_string(i) + "]",
+                "is " + number_text(r.per_rank_rel_l2[i]) + ": a relative error cannot be negative");
+}
+
+void read_per_slice_rel_l2(const nlohmann::json& j, const std::string& source, RunRecord& r) {
+  r.per_slice_rel_l2 = get_number_array(j, "per_slice_rel_l2", source);
+}
+
+void read_phases(const nlohmann::json& j, const std::string& source, RunRecord& r) {
+  const auto& p = j.at("phases_us");
+  if (!p.is_object()) bad_field(source, "phases_us", std::string("must be an object name -> us, got ") + p.type_name());
+  for (auto it = p.begin(); it != p.end(); ++it) {
+    if (it->is_null()) continue;  // the benchmark's table has null for phases a wire does not run
+    if (!it->is_number())
+      bad_field(source, "phases_us." + it.key(), std::string("must be a number, got ") + it->type_name());
+    const double t = it->get<double>();
+    if (!std::isfinite(t) || t < 0)
+      bad_field(source, "phases_us." + it.key(), "is " + number_text(t) + ": a phase time must be finite and >= 0");
+    r.phases_us[it.key()] = t;
+  }
+}
+
+void read_seed(const nlohmann::json& j, const std::string& source, RunRecord& r) {
+  const auto& v = j.at("seed");
+  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
+    bad_field(source, "seed", std::string("must be a non-negative integer, got ") + (v.is_number() ? v.dump() : type_name(v)));
+  r.seed = v.get<uint64_t>();
+}
+
+void read_wrong_per_iteration(const nlohmann::json& j, const std::string& source, RunRecord& r) {
+  for (double v : get_number_array(j, "wrong_elements_per_iteration", source)) {
+    if (!(v >= 0 && v < 9e15 && v == std::floor(v)))
+      bad_field(source, "wrong_elements_per_iteration", "must hold non-negative integers");
+    r.wrong_elements_per_iteration.push_back(int64_t(v));
+  }
+}
+
+void read_guard(const nlohmann::json& j, const std::string& source, RunRecord& r) {
+  r.guard = guard_from_json(j.at("guard"), source);
+}
+
+void read_nondeterministic(const nlohmann::json& j, const std::string& source, RunRecord& r) {
+  const auto& v = j.at("nondeterministic_iterations");
+  if (!v.is_array()) bad_field(source, "nondeterministic_iterations", std::string("must be an array, got ") + type_name(v));
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string where = "nondeterministic_iterations[" + std::to_string(i) + "]";
+    if (!v[i].is_object()) bad_field(source, where, std::string("must be an object, got ") + type_name(v[i]));
+    NondeterministicIteration nd;
+    if (present(v[i], "iteration")) nd.iteration = int(std::clamp<int64_t>(get_int(v[i], "iteration", source), 0, 1 << 30));
+    if (present(v[i], "repeat_of")) nd.repeat_of = int(std::clamp<int64_t>(get_int(v[i], "repeat_of", source), 0, 1 << 30));
+    if (present(v[i], "ranks"))
+      for (double x : get_number_array(v[i], "ranks", source)) nd.ranks.push_back(int(std::clamp(x, -1.0, 1e6)));
+    r.nondeterministic_iterations.push_back(nd);
+  }
+}
+
+// How one of gemmar's optional fields is read into its member: a string, a number, a time (finite and
+// positive), a count (negative: the old "not checked" spelling, read as absent), a number of iterations
+// (clamped to [0, 2^30]), or a reader of its own.
+using TextField = std::optional<std::string> RunRecord::*;
+using NumberField = std::optional<double> RunRecord::*;
+struct TimeField {
+  std::optional<double> RunRecord::*member;
+};
+using CountField = std::optional<int64_t> RunRecord::*;
+using IterationsField = std::optional<int> RunRecord::*;
+using FieldReader = void (*)(const nlohmann::json&, const std::string& source, RunRecord&);
+struct OptionalField {
+  const char* key;
+  std::variant<TextField, NumberField, TimeField, CountField, IterationsField, FieldReader> read;
+};
+
+// In the order they are read. Any producer may add them; absent or null leaves the member unset.
+constexpr OptionalField kOptionalFields[] = {
+    {"per_rank_rel_l2", &read_per_rank_rel_l2},
+    {"per_slice_rel_l2", &read_per_slice_rel_l2},
+    {"phases_us", &read_phases},
+    {"profile", &RunRecord::profile},
+    {"backend", &RunRecord::backend},
+    {"wrong_elements", &RunRecord::wrong_elements},
+    {"checked_rows", &RunRecord::checked_rows},
+    {"poisoned_elements", &RunRecord::poisoned_elements},
+    {"checked_elements", &RunRecord::checked_elements},
+    {"nonfinite_elements", &RunRecord::nonfinite_elements},
+    {"disagreeing_elements", &RunRecord::disagreeing_elements},
+    {"wire_recipe", &RunRecord::wire_recipe},
+    {"first_wrong_element", &RunRecord::first_wrong_element},
+    {"full_compare_us", &RunRecord::full_compare_us},
+    {"full_compare_bytes", &RunRecord::full_compare_bytes},
+    {"rel_l2_all_views", &RunRecord::rel_l2_all_views},
+    {"rel_l2_all_views_stderr", &RunRecord::rel_l2_all_views_stderr},
+    {"seed", &read_seed},
+    {"inject", &RunRecord::inject},
+    {"device", &RunRecord::device},
+    {"gemm_impl", &RunRecord::gemm_impl},
+    {"unfused_baseline", &RunRecord::unfused_baseline},
+    {"unfused_baseline_us", TimeField{&RunRecord::unfused_baseline_us}},
+    {"iterations_checked", &RunRecord::iterations_checked},
+    {"check_every", &RunRecord::check_every},
+    {"wrong_elements_per_iteration", &read_wrong_per_iteration},
+    {"stale_elements", &RunRecord::stale_elements},
+    {"guard", &read_guard},
+    {"nondeterministic_iterations", &read_nondeterministic},
+    {"straggle_us", &RunRecord::straggle_us},
+};
+
+void read_optional_field(const nlohmann::json& j, const OptionalField& f, const std::string& source, RunRecord& r) {
+  std::visit(
+      [&](auto read) {
+        using T = decltype(read);
+        if constexpr (std::is_same_v<T, TextField>) {
+          r.*read = get_string(j, f.key, source);
+        } else if constexpr (std::is_same_v<T, NumberField>) {
+          r.*read = get_number(j, f.key, source);
+        } else if constexpr (std::is_same_v<T, TimeField>) {
+          r.*read.member = get_number(j, f.key, source);
+          check_time(*(r.*read.member), source, f.key);
+        } else if constexpr (std::is_same_v<T, CountField>) {
+          const int64_t v = get_int(j, f.key, source);
+          if (v >= 0) r.*read = v;
+        } else if constexpr (std::is_same_v<T, IterationsField>) {
+          r.*read = int(std::clamp<int64_t>(get_int(j, f.key, source), 0, 1 << 30));
+        } else {
+          read(j, source, r);
+        }
+      },
+      f.read);
+}
+
+// The sizes and combinations the op itself rejects mean the record cannot describe a real run.
+void check_runnable(const std::string& source, const RunRecord& r) {
   try {
     validate_shape_config(r.shape, r.config, false);
   } catch (const UsageError& e) {
@@ -385,6 +457,22 @@ RunRecord run_record_from_json(const nlohmann::json& j, const std::string& sourc
   }
   if (has_collective(r.config.mode) && !traits(r.config.mode).fp8_wire && r.config.gather_dtype == WireDtype::Fp8)
     bad_field(source, "gather_dtype", "is fp8 but " + to_string(r.config.mode) + " is a bf16-only all-reduce");
+}
+
+}  // namespace
+
+RunRecord run_record_from_json(const nlohmann::json& j, const std::string& source, const RecordDefaults& defaults) {
+  if (!j.is_object()) throw UsageError(source + ": a run record must be a JSON object, got " + j.type_name());
+  RunRecord r;
+  r.source = source;
+  r.raw = j;
+  read_shape_and_mode(j, source, defaults, r);
+  read_config(j, source, r);
+  read_times(j, source, r);
+  read_benchmark_run(j, source, r);
+  for (const OptionalField& f : kOptionalFields)
+    if (present(j, f.key)) read_optional_field(j, f, source, r);
+  check_runnable(source, r);
   return r;
 }
 

@@ -67,9 +67,10 @@ File::~File() {
   if (map_) munmap(const_cast<uint8_t*>(map_), size_);
 }
 
-File File::open(const std::string& path) {
-  File f;
-  f.path_ = path;
+namespace {
+
+// Maps the whole file read-only; `size` is its length (>= 8: a header length fits).
+const uint8_t* map_file(const std::string& path, uint64_t& size) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) bad(path, std::string("cannot open: ") + std::strerror(errno));
   struct stat st {};
@@ -77,78 +78,90 @@ File File::open(const std::string& path) {
     ::close(fd);
     bad(path, "not a regular file");
   }
-  f.size_ = uint64_t(st.st_size);
-  if (f.size_ < 8) {
+  size = uint64_t(st.st_size);
+  if (size < 8) {
     ::close(fd);
-    bad(path, "file is " + std::to_string(f.size_) + " bytes, too short for a safetensors header (truncated?)");
+    bad(path, "file is " + std::to_string(size) + " bytes, too short for a safetensors header (truncated?)");
   }
-  void* m = mmap(nullptr, f.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+  void* m = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   ::close(fd);
   if (m == MAP_FAILED) bad(path, std::string("cannot map: ") + std::strerror(errno));
-  f.map_ = static_cast<const uint8_t*>(m);
+  return static_cast<const uint8_t*>(m);
+}
 
+// The header's length: the file's first 8 bytes, a little-endian u64, the header's bytes following them.
+uint64_t header_length(const std::string& path, const uint8_t* map, uint64_t size) {
   uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | f.map_[i];
+  for (int i = 7; i >= 0; --i) n = (n << 8) | map[i];
   if (n > kMaxHeaderBytes) bad(path, "header length " + std::to_string(n) + " is not plausible (not a safetensors file?)");
-  if (8 + n > f.size_)
-    bad(path, "header length " + std::to_string(n) + " runs past the end of the " + std::to_string(f.size_) +
+  if (8 + n > size)
+    bad(path, "header length " + std::to_string(n) + " runs past the end of the " + std::to_string(size) +
                   "-byte file (truncated, or not a safetensors file)");
-  f.data_start_ = 8 + n;
-  const uint64_t buffer = f.size_ - f.data_start_;
+  return n;
+}
 
+// The header: one JSON object of `n` bytes after its length.
+nlohmann::json read_header(const std::string& path, const uint8_t* map, uint64_t n) {
   nlohmann::json h;
   try {
-    h = nlohmann::json::parse(reinterpret_cast<const char*>(f.map_ + 8), reinterpret_cast<const char*>(f.map_ + 8 + n));
+    h = nlohmann::json::parse(reinterpret_cast<const char*>(map + 8), reinterpret_cast<const char*>(map + 8 + n));
   } catch (const nlohmann::json::exception& e) {
     bad(path, std::string("header is not valid JSON: ") + e.what());
   }
   if (!h.is_object()) bad(path, "header is not a JSON object");
+  return h;
+}
 
-  std::vector<const TensorInfo*> by_offset;
-  for (auto it = h.begin(); it != h.end(); ++it) {
-    const std::string& name = it.key();
-    const nlohmann::json& v = it.value();
-    if (name == "__metadata__") {
-      if (!v.is_object()) bad(path, "__metadata__ is not an object");
-      for (auto m2 = v.begin(); m2 != v.end(); ++m2) {
-        if (!m2.value().is_string()) bad(path, "__metadata__ '" + m2.key() + "' is not a string (safetensors metadata values are strings)");
-        f.metadata_[m2.key()] = m2.value().get<std::string>();
-      }
-      continue;
-    }
-    const std::string where = "tensor '" + name + "'";
-    if (!v.is_object()) bad(path, where + ": header entry is not an object");
-    TensorInfo t;
-    t.name = name;
-    if (!v.contains("dtype") || !v["dtype"].is_string()) bad(path, where + ": no dtype string");
-    t.dtype = v["dtype"].get<std::string>();
-    const size_t es = dtype_size(t.dtype);
-    if (es == 0) bad(path, where + ": unknown dtype '" + t.dtype + "'");
-    if (!v.contains("shape") || !v["shape"].is_array()) bad(path, where + ": no shape array");
-    uint64_t numel = 1;
-    for (const auto& d : v["shape"]) {
-      if (!d.is_number_unsigned()) bad(path, where + ": shape entries must be non-negative integers");
-      const uint64_t x = d.get<uint64_t>();
-      if (x > (uint64_t(1) << 40) || (x && numel > (uint64_t(1) << 50) / x))
-        bad(path, where + ": shape " + v["shape"].dump() + " is not plausible");
-      numel *= x;
-      t.shape.push_back(int64_t(x));
-    }
-    const auto& off = v.contains("data_offsets") ? v["data_offsets"] : nlohmann::json();
-    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
-      bad(path, where + ": data_offsets must be [begin, end]");
-    t.begin = off[0].get<uint64_t>();
-    t.end = off[1].get<uint64_t>();
-    if (t.end < t.begin) bad(path, where + ": data_offsets end before they begin");
-    if (t.end - t.begin != numel * es)
-      bad(path, where + ": shape " + shape_text(t.shape) + " of " + t.dtype + " is " + std::to_string(numel * es) +
-                    " bytes but its data_offsets span " + std::to_string(t.end - t.begin) + " (the header lies)");
-    if (t.end > buffer)
-      bad(path, where + ": its bytes end at " + std::to_string(t.end) + " but the file holds only " +
-                    std::to_string(buffer) + " bytes of data (truncated)");
-    f.tensors_[name] = std::move(t);
+std::map<std::string, std::string> read_metadata(const std::string& path, const nlohmann::json& v) {
+  if (!v.is_object()) bad(path, "__metadata__ is not an object");
+  std::map<std::string, std::string> out;
+  for (auto m2 = v.begin(); m2 != v.end(); ++m2) {
+    if (!m2.value().is_string()) bad(path, "__metadata__ '" + m2.key() + "' is not a string (safetensors metadata values are strings)");
+    out[m2.key()] = m2.value().get<std::string>();
   }
-  for (const auto& [name, t] : f.tensors_) by_offset.push_back(&t);
+  return out;
+}
+
+// One tensor's header entry: a known dtype, a plausible shape, and data_offsets that span exactly its bytes
+// inside the `buffer` bytes of data.
+TensorInfo read_tensor_info(const std::string& path, const std::string& name, const nlohmann::json& v, uint64_t buffer) {
+  const std::string where = "tensor '" + name + "'";
+  if (!v.is_object()) bad(path, where + ": header entry is not an object");
+  TensorInfo t;
+  t.name = name;
+  if (!v.contains("dtype") || !v["dtype"].is_string()) bad(path, where + ": no dtype string");
+  t.dtype = v["dtype"].get<std::string>();
+  const size_t es = dtype_size(t.dtype);
+  if (es == 0) bad(path, where + ": unknown dtype '" + t.dtype + "'");
+  if (!v.contains("shape") || !v["shape"].is_array()) bad(path, where + ": no shape array");
+  uint64_t numel = 1;
+  for (const auto& d : v["shape"]) {
+    if (!d.is_number_unsigned()) bad(path, where + ": shape entries must be non-negative integers");
+    const uint64_t x = d.get<uint64_t>();
+    if (x > (uint64_t(1) << 40) || (x && numel > (uint64_t(1) << 50) / x))
+      bad(path, where + ": shape " + v["shape"].dump() + " is not plausible");
+    numel *= x;
+    t.shape.push_back(int64_t(x));
+  }
+  const auto& off = v.contains("data_offsets") ? v["data_offsets"] : nlohmann::json();
+  if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+    bad(path, where + ": data_offsets must be [begin, end]");
+  t.begin = off[0].get<uint64_t>();
+  t.end = off[1].get<uint64_t>();
+  if (t.end < t.begin) bad(path, where + ": data_offsets end before they begin");
+  if (t.end - t.begin != numel * es)
+    bad(path, where + ": shape " + shape_text(t.shape) + " of " + t.dtype + " is " + std::to_string(numel * es) +
+                  " bytes but its data_offsets span " + std::to_string(t.end - t.begin) + " (the header lies)");
+  if (t.end > buffer)
+    bad(path, where + ": its bytes end at " + std::to_string(t.end) + " but the file holds only " +
+                  std::to_string(buffer) + " bytes of data (truncated)");
+  return t;
+}
+
+// The tensors tile the data buffer: no overlap, no hole, nothing after the last.
+void check_tiling(const std::string& path, const std::map<std::string, TensorInfo>& tensors, uint64_t buffer) {
+  std::vector<const TensorInfo*> by_offset;
+  for (const auto& [name, t] : tensors) by_offset.push_back(&t);
   std::sort(by_offset.begin(), by_offset.end(),
             [](const TensorInfo* a, const TensorInfo* b) { return a->begin != b->begin ? a->begin < b->begin : a->end < b->end; });
   uint64_t at = 0;
@@ -159,6 +172,25 @@ File File::open(const std::string& path) {
   }
   if (at != buffer)
     bad(path, std::to_string(buffer - at) + " bytes after the last tensor that no tensor covers (the header lies)");
+}
+
+}  // namespace
+
+File File::open(const std::string& path) {
+  File f;
+  f.path_ = path;
+  f.map_ = map_file(path, f.size_);  // unmapped by ~File when a check below throws
+  const uint64_t n = header_length(path, f.map_, f.size_);
+  f.data_start_ = 8 + n;
+  const nlohmann::json h = read_header(path, f.map_, n);
+  const uint64_t buffer = f.size_ - f.data_start_;
+  for (auto it = h.begin(); it != h.end(); ++it) {
+    if (it.key() == "__metadata__")
+      f.metadata_ = read_metadata(path, it.value());
+    else
+      f.tensors_[it.key()] = read_tensor_info(path, it.key(), it.value(), buffer);
+  }
+  check_tiling(path, f.tensors_, buffer);
   return f;
 }
 
