@@ -105,8 +105,7 @@ void check_output_dir(const fs::path& out, const OutputDirCheck& check) {
   for (const auto& in : check.inputs) {
     if (in.empty() || in == "-") continue;
     const fs::path in_c = canonical_form(in);
-    if (in_c == out_c)
-      throw UsageError(who + ": is an input of this command; write the output to another directory");
+    if (in_c == out_c) throw UsageError(who + ": is an input of this command; write the output to another directory");
     if (is_within(in_c, out_c))
       throw UsageError(who + ": holds the input " + in.string() + "; write the output to another directory");
   }
@@ -120,8 +119,7 @@ void check_output_dir(const fs::path& out, const OutputDirCheck& check) {
   if (!holds_manifest(out))
     throw UsageError(who + ": is a non-empty directory that gemmar did not write (no " + kOutputManifest +
                      "); not replaced, give a new or empty directory");
-  if (!check.force)
-    throw UsageError(who + ": holds a previous gemmar output; give --force to replace it");
+  if (!check.force) throw UsageError(who + ": holds a previous gemmar output; give --force to replace it");
 }
 
 AtomicDirectory::AtomicDirectory(fs::path final_dir, const std::string& written_by)

@@ -19,9 +19,9 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& con
 inline constexpr const char* kOutputManifest = ".gemmar-output";
 
 struct OutputDirCheck {
-  std::string option = "--out";                  // named in the one-line error
-  bool force = false;                            // --force: a previous gemmar output may be replaced
-  std::vector<std::filesystem::path> inputs;     // files the command reads: --out may not be or hold one
+  std::string option = "--out";               // named in the one-line error
+  bool force = false;                         // --force: a previous gemmar output may be replaced
+  std::vector<std::filesystem::path> inputs;  // files the command reads: --out may not be or hold one
 };
 
 // Throws UsageError "OPTION PATH: why" when writing the directory `out` could delete what gemmar did not

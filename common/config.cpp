@@ -159,8 +159,8 @@ void validate_shape_config(const Shape& s, const Config& c, bool require_padded)
   GEMMAR_USAGE_CHECK(s.k >= 128 && s.k <= kMaxDim, "-k: ", s.k, " is out of range [128, ", kMaxDim, "]");
   GEMMAR_USAGE_CHECK(s.k % 128 == 0, "-k: ", s.k, " is not a multiple of 128 (the blockscale K block)");
   GEMMAR_USAGE_CHECK(s.n % 128 == 0, "-n: ", s.n, " is not a multiple of 128 (the B scale block)");
-  GEMMAR_USAGE_CHECK(padded_m(s, c.quant) * s.n <= (int64_t(1) << 34), "-m/-n: output of ", padded_m(s, c.quant),
-                     " x ", s.n, " elements is absurdly large (limit 2^34)");
+  GEMMAR_USAGE_CHECK(padded_m(s, c.quant) * s.n <= (int64_t(1) << 34), "-m/-n: output of ", padded_m(s, c.quant), " x ",
+                     s.n, " elements is absurdly large (limit 2^34)");
   if (uses_fp8_wire(c))
     GEMMAR_USAGE_CHECK(s.n % 1024 == 0, "-n: ", s.n, " is not a multiple of 1024, required on an fp8 wire",
                        " (--gather-dtype fp8)");
@@ -170,8 +170,8 @@ void validate_shape_config(const Shape& s, const Config& c, bool require_padded)
                      " is out of range [1, 65536]");
   if (require_padded) {
     const int64_t unit = int64_t(s.world) * block_m(c.quant);
-    GEMMAR_USAGE_CHECK(s.m % unit == 0, "-m: ", s.m, " is not a multiple of world*BLOCK_M = ", unit,
-                       " (pad it to ", padded_m(s, c.quant), ")");
+    GEMMAR_USAGE_CHECK(s.m % unit == 0, "-m: ", s.m, " is not a multiple of world*BLOCK_M = ", unit, " (pad it to ",
+                       padded_m(s, c.quant), ")");
   }
 }
 

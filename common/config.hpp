@@ -24,7 +24,7 @@ enum class Publish { Writethrough, Fence };
 struct Shape {
   int64_t m = 16384;  // rows of the output, before padding
   int64_t n = 7168;
-  int64_t k = 2048;   // per rank
+  int64_t k = 2048;  // per rank
   int world = 8;
 };
 

@@ -52,8 +52,8 @@ std::string concat(Args&&... args) {
 }  // namespace gemmar
 
 // GEMMAR_USAGE_CHECK(cond, parts...): throw UsageError (exit 2) with the message when cond is false.
-#define GEMMAR_USAGE_CHECK(cond, ...)                                                      \
-  do {                                                                                     \
+#define GEMMAR_USAGE_CHECK(cond, ...)                                                                   \
+  do {                                                                                                  \
     if (!(cond)) throw ::gemmar::UsageError(::gemmar::detail::concat(__VA_ARGS__), __FILE__, __LINE__); \
   } while (0)
 
@@ -61,11 +61,11 @@ std::string concat(Args&&... args) {
 // trailing "" gives the message parts at least one argument without the GNU ", ##__VA_ARGS__" extension
 // (the device sources are C++17, which has no __VA_OPT__).
 #define GEMMAR_CHECK(...) GEMMAR_CHECK_IMPL(__VA_ARGS__, "")
-#define GEMMAR_CHECK_IMPL(cond, ...)                                                                \
-  do {                                                                                              \
-    if (!(cond))                                                                                    \
-      throw ::gemmar::Error(::gemmar::kExitEnvironment,                                            \
-                            ::gemmar::detail::concat("internal check failed: ", #cond, " (", __FILE__, \
-                                                     ":", __LINE__, ") ", __VA_ARGS__),            \
-                            __FILE__, __LINE__);                                                    \
+#define GEMMAR_CHECK_IMPL(cond, ...)                                                                                  \
+  do {                                                                                                                \
+    if (!(cond))                                                                                                      \
+      throw ::gemmar::Error(::gemmar::kExitEnvironment,                                                               \
+                            ::gemmar::detail::concat("internal check failed: ", #cond, " (", __FILE__, ":", __LINE__, \
+                                                     ") ", __VA_ARGS__),                                              \
+                            __FILE__, __LINE__);                                                                      \
   } while (0)

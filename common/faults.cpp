@@ -20,12 +20,18 @@ const std::vector<FaultClass>& fault_table() {
       {"pull-blocks=N", "the pull kernel launched with the wrong grid", "GRID_OFF_OPTIMUM"},
       {"wire-bypassed", "an fp8-wire run whose gather moved bf16: the fp8 wire never engaged", "WIRE_NOT_USED"},
       {"fnuz-as-fn", "e4m3fnuz operands (gfx942) read as e4m3fn: every value off by 2x, some NaN", "NOT_VALIDATED"},
-      {"stale-replay", "a graph replay whose reduce reads the previous replay's partial: the scatter's ready flag is "
-                       "not reset between replays, so the last put to land is not waited for", "STALE_ITERATION"},
-      {"frozen-flag", "a host value baked into the graph capture (iteration 0's epoch): later replays' gathers pass "
-                      "their wait at once and copy the previous replay's reduced slice", "STALE_ITERATION"},
-      {"flip-unsampled", "one flipped bit in one element of one rank's output, in a row the sampled check does not "
-                         "read (GPU only)", "COLLECTIVE_MISMATCH", /*gpu_only=*/true},
+      {"stale-replay",
+       "a graph replay whose reduce reads the previous replay's partial: the scatter's ready flag is "
+       "not reset between replays, so the last put to land is not waited for",
+       "STALE_ITERATION"},
+      {"frozen-flag",
+       "a host value baked into the graph capture (iteration 0's epoch): later replays' gathers pass "
+       "their wait at once and copy the previous replay's reduced slice",
+       "STALE_ITERATION"},
+      {"flip-unsampled",
+       "one flipped bit in one element of one rank's output, in a row the sampled check does not "
+       "read (GPU only)",
+       "COLLECTIVE_MISMATCH", /*gpu_only=*/true},
   };
   return t;
 }

@@ -18,12 +18,12 @@ struct Faults {
   std::optional<int> pull_blocks;  // the pull kernel launched with this grid instead of the config's
   bool fp8_wire_bypassed = false;  // an fp8-wire run whose gather actually moved bf16
   bool fnuz_read_as_fn = false;    // operands encoded e4m3fnuz, read as e4m3fn
-  // Replay faults (docs/reliability.md): state carried from one iteration (graph replay) to the next. Both leave the first
-  // replay right: only a check of later iterations, on inputs that change between iterations, catches them.
-  bool stale_replay = false;       // the scatter leg's ready flag is not reset between replays: the reduce does
-                                   // not wait for the last put, whose rows still hold the previous replay's partial
-  bool frozen_flag = false;        // the gather's wait value was baked into the capture (iteration 0's epoch):
-                                   // from the second replay on the gather copies the previous replay's result
+  // Replay faults (docs/reliability.md): state carried from one iteration (graph replay) to the next. Both leave the
+  // first replay right: only a check of later iterations, on inputs that change between iterations, catches them.
+  bool stale_replay = false;  // the scatter leg's ready flag is not reset between replays: the reduce does
+                              // not wait for the last put, whose rows still hold the previous replay's partial
+  bool frozen_flag = false;   // the gather's wait value was baked into the capture (iteration 0's epoch):
+                              // from the second replay on the gather copies the previous replay's result
   // One bit of one element of the last rank's output flipped after every replay, in a row the sampled check
   // does not read (kernels/gemm_ar.cu): only a check of every element catches it. GPU only: the CPU emulation
   // holds the sampled rows alone, so there the fault has no element to act on.

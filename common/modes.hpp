@@ -48,17 +48,23 @@ struct QuantTraits {
 };
 
 inline constexpr QuantTraits kQuantTable[] = {
-    {Quant::Blockscale, "blockscale", 128,
+    {Quant::Blockscale,
+     "blockscale",
+     128,
      {1, 128, true,
       "blockscale A scales are one fp32 per 1x128 block, stored column-major as [K/128, M]: "
       "write scale_a.t().contiguous() for torch._scaled_mm's [M, K/128]"},
      {128, 128, false, "blockscale B scales are one fp32 per 128x128 block, row-major [N/128, K/128]"},
      false},
-    {Quant::Ptpc, "ptpc", 256,
+    {Quant::Ptpc,
+     "ptpc",
+     256,
      {1, 0, false, "ptpc: one fp32 per row of A, [M]"},
      {1, 0, false, "ptpc: one fp32 per row of B, [N]"},
      false},
-    {Quant::Mxfp8, "mxfp8", 256,
+    {Quant::Mxfp8,
+     "mxfp8",
+     256,
      {1, 32, false, "mxfp8: one fp32 (a power of two) per 1x32 block along K, [rows, K/32]"},
      {1, 32, false, "mxfp8: one fp32 (a power of two) per 1x32 block along K, [rows, K/32]"},
      true},

@@ -33,18 +33,18 @@ struct RankBufs {
   gpuStream_t comp = nullptr, copy = nullptr;
   uint8_t *a = nullptr, *b = nullptr;
   float *sa = nullptr, *sb = nullptr;
-  uint16_t* c = nullptr;      // [m, n]: the GEMM partial (split / fused-sdma)
-  uint16_t* recv = nullptr;   // [W][S][n]: slot q = peer q's partial of this rank's slice
-  uint16_t* out = nullptr;    // [m, n]: the all-reduced output
-  uint16_t* out_alt = nullptr;  // stale-output fault: the runs write here, `out` keeps the previous result
-  uint8_t* q = nullptr;       // [S, n]: this rank's slice on the fp8 wire
-  float* qs = nullptr;        // [S]
-  uint8_t* land = nullptr;    // [W][S][n]: peers' fp8 slices landed here (fp8/sdma)
-  float* land_s = nullptr;    // [W][S]
+  uint16_t* c = nullptr;         // [m, n]: the GEMM partial (split / fused-sdma)
+  uint16_t* recv = nullptr;      // [W][S][n]: slot q = peer q's partial of this rank's slice
+  uint16_t* out = nullptr;       // [m, n]: the all-reduced output
+  uint16_t* out_alt = nullptr;   // stale-output fault: the runs write here, `out` keeps the previous result
+  uint8_t* q = nullptr;          // [S, n]: this rank's slice on the fp8 wire
+  float* qs = nullptr;           // [S]
+  uint8_t* land = nullptr;       // [W][S][n]: peers' fp8 slices landed here (fp8/sdma)
+  float* land_s = nullptr;       // [W][S]
   unsigned* counters = nullptr;  // [W]: finished GEMM tiles per destination slice
   unsigned long long* poison = nullptr;
-  float* straggle = nullptr;   // [3]: this replay's delays before the GEMM, the reduce, the gather
-  uint16_t* stale = nullptr;   // stale-replay: [S][n], what the reduce reads for the late peer's slot
+  float* straggle = nullptr;         // [3]: this replay's delays before the GEMM, the reduce, the gather
+  uint16_t* stale = nullptr;         // stale-replay: [S][n], what the reduce reads for the late peer's slot
   std::vector<gpuEvent_t> chunk_ev;  // fused-sdma: one per destination chunk
 };
 
@@ -53,7 +53,6 @@ struct RankBufs {
 const char* const kPrefillPhase = "prefill";
 const char* const kNoReleasePhase = "no-release";
 const char* const kStaleReplayPhase = "stale-replay";
-
 
 class Pipeline {
  public:
@@ -64,7 +63,8 @@ class Pipeline {
     N_ = sh.n;
     K_ = sh.k;
     GEMMAR_USAGE_CHECK(W_ >= 1 && W_ <= dev::kMaxWorld, "--world: the GPU backend supports 1..", dev::kMaxWorld);
-    // issue 25: ptpc and mxfp8 run gemm/quant.cu's kernels; the scales' sizes follow the quant's scale block (common/modes.hpp).
+    // issue 25: ptpc and mxfp8 run gemm/quant.cu's kernels; the scales' sizes follow the quant's scale block
+    // (common/modes.hpp).
     quant_ = plan.config.quant;
     GEMMAR_USAGE_CHECK(!plan.guard || quant_ == Quant::Blockscale, "--guard: the GPU guard implements blockscale only");
     GEMMAR_USAGE_CHECK(M_ % (int64_t(W_) * dev::kBlockM) == 0, "-m: must be padded to a multiple of world*128");
@@ -121,12 +121,12 @@ class Pipeline {
     }
     for (auto& rb : ranks_) {
       (void)gpuSetDevice(rb.dev);
-      for (void* p : {static_cast<void*>(rb.a), static_cast<void*>(rb.b), static_cast<void*>(rb.sa),
-                      static_cast<void*>(rb.sb), static_cast<void*>(rb.c), static_cast<void*>(rb.recv),
-                      static_cast<void*>(rb.out), static_cast<void*>(rb.out_alt), static_cast<void*>(rb.q),
-                      static_cast<void*>(rb.qs), static_cast<void*>(rb.land), static_cast<void*>(rb.land_s),
-                      static_cast<void*>(rb.counters), static_cast<void*>(rb.poison),
-                      static_cast<void*>(rb.straggle), static_cast<void*>(rb.stale)})
+      for (void* p :
+           {static_cast<void*>(rb.a), static_cast<void*>(rb.b), static_cast<void*>(rb.sa), static_cast<void*>(rb.sb),
+            static_cast<void*>(rb.c), static_cast<void*>(rb.recv), static_cast<void*>(rb.out),
+            static_cast<void*>(rb.out_alt), static_cast<void*>(rb.q), static_cast<void*>(rb.qs),
+            static_cast<void*>(rb.land), static_cast<void*>(rb.land_s), static_cast<void*>(rb.counters),
+            static_cast<void*>(rb.poison), static_cast<void*>(rb.straggle), static_cast<void*>(rb.stale)})
         if (p) (void)gpuFree(p);
       for (auto e : rb.chunk_ev) (void)gpuEventDestroy(e);
       if (rb.comp) (void)gpuStreamDestroy(rb.comp);
@@ -345,7 +345,8 @@ class Pipeline {
       if (size_t(it) < plan_.straggle_schedule_us.size()) {
         float d[3] = {0, 0, 0};
         for (int k = 0; k < 3; ++k)
-          if (size_t(r * 3 + k) < plan_.straggle_schedule_us[it].size()) d[k] = plan_.straggle_schedule_us[it][r * 3 + k];
+          if (size_t(r * 3 + k) < plan_.straggle_schedule_us[it].size())
+            d[k] = plan_.straggle_schedule_us[it][r * 3 + k];
         GPU_CHECK(gpuMemcpyAsync(rb.straggle, d, sizeof(d), gpuMemcpyHostToDevice, rb.comp));
       }
       GPU_CHECK(gpuStreamSynchronize(rb.comp));
@@ -481,10 +482,9 @@ class Pipeline {
       }
       // The weights' checksum, from B as loaded (before any fault touches the device copy).
       if (guard_)
-        guard_->set_weights(r, reference::guard_weights(reference::dequantized_b(op, quant_, Fp8Format::E4M3FN),
-                                                        N_, K_));
-      if (plan_.inject.perturbed_rank == r)
-        GPU_CHECK(dev::launch_scale_f32(rb.sb, sb_count_, 1.25f, rb.comp));
+        guard_->set_weights(r,
+                            reference::guard_weights(reference::dequantized_b(op, quant_, Fp8Format::E4M3FN), N_, K_));
+      if (plan_.inject.perturbed_rank == r) GPU_CHECK(dev::launch_scale_f32(rb.sb, sb_count_, 1.25f, rb.comp));
       GPU_CHECK(gpuStreamSynchronize(rb.comp));
     }
   }
@@ -544,8 +544,10 @@ class Pipeline {
   void put(int r, void* dst, int dst_dev, const void* src, size_t bytes) {
     auto& rb = ranks_[r];
     set(rb.dev);
-    if (dst_dev == rb.dev) GPU_CHECK(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDeviceToDevice, rb.copy));
-    else GPU_CHECK(gpuMemcpyPeerAsync(dst, dst_dev, src, rb.dev, bytes, rb.copy));
+    if (dst_dev == rb.dev)
+      GPU_CHECK(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDeviceToDevice, rb.copy));
+    else
+      GPU_CHECK(gpuMemcpyPeerAsync(dst, dst_dev, src, rb.dev, bytes, rb.copy));
   }
 
   // One launch of the whole op, leg by leg (docs/kernels.md): GEMM (+ the fused scatter), then either gemm-only's
@@ -641,8 +643,10 @@ class Pipeline {
       d.ldd = N_;
       d.counters = rb.counters;
       for (int p = 0; p < W_; ++p) {
-        if (epilogue_stores_) d.dst[p] = (p != r && f.silent_scatter) ? nullptr : partial_of(r, p);
-        else d.dst[p] = slice_of(rb.c, p);
+        if (epilogue_stores_)
+          d.dst[p] = (p != r && f.silent_scatter) ? nullptr : partial_of(r, p);
+        else
+          d.dst[p] = slice_of(rb.c, p);
       }
       if (epilogue_puts_) {
         // Destination chunks in the order the puts should leave: (r+1)%W first, the own slice last, so each
@@ -774,7 +778,8 @@ class Pipeline {
       auto& rb = ranks_[r];
       set(rb.dev);
       straggle(r, 2, rb.comp);
-      GPU_CHECK(dev::launch_widen(peer_fp8_sources(r, /*landed=*/false), W_ - 1, S_, N_, pull_blocks(), plan_.kernels.widen, rb.comp));
+      GPU_CHECK(dev::launch_widen(peer_fp8_sources(r, /*landed=*/false), W_ - 1, S_, N_, pull_blocks(),
+                                  plan_.kernels.widen, rb.comp));
     }
     barrier(tm, "pull");
   }
@@ -784,7 +789,8 @@ class Pipeline {
     for (int r = 0; r < W_; ++r) {
       auto& rb = ranks_[r];
       set(rb.dev);
-      GPU_CHECK(dev::launch_widen(peer_fp8_sources(r, /*landed=*/true), W_ - 1, S_, N_, 0, plan_.kernels.widen, rb.comp));
+      GPU_CHECK(
+          dev::launch_widen(peer_fp8_sources(r, /*landed=*/true), W_ - 1, S_, N_, 0, plan_.kernels.widen, rb.comp));
     }
     barrier(tm, "dequantize");
   }
@@ -803,9 +809,7 @@ class Pipeline {
   }
 
   // silent_gather silences copy-engine puts only; an lsa gather is unaffected (reference/emulation.hpp).
-  bool silent_sdma_gather(const Faults& f) const {
-    return f.silent_gather && eff_.gather_transport == Transport::Sdma;
-  }
+  bool silent_sdma_gather(const Faults& f) const { return f.silent_gather && eff_.gather_transport == Transport::Sdma; }
 
   // Copy-engine puts of the owned slice to every peer: bf16 rows into the same rows of the peer's output, or
   // the fp8 slice + its row scales into the peer's landing zone.
@@ -841,8 +845,10 @@ class Pipeline {
         ns.owner[cnt] = q;
         ns.band_mask[cnt] = no_release::band_mask(seed, r, q);
         ns.pre[cnt] = slot_ptr(q, q);  // owner q's own partial of its slice, where the reduce read it
-        if (fp8) ns.landed[cnt] = rb.land + int64_t(q) * S_ * N_;
-        else ns.landed[cnt] = slice_of(rb.out, q);
+        if (fp8)
+          ns.landed[cnt] = rb.land + int64_t(q) * S_ * N_;
+        else
+          ns.landed[cnt] = slice_of(rb.out, q);
         ++cnt;
       }
       GPU_CHECK(dev::launch_no_release(ns, cnt, r, seed, no_release::line_threshold(seed, r), S_, N_, fp8, rb.comp));
@@ -856,8 +862,7 @@ class Pipeline {
       auto& rb = ranks_[r];
       set(rb.dev);
       GuardRankView v;
-      for (int p = 0; p < W_; ++p)
-        v.partial_slice[p] = partial_of(r, p);
+      for (int p = 0; p < W_; ++p) v.partial_slice[p] = partial_of(r, p);
       v.output = plan_.inject.stale_output ? rb.out_alt : rb.out;  // what a reader of the output sees
       v.wire = rb.q;
       v.wire_scale = rb.qs;
@@ -937,8 +942,7 @@ class Pipeline {
     std::vector<const uint16_t*> ptrs(W + W * W);
     for (int q = 0; q < W_; ++q) {
       ptrs[size_t(q)] = plan_.inject.stale_output ? ranks_[q].out_alt : ranks_[q].out;
-      for (int p = 0; p < W_; ++p)
-        ptrs[W + size_t(q) * W + size_t(p)] = partial_of(q, p);
+      for (int p = 0; p < W_; ++p) ptrs[W + size_t(q) * W + size_t(p)] = partial_of(q, p);
     }
     std::vector<unsigned long long> counts(3 * W, 0);
     for (size_t r = 0; r < W; ++r) counts[2 * W + r] = ~0ull;

@@ -29,12 +29,12 @@ using OperandFn = std::function<void(int rank, RankOperands&)>;
 // one table of common/faults.hpp, applied as kernels/gemm_ar.cu and docs/kernels.md say; gemm_impl honoured by
 // gemm-only and the split modes) and what the harness derives from them for the device.
 // The run is captured once into a graph and replayed (warmup + iterations); kernels.graph = false (GEMMAR_GPU_GRAPH=0)
-// runs eagerly instead. Buffers are poisoned once, before the first launch, so a replay that reads a buffer before this replay
-// wrote it reads the previous replay's data (as a real replay would).
+// runs eagerly instead. Buffers are poisoned once, before the first launch, so a replay that reads a buffer before this
+// replay wrote it reads the previous replay's data (as a real replay would).
 struct DeviceRun : RunRequest {
   // shape.m must already be padded (multiple of world * 128).
   int warmup = 2;
-  KernelOptions kernels;  // the variants the launchers run, chosen once by the caller (kernel_options_from_env)
+  KernelOptions kernels;      // the variants the launchers run, chosen once by the caller (kernel_options_from_env)
   std::vector<int64_t> rows;  // output rows to read back (every rank)
   // iteration_scales[it][rank]: iteration it's factor on that rank's A scales (a power of two; empty = 1);
   // warm-up replays run on iteration 0's. Applied between replays, outside the graph.
@@ -54,12 +54,12 @@ struct RunOutput {
   // Median over iterations, max over ranks per phase. The faults' setup phases ("prefill", "no-release") are
   // reported here but subtracted from total_us and per_rank_time_us.
   std::map<std::string, double> phases_us;
-  std::vector<double> per_rank_time_us;        // median per rank, start of the run to the rank's last event
-  double total_us = 0;                         // median, start to end of the whole run
-  int64_t unwritten_outputs = 0;               // poison (0xFFFF) elements left in any rank's output
-  std::string device;                          // e.g. "NVIDIA H200 (8 ranks on 1 device)"
-  int pull_blocks = 0;                         // the pull grid actually launched (fp8/lsa), else 0
-  GemmImpl gemm_impl = GemmImpl::Gemmar;       // the GEMM that actually ran
+  std::vector<double> per_rank_time_us;   // median per rank, start of the run to the rank's last event
+  double total_us = 0;                    // median, start to end of the whole run
+  int64_t unwritten_outputs = 0;          // poison (0xFFFF) elements left in any rank's output
+  std::string device;                     // e.g. "NVIDIA H200 (8 ranks on 1 device)"
+  int pull_blocks = 0;                    // the pull grid actually launched (fp8/lsa), else 0
+  GemmImpl gemm_impl = GemmImpl::Gemmar;  // the GEMM that actually ran
   // Each checked iteration's outputs (same layout as `outputs`, which is the last iteration's read
   // back after the run), and how the replays ran ("graph" | "eager: ...why").
   std::vector<int> iteration_index;
@@ -85,7 +85,7 @@ struct Ceilings {
   double peer_copy_gbs = 0;        // memcpyPeerAsync between devices 0 and 1 (0 when one device)
   double launch_floor_us = 0;      // an empty kernel, launch to completion, median
   int64_t bytes = 0;
-  double l2_bytes = 0;             // the device's L2 (the copy buffers are many times larger)
+  double l2_bytes = 0;  // the device's L2 (the copy buffers are many times larger)
 };
 Ceilings measure_ceilings(int64_t bytes, int iterations);
 
@@ -93,9 +93,9 @@ Ceilings measure_ceilings(int64_t bytes, int iterations);
 // in the same call: GB/s counting bytes read + written, median of `iterations`.
 struct DataKernelRates {
   double copy_kernel_gbs = 0, memcpy_gbs = 0;
-  double quantize_gbs = 0;     // reads rows*n*2 (once), writes rows*n + 4*rows
-  double dequantize_gbs = 0;   // reads rows*n + 4*rows, writes rows*n*2 (default grid)
-  double pull_gbs = 0;         // the same kernel with `pull_blocks` blocks (the pull's grid)
+  double quantize_gbs = 0;                             // reads rows*n*2 (once), writes rows*n + 4*rows
+  double dequantize_gbs = 0;                           // reads rows*n + 4*rows, writes rows*n*2 (default grid)
+  double pull_gbs = 0;                                 // the same kernel with `pull_blocks` blocks (the pull's grid)
   double widen_ceiling_gbs = 0, pull_ceiling_gbs = 0;  // the widen's accesses without its arithmetic, both grids
   int pull_blocks = 0;
   int64_t bytes_quantize = 0, bytes_widen = 0;

@@ -8,14 +8,14 @@
 #include "common/errors.hpp"
 #include "kernels/gpu_compat.hpp"
 
-#define GPU_CHECK(expr)                                                                                  \
-  do {                                                                                                   \
-    const gpuError_t gpu_check_err_ = (expr);                                                            \
-    if (gpu_check_err_ != gpuSuccess)                                                                    \
-      throw ::gemmar::EnvironmentError(std::string("GPU call failed: ") + #expr + ": " +                  \
-                                           gpuGetErrorString(gpu_check_err_) + " (" + __FILE__ + ":" +   \
-                                           std::to_string(__LINE__) + ")",                               \
-                                       __FILE__, __LINE__);                                              \
+#define GPU_CHECK(expr)                                                                                \
+  do {                                                                                                 \
+    const gpuError_t gpu_check_err_ = (expr);                                                          \
+    if (gpu_check_err_ != gpuSuccess)                                                                  \
+      throw ::gemmar::EnvironmentError(std::string("GPU call failed: ") + #expr + ": " +               \
+                                           gpuGetErrorString(gpu_check_err_) + " (" + __FILE__ + ":" + \
+                                           std::to_string(__LINE__) + ")",                             \
+                                       __FILE__, __LINE__);                                            \
   } while (0)
 
 namespace gemmar::kernels {

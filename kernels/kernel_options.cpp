@@ -13,17 +13,23 @@ bool is(const char* env, const char* name) { return std::strcmp(env, name) == 0;
 KernelOptions kernel_options_from_env() {
   KernelOptions o;
   if (const char* env = std::getenv("GEMMAR_GEMM_KERNEL"); env && *env) {
-    if (is(env, "mma")) o.gemm = GemmKernel::Mma;
-    else if (is(env, "wgmma")) o.gemm = GemmKernel::Wgmma;
-    else if (is(env, "wgmma4l0")) o.gemm = GemmKernel::Wgmma4InStep;
+    if (is(env, "mma"))
+      o.gemm = GemmKernel::Mma;
+    else if (is(env, "wgmma"))
+      o.gemm = GemmKernel::Wgmma;
+    else if (is(env, "wgmma4l0"))
+      o.gemm = GemmKernel::Wgmma4InStep;
     else if (!is(env, "wgmma4"))
       std::fprintf(stderr, "gemmar: GEMMAR_GEMM_KERNEL=%s is not one of wgmma4|wgmma4l0|wgmma|mma: the default runs\n",
                    env);
   }
   if (const char* env = std::getenv("GEMMAR_WIDEN_KERNEL"); env && *env) {
-    if (is(env, "hw16")) o.widen = WidenKernel::Hw16;
-    else if (is(env, "int16")) o.widen = WidenKernel::Int16;
-    else if (is(env, "ceiling")) o.widen = WidenKernel::Ceiling;
+    if (is(env, "hw16"))
+      o.widen = WidenKernel::Hw16;
+    else if (is(env, "int16"))
+      o.widen = WidenKernel::Int16;
+    else if (is(env, "ceiling"))
+      o.widen = WidenKernel::Ceiling;
     else if (!is(env, "int8"))
       std::fprintf(stderr, "gemmar: GEMMAR_WIDEN_KERNEL=%s is not one of int8|int16|hw16|ceiling: int8 runs\n", env);
   }
@@ -40,10 +46,14 @@ KernelOptions kernel_options_from_env() {
 
 const char* widen_kernel_name(WidenKernel k) {
   switch (k) {
-    case WidenKernel::Int16: return "int16";
-    case WidenKernel::Hw16: return "hw16";
-    case WidenKernel::Ceiling: return "ceiling";
-    case WidenKernel::Int8: break;
+    case WidenKernel::Int16:
+      return "int16";
+    case WidenKernel::Hw16:
+      return "hw16";
+    case WidenKernel::Ceiling:
+      return "ceiling";
+    case WidenKernel::Int8:
+      break;
   }
   return "int8";
 }

@@ -37,8 +37,8 @@ struct GemmOperands {
 // C tiles for rows [m_begin, m_end) of the operands' quant (blockscale: gemm/blockscale.cu; ptpc, mxfp8:
 // gemm/quant.cu); bf16 RNE of the fp32 result is stored. `variant` is the run's choice of blockscale main loop
 // (KernelOptions::gemm), honoured where the device can run it.
-gpuError_t launch_gemm(GemmKernel variant, const GemmOperands& op, int64_t m_begin, int64_t m_end,
-                       const GemmDest& dest, gpuStream_t s);
+gpuError_t launch_gemm(GemmKernel variant, const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest,
+                       gpuStream_t s);
 // The blockscale GEMM alone (launch_gemm's blockscale path).
 gpuError_t launch_gemm_blockscale(GemmKernel variant, const GemmOperands& op, int64_t m_begin, int64_t m_end,
                                   const GemmDest& dest, gpuStream_t s);
@@ -52,13 +52,12 @@ gpuError_t launch_reduce(const SlotSet& slots, int owner, int world, int64_t row
                          uint8_t* q_out, float* q_scale, gpuStream_t s);
 
 // Per row: amax over the bf16 row, scale = amax/448 (1 if zero), codes = e4m3fn RNE(x * 448/amax).
-gpuError_t launch_quantize(const uint16_t* in, int64_t rows, int64_t n, uint8_t* q_out, float* q_scale,
-                           gpuStream_t s);
+gpuError_t launch_quantize(const uint16_t* in, int64_t rows, int64_t n, uint8_t* q_out, float* q_scale, gpuStream_t s);
 
 struct Fp8Sources {
   const uint8_t* q[kMaxWorld];  // [S, n] codes of source i
   const float* scale[kMaxWorld];
-  uint16_t* out[kMaxWorld];     // destination rows (bf16) of source i
+  uint16_t* out[kMaxWorld];  // destination rows (bf16) of source i
 };
 // Widens `count` fp8 slices of `rows` rows into bf16: out = bf16(decode(q) * scale), one warp per row at a time.
 // blocks = 0: a grid that fills the device (256-thread blocks, up to 8 per SM); else `blocks` blocks of 1024

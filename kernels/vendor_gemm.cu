@@ -23,12 +23,13 @@ namespace gemmar::kernels {
 #if defined(GEMMAR_GPU_CUDA) && (CUBLAS_VER_MAJOR > 12 || (CUBLAS_VER_MAJOR == 12 && CUBLAS_VER_MINOR >= 9))
 namespace {
 
-#define LT_CHECK(expr)                                                                                      \
-  do {                                                                                                      \
-    const cublasStatus_t lt_st_ = (expr);                                                                   \
-    if (lt_st_ != CUBLAS_STATUS_SUCCESS)                                                                    \
-      throw ::gemmar::EnvironmentError(std::string("cuBLASLt call failed: ") + #expr + " (status " +        \
-                                           std::to_string(int(lt_st_)) + ")", __FILE__, __LINE__);          \
+#define LT_CHECK(expr)                                                                                               \
+  do {                                                                                                               \
+    const cublasStatus_t lt_st_ = (expr);                                                                            \
+    if (lt_st_ != CUBLAS_STATUS_SUCCESS)                                                                             \
+      throw ::gemmar::EnvironmentError(                                                                              \
+          std::string("cuBLASLt call failed: ") + #expr + " (status " + std::to_string(int(lt_st_)) + ")", __FILE__, \
+          __LINE__);                                                                                                 \
   } while (0)
 constexpr size_t kWorkspace = size_t(64) << 20;
 
@@ -91,8 +92,8 @@ void set_scales(Plan& p, const float* a_scale, const float* b_scale) {
 cublasStatus_t matmul(Plan& p, const cublasLtMatmulAlgo_t& algo, const uint8_t* a, const uint8_t* b, uint16_t* d,
                       gpuStream_t s) {
   const float alpha = 1.0f, beta = 0.0f;
-  return cublasLtMatmul(p.lt, p.op, &alpha, b, p.la, a, p.lb, &beta, d, p.lc, d, p.lc, &algo, p.workspace(s), kWorkspace,
-                        s);
+  return cublasLtMatmul(p.lt, p.op, &alpha, b, p.la, a, p.lb, &beta, d, p.lc, d, p.lc, &algo, p.workspace(s),
+                        kWorkspace, s);
 }
 
 // Times every heuristic candidate (3 warm-ups, median of 5) and keeps the fastest: cuBLASLt's first choice is
@@ -108,7 +109,8 @@ void choose(Plan& p, const uint8_t* a, const uint8_t* b, uint16_t* d, gpuStream_
   cublasLtMatmulPreferenceDestroy(pref);
   if (hs != CUBLAS_STATUS_SUCCESS || found <= 0)
     throw EnvironmentError("cuBLASLt has no scaled fp8 algorithm (blockscale or ptpc) for this shape (status " +
-                               std::to_string(int(hs)) + ")", __FILE__, __LINE__);
+                               std::to_string(int(hs)) + ")",
+                           __FILE__, __LINE__);
   gpuEvent_t e0, e1;
   GPU_CHECK(gpuEventCreate(&e0));
   GPU_CHECK(gpuEventCreate(&e1));
@@ -178,9 +180,7 @@ void vendor_gemm(const dev::GemmOperands& op, uint16_t* d, gpuStream_t s) {
 
 bool vendor_gemm_available() { return false; }
 bool vendor_gemm_supports(Quant) { return false; }
-std::string vendor_gemm_name(Quant) {
-  return "unavailable (needs cuBLASLt >= 12.9 on NVIDIA; hipBLASLt is not wired)";
-}
+std::string vendor_gemm_name(Quant) { return "unavailable (needs cuBLASLt >= 12.9 on NVIDIA; hipBLASLt is not wired)"; }
 void vendor_gemm(const dev::GemmOperands&, uint16_t*, gpuStream_t) {
   throw UsageError("--gemm-impl cublaslt: " + vendor_gemm_name());
 }

@@ -67,9 +67,11 @@ Eigen::MatrixXd jacobian(const Profile& base, const std::vector<FitParam>& param
   return J;
 }
 
-FitResult fit_points(const Profile& start, const std::vector<const CalPoint*>& pts, const std::vector<FitParam>& params) {
+FitResult fit_points(const Profile& start, const std::vector<const CalPoint*>& pts,
+                     const std::vector<FitParam>& params) {
   Eigen::VectorXd x(Eigen::Index(params.size()));
-  for (std::size_t i = 0; i < params.size(); ++i) x[Eigen::Index(i)] = start.source[value_pointer(params[i].path)].get<double>();
+  for (std::size_t i = 0; i < params.size(); ++i)
+    x[Eigen::Index(i)] = start.source[value_pointer(params[i].path)].get<double>();
   x = clamp(x, params);
   Eigen::VectorXd r;
   GEMMAR_CHECK(residuals(start, params, pts, x, r), "the starting profile ", start.origin, " does not parse");
@@ -201,7 +203,8 @@ void fuse_push_txt(const std::string& path, const std::string& name, std::vector
     double us = 0;
     if (!(is >> bands >> publish >> us) || bands < 1 || !(us > 0))
       throw UsageError(path + ":" + std::to_string(line_no) + ": expected 'gather_bands publish us'");
-    CalPoint p = point(name + ":" + std::to_string(line_no), Mode::FusedSdma, Quant::Blockscale, 8, 16384, 7168, 2048, us);
+    CalPoint p =
+        point(name + ":" + std::to_string(line_no), Mode::FusedSdma, Quant::Blockscale, 8, 16384, 7168, 2048, us);
     p.config.fuse_reduce_push = true;
     p.config.gather_bands = bands;
     p.config.publish = parse_publish(publish, path + ":" + std::to_string(line_no));
@@ -284,8 +287,7 @@ std::vector<LooRow> leave_one_out(const Profile& start, const std::vector<CalPoi
   if (full_fit) *full_fit = all;
   std::vector<LooRow> rows;
   for (const auto& pt : points) {
-    LooRow row{&pt, predicted_us(all.profile, pt) / pt.measured_us - 1.0,
-               std::numeric_limits<double>::quiet_NaN()};
+    LooRow row{&pt, predicted_us(all.profile, pt) / pt.measured_us - 1.0, std::numeric_limits<double>::quiet_NaN()};
     if (pt.scored) {
       std::vector<const CalPoint*> others;
       for (const auto& q : points)

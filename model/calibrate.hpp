@@ -41,7 +41,7 @@ const std::vector<FitParam>& default_fit_parameters();
 std::vector<CalPoint> load_mi355x_points(const std::string& data_dir);
 
 struct FitResult {
-  Profile profile;          // the input profile with the fitted values in place
+  Profile profile;           // the input profile with the fitted values in place
   double rms_log_error = 0;  // over the points fitted
   int iterations = 0;
 };

@@ -115,7 +115,7 @@ PullRate pull_rate(const Ctx& x, int blocks) {
   // The pull keeps the whole mesh's links (not W - 1): its latency and thrash terms are calibrated at W = 8 only,
   // and W - 1 links would move its grid optimum at W < 8 on no measurement (docs/model.md "Where the model is
   // weakest").
-  const double cap = x.pull_cap() * x.share;                                     // device GB/s
+  const double cap = x.pull_cap() * x.share;                                       // device GB/s
   const double outstanding = x.share * blocks * p.pull.bytes_in_flight_per_block;  // B
   const double little = outstanding / p.pull.remote_latency_us / 1e3;              // GB/s
   const double bdp = cap * 1e3 * p.pull.remote_latency_us;                         // B
@@ -123,12 +123,20 @@ PullRate pull_rate(const Ctx& x, int blocks) {
   return {std::min(cap, little) / thrash / x.share, little < cap};
 }
 
-
 // One method per leg of the pipeline; each appends its phases and adds its lower-bound term.
 struct PredictionBuilder {
   PredictionBuilder(const Ctx& ctx, const Config& c)
-      : x(ctx), p(ctx.p), cfg(c), L(p.sync.kernel_launch_us * ctx.share), W(ctx.W), S(ctx.S), N(ctx.N),
-        slice_bf16(S * N * 2), c_bytes(ctx.Mp * N * 2), scatter_bytes((W - 1) * slice_bf16), fp8(uses_fp8_wire(c)),
+      : x(ctx),
+        p(ctx.p),
+        cfg(c),
+        L(p.sync.kernel_launch_us * ctx.share),
+        W(ctx.W),
+        S(ctx.S),
+        N(ctx.N),
+        slice_bf16(S * N * 2),
+        c_bytes(ctx.Mp * N * 2),
+        scatter_bytes((W - 1) * slice_bf16),
+        fp8(uses_fp8_wire(c)),
         lsa_gather(c.gather_transport == Transport::Lsa) {}
   const Ctx& x;
   const Params& p;
@@ -144,8 +152,8 @@ struct PredictionBuilder {
     // --- gemm (+ scatter leg)
     const double gemm_only = x.gemm_only_us();
     const double gemm_ceiling = x.share * x.gemm_flops() / (p.gemm.fp8_tflops_dense * 1e6);
-    const double gemm_lb = std::max(x.share * x.gemm_flops() / (p.gemm.fp8_tflops_dense * 1e6),
-                                    us_at(c_bytes, x.hbm_peak()));
+    const double gemm_lb =
+        std::max(x.share * x.gemm_flops() / (p.gemm.fp8_tflops_dense * 1e6), us_at(c_bytes, x.hbm_peak()));
     const ModeTraits& mt = traits(cfg.mode);
     if (!mt.collective) {
       Phase g = phase("gemm", gemm_only, c_bytes, "compute");
@@ -206,7 +214,6 @@ struct PredictionBuilder {
         lb += (pr.phases.back().lower_bound_us = us_at(scatter_bytes, x.link_peak_raw()));
       }
     }
-
   }
 
   // split-lsa: one 2-stage CU all-reduce kernel.
@@ -222,10 +229,10 @@ struct PredictionBuilder {
     const double in_flight = p.link.lsa_bytes_in_flight;
     const double little1 = in_flight / (p.pull.remote_latency_us * x.c_read_slowdown()) / 1e3;
     const double little2 = in_flight / p.pull.remote_latency_us / 1e3;
-    double stage1 = std::max({us_at((W - 1) * slice_bf16, std::min(lsa_rate, little1)),
-                              us_at(W * slice_bf16 + slice_bf16, x.hbm_rate())});
-    double stage2 = std::max(us_at((W - 1) * slice_bf16, std::min(lsa_rate, little2)),
-                             us_at((W - 1) * slice_bf16, x.hbm_rate()));
+    double stage1 = std::max(
+        {us_at((W - 1) * slice_bf16, std::min(lsa_rate, little1)), us_at(W * slice_bf16 + slice_bf16, x.hbm_rate())});
+    double stage2 =
+        std::max(us_at((W - 1) * slice_bf16, std::min(lsa_rate, little2)), us_at((W - 1) * slice_bf16, x.hbm_rate()));
     if (p.one_device) {
       // "Peer" loads are local HBM: the link bytes ARE HBM bytes, so each stage is its reads + writes at
       // the HBM rate (stage 1 reads W slices and writes one, stage 2 reads W-1 and writes W-1).
@@ -283,8 +290,8 @@ struct PredictionBuilder {
                            std::isfinite(p.sync.reduce_blocks),
                        "--fuse-reduce-push: the profile has no sync.band_sync_us / sync.system_release_us / "
                        "sync.reduce_blocks, so it cannot model the per-band publish");
-    const double per_band = p.sync.band_sync_us +
-                            (cfg.publish == Publish::Fence ? p.sync.reduce_blocks * p.sync.system_release_us : 0.0);
+    const double per_band =
+        p.sync.band_sync_us + (cfg.publish == Publish::Fence ? p.sync.reduce_blocks * p.sync.system_release_us : 0.0);
     return cfg.gather_bands * per_band;
   }
   // What the bands buy: the gather of band b overlaps the reduce of the later bands, so all of the reduce's
@@ -332,13 +339,17 @@ struct PredictionBuilder {
         // the SM it runs on; whichever binds. Against the widening kernel's device rate (fp8 in, bf16 out), the
         // two limits add in quadrature: a soft knee, monotone in the grid, flat once every SM holds a block.
         const double resident = std::min(x.share * cfg.pull_blocks, p.gemm.compute_units);
-        const double little_us = x.share * in_b * p.pull.remote_latency_us / (resident * p.pull.bytes_in_flight_per_block);
+        const double little_us =
+            x.share * in_b * p.pull.remote_latency_us / (resident * p.pull.bytes_in_flight_per_block);
         const double block_us = us_at(x.share * (in_b + out_b), resident * p.pull.block_gbps);
         link_us = std::max(little_us, block_us);
         hbm_us = us_at(in_b + out_b, p.hbm.widen_gbps / x.share);
         us = L + std::hypot(link_us, hbm_us);
       }
-      Phase pl = phase("pull", us, (W - 1) * S * N * e, hbm_us > link_us ? "hbm" : (p.one_device || r.latency_bound) ? "latency" : "link");
+      Phase pl = phase("pull", us, (W - 1) * S * N * e,
+                       hbm_us > link_us                    ? "hbm"
+                       : (p.one_device || r.latency_bound) ? "latency"
+                                                           : "link");
       pl.link_bytes = in_b;
       pl.hbm_bytes = out_b;
       pl.ceiling_us = p.one_device ? us_at(in_b + out_b, x.hbm_rate())
@@ -417,11 +428,20 @@ Sweep sweep_pull_blocks(const Profile& prof, const Shape& shape, const Config& c
 nlohmann::json to_json(const Prediction& pr) {
   nlohmann::json phases = nlohmann::json::array();
   for (const auto& ph : pr.phases)
-    phases.push_back({{"name", ph.name}, {"us", ph.us}, {"bytes", ph.bytes}, {"bound", ph.bound},
-                      {"flops", ph.flops}, {"link_bytes", ph.link_bytes}, {"hbm_bytes", ph.hbm_bytes},
+    phases.push_back({{"name", ph.name},
+                      {"us", ph.us},
+                      {"bytes", ph.bytes},
+                      {"bound", ph.bound},
+                      {"flops", ph.flops},
+                      {"link_bytes", ph.link_bytes},
+                      {"hbm_bytes", ph.hbm_bytes},
                       {"ceiling_us", ph.ceiling_us}});
-  return {{"total_us", pr.total_us}, {"lower_bound_us", pr.lower_bound_us}, {"in_server_us", pr.in_server_us},
-          {"fused_engaged", pr.fused_engaged}, {"notes", pr.notes}, {"phases", phases}};
+  return {{"total_us", pr.total_us},
+          {"lower_bound_us", pr.lower_bound_us},
+          {"in_server_us", pr.in_server_us},
+          {"fused_engaged", pr.fused_engaged},
+          {"notes", pr.notes},
+          {"phases", phases}};
 }
 
 nlohmann::json to_json(const Sweep& sw) {

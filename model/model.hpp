@@ -54,7 +54,7 @@ std::vector<std::string> builtin_profile_names();
 Profile load_profile(const std::string& name_or_file);
 
 struct Phase {
-  std::string name;   // gemm, scatter, drain, reduce, quantize, gather, dequantize, pull, allreduce
+  std::string name;  // gemm, scatter, drain, reduce, quantize, gather, dequantize, pull, allreduce
   double us = 0;
   double bytes = 0;   // bytes this phase moves (docs/spec.md 1.1 table)
   std::string bound;  // compute|hbm|link|latency
@@ -88,7 +88,10 @@ struct Prediction {
 
 Prediction predict(const Profile&, const Shape&, const Config&);
 
-struct SweepPoint { int value; double total_us; };
+struct SweepPoint {
+  int value;
+  double total_us;
+};
 struct Sweep {
   std::vector<SweepPoint> points;
   int optimum = 0;

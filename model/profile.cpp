@@ -102,9 +102,10 @@ class Reader {
 void read_basis(const nlohmann::json& doc, const Reader& r, Profile& prof) {
   const auto c = doc.find("calibration");
   if (c == doc.end()) {
-    prof.basis_source = "the profile does not say what it is calibrated on (no \"calibration\" key): read as "
-                        "\"ceiling\", so slower than the model is a warning; add \"calibration\": {\"value\": "
-                        "\"implementation\", \"source\": ...} to make it an error";
+    prof.basis_source =
+        "the profile does not say what it is calibrated on (no \"calibration\" key): read as "
+        "\"ceiling\", so slower than the model is a warning; add \"calibration\": {\"value\": "
+        "\"implementation\", \"source\": ...} to make it an error";
     return;
   }
   if (!c->is_object() || !c->contains("value") || !c->at("value").is_string() || !c->contains("source") ||
@@ -153,10 +154,14 @@ Params parse_params(const nlohmann::json& doc, const std::string& origin) {
   p.hbm.latency_us = r.number("hbm.latency_us", R::Positive);
 
   const std::string medium = r.text("link.medium");
-  if (medium == "xgmi") p.link.medium = Medium::Xgmi;
-  else if (medium == "nvlink") p.link.medium = Medium::Nvlink;
-  else if (medium == "hbm") p.link.medium = Medium::Hbm;
-  else r.fail("link.medium", "unknown medium '" + medium + "' (accepted: xgmi|nvlink|hbm)");
+  if (medium == "xgmi")
+    p.link.medium = Medium::Xgmi;
+  else if (medium == "nvlink")
+    p.link.medium = Medium::Nvlink;
+  else if (medium == "hbm")
+    p.link.medium = Medium::Hbm;
+  else
+    r.fail("link.medium", "unknown medium '" + medium + "' (accepted: xgmi|nvlink|hbm)");
   if (p.link.medium != Medium::Hbm) {
     p.link.links = r.number("link.links", R::AtLeastOne);
     p.link.gbps_per_direction = r.number("link.gbps_per_direction", R::Positive);
@@ -174,7 +179,8 @@ Params parse_params(const nlohmann::json& doc, const std::string& origin) {
     p.hbm.quantize_gbps = r.number("hbm.quantize_gbps", R::Positive);
     p.hbm.widen_gbps = r.number("hbm.widen_gbps", R::Positive);
     p.pull.block_gbps = r.number("pull.block_gbps", R::Positive);
-    if (!p.one_device) r.fail("emulated_on_one_device", "link.medium hbm means the ranks share one device: must be true");
+    if (!p.one_device)
+      r.fail("emulated_on_one_device", "link.medium hbm means the ranks share one device: must be true");
   }
   p.sync.kernel_launch_us = r.number("sync.kernel_launch_us", R::NonNegative);
   p.sync.barrier_us = r.number("sync.barrier_us", R::NonNegative);

@@ -14,7 +14,7 @@
 namespace gemmar::reference {
 namespace {
 
-constexpr int64_t kFusedTileN = 256;    // columns per epilogue push in the fused modes
+constexpr int64_t kFusedTileN = 256;  // columns per epilogue push in the fused modes
 
 // The no-release pattern (reference/no_release_pattern.hpp, shared with the GPU's injection).
 struct ReleasePattern {
@@ -338,7 +338,8 @@ std::vector<uint16_t> straightforward_sum(const Shape& s, Quant q, const std::ve
     const int owner = int(rows[i] / S);
     for (int64_t c = 0; c < N; ++c) {
       float acc = 0.0f;
-      for (int j = 0; j < W; ++j) acc += from_bf16(to_bf16(partials[size_t((owner + j) % W)][i * size_t(N) + size_t(c)]));
+      for (int j = 0; j < W; ++j)
+        acc += from_bf16(to_bf16(partials[size_t((owner + j) % W)][i * size_t(N) + size_t(c)]));
       out[i * size_t(N) + size_t(c)] = to_bf16(acc);
     }
   }
@@ -552,8 +553,9 @@ std::vector<double> per_slice_rel_l2(const Shape& s, Quant q, const std::vector<
   }
   std::vector<double> out(size_t(s.world));
   for (size_t h = 0; h < out.size(); ++h)
-    out[h] = n[h] == 0 ? std::numeric_limits<double>::quiet_NaN()
-                       : (r[h] > 0 ? std::sqrt(e[h] / r[h]) : (e[h] > 0 ? std::numeric_limits<double>::infinity() : 0.0));
+    out[h] = n[h] == 0
+                 ? std::numeric_limits<double>::quiet_NaN()
+                 : (r[h] > 0 ? std::sqrt(e[h] / r[h]) : (e[h] > 0 ? std::numeric_limits<double>::infinity() : 0.0));
   return out;
 }
 

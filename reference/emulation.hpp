@@ -95,10 +95,10 @@ struct ReplayState {
 struct CollectiveRequest {
   Shape shape;
   Config config;
-  std::vector<int64_t> rows;                // global padded rows, each < padded_m
+  std::vector<int64_t> rows;                  // global padded rows, each < padded_m
   Fp8Format wire_format = Fp8Format::E4M3FN;  // the fp8 wire's format
   Faults faults;
-  uint64_t seed = 1234;                     // drives the no-release pattern
+  uint64_t seed = 1234;  // drives the no-release pattern
   // stale_output: the previous run's outputs (same rows); required when stale_output is set.
   const Bf16Outputs* previous_outputs = nullptr;
   // Replays: the previous replay's buffers (read by stale_replay / frozen_flag, then updated); the straggle
@@ -118,13 +118,13 @@ struct PartialsRequest {
   std::vector<int64_t> rows;  // empty = all padded rows
   bool fnuz_read_as_fn = false;
   bool with_reference = true;
-  bool with_truth = false;    // fp64 reference as well (small shapes)
+  bool with_truth = false;  // fp64 reference as well (small shapes)
 };
 struct PartialsResult {
   std::vector<int64_t> rows;
-  Partials partials;                 // emulated GPU partials per rank
-  std::vector<float> reference;      // fp32: sum over ranks (0..W-1) of the dequantized fp32 partials
-  std::vector<double> truth;         // fp64 sum, if requested
+  Partials partials;             // emulated GPU partials per rank
+  std::vector<float> reference;  // fp32: sum over ranks (0..W-1) of the dequantized fp32 partials
+  std::vector<double> truth;     // fp64 sum, if requested
 };
 // Generates each rank's operands (only the requested A rows, all of B) and computes partials and references.
 PartialsResult compute_partials(const PartialsRequest&);
@@ -140,9 +140,9 @@ struct EmulationRequest {
 };
 struct EmulationResult {
   std::vector<int64_t> rows;
-  Bf16Outputs outputs;             // per rank [rows, N] bf16 bits
-  Partials partials;               // the partials the collective ran on (before any perturbation)
-  std::vector<float> reference;    // fp32 reference rows [rows, N]
+  Bf16Outputs outputs;           // per rank [rows, N] bf16 bits
+  Partials partials;             // the partials the collective ran on (before any perturbation)
+  std::vector<float> reference;  // fp32 reference rows [rows, N]
 };
 // Operands -> partials -> collective (with faults).
 EmulationResult emulate(const EmulationRequest&);

@@ -30,8 +30,8 @@ FloorResult predict_floors(const FloorRequest& req) {
   fp8_cfg.gather_dtype = WireDtype::Fp8;
   fp8_cfg.gather_transport = Transport::Lsa;
   validate_shape_config(req.shape, fp8_cfg);
-  GEMMAR_USAGE_CHECK(req.rows >= req.shape.world, "--rows: ", req.rows, " must be at least --world (",
-                     req.shape.world, ") so every slice is sampled");
+  GEMMAR_USAGE_CHECK(req.rows >= req.shape.world, "--rows: ", req.rows, " must be at least --world (", req.shape.world,
+                     ") so every slice is sampled");
   Config bf16_cfg = fp8_cfg;
   bf16_cfg.gather_dtype = WireDtype::Bf16;
   bf16_cfg.gather_transport = Transport::Sdma;
@@ -87,8 +87,8 @@ fs::path floors_cache_path(const Shape& s, Quant q, DataKind d, Fp8Format f) {
   if (dir.empty()) return {};
   char name[160];
   std::snprintf(name, sizeof name, "floors-%s-m%lld-n%lld-k%lld-w%d-q%d-d%d-f%d.txt", GEMMAR_REFERENCE_HASH,
-                static_cast<long long>(s.m), static_cast<long long>(s.n), static_cast<long long>(s.k), s.world,
-                int(q), int(d), int(f));
+                static_cast<long long>(s.m), static_cast<long long>(s.n), static_cast<long long>(s.k), s.world, int(q),
+                int(d), int(f));
   return dir / name;
 }
 
@@ -100,11 +100,10 @@ bool read_floors_cache(const fs::path& file, FloorResult& out) {
   std::ifstream in(file);
   std::string magic;
   FloorResult r;
-  if (!(in >> magic >> r.bf16 >> r.fp8 >> r.bf16_stderr >> r.fp8_stderr >> r.rows_evaluated >> r.seconds))
-    return false;
+  if (!(in >> magic >> r.bf16 >> r.fp8 >> r.bf16_stderr >> r.fp8_stderr >> r.rows_evaluated >> r.seconds)) return false;
   const bool sane = magic == kFloorsCacheMagic && std::isfinite(r.bf16) && std::isfinite(r.fp8) && r.bf16 > 0 &&
-                    r.fp8 > 0 && std::isfinite(r.bf16_stderr) && std::isfinite(r.fp8_stderr) &&
-                    r.bf16_stderr >= 0 && r.fp8_stderr >= 0 && r.rows_evaluated > 0;
+                    r.fp8 > 0 && std::isfinite(r.bf16_stderr) && std::isfinite(r.fp8_stderr) && r.bf16_stderr >= 0 &&
+                    r.fp8_stderr >= 0 && r.rows_evaluated > 0;
   if (sane) out = r;
   return sane;
 }

@@ -31,8 +31,7 @@ FloorResult predict_floors(const FloorRequest&);
 // Cached by (shape, quant, data, fp8 format): the verdict engine asks once per distinct config. In memory for
 // the process, and on disk across processes in GEMMAR_CACHE_DIR (default $XDG_CACHE_HOME/gemmar, else
 // ~/.cache/gemmar; "off" or "0" disables), keyed by a hash of the reference's sources and build flags.
-const FloorResult& cached_floors(const Shape&, Quant, DataKind = DataKind::Normal,
-                                 Fp8Format = Fp8Format::E4M3FN);
+const FloorResult& cached_floors(const Shape&, Quant, DataKind = DataKind::Normal, Fp8Format = Fp8Format::E4M3FN);
 // The file cached_floors reads and writes for that key (empty when the disk cache is off).
 std::filesystem::path floors_cache_path(const Shape&, Quant, DataKind = DataKind::Normal,
                                         Fp8Format = Fp8Format::E4M3FN);

@@ -38,7 +38,9 @@ void decode_block(const QuantizedMatrix& q, int64_t k0, int64_t bk, const std::a
 }  // namespace
 
 void gemm_f32(const float* a, const float* b, int64_t m, int64_t n, int64_t k, float* c) { gemm_t(a, b, m, n, k, c); }
-void gemm_f64(const double* a, const double* b, int64_t m, int64_t n, int64_t k, double* c) { gemm_t(a, b, m, n, k, c); }
+void gemm_f64(const double* a, const double* b, int64_t m, int64_t n, int64_t k, double* c) {
+  gemm_t(a, b, m, n, k, c);
+}
 
 std::vector<float> reference_partial(const RankOperands& o, Quant q, Fp8Format f) {
   const std::vector<float> a = dequantized_a(o, q, f);
@@ -77,7 +79,7 @@ std::vector<float> emulated_partial(const RankOperands& o, Quant q, Fp8Format de
         const float sb = o.b.scales[size_t(scale_index(q, Operand::B, n, k, j, k0))];
         float& c = acc[size_t(i * n + j)];
         c = whole_k ? numerics::ptpc_epilogue(dot[size_t(i * n + j)], sa, sb)
-                             : numerics::block_accumulate(c, dot[size_t(i * n + j)], sa, sb);
+                    : numerics::block_accumulate(c, dot[size_t(i * n + j)], sa, sb);
       }
     }
   }

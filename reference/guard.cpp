@@ -125,10 +125,12 @@ struct Checker {
     }
     if (!w.count) return;
     add_finding(out, "GUARD_REDUCE",
-                "slice " + std::to_string(s) + " (owner rank " + std::to_string(s) + "): its output's column sums are "
-                "off the sum over the " + std::to_string(W) + " ranks' partials in " + std::to_string(w.count) + " of " +
-                    std::to_string(N) + " columns; worst " + w.text("column") + "; rows off: " +
-                    list_some(reduce_rows(s)) + ": the reduce did not sum what the GEMMs produced (a put that never "
+                "slice " + std::to_string(s) + " (owner rank " + std::to_string(s) +
+                    "): its output's column sums are "
+                    "off the sum over the " +
+                    std::to_string(W) + " ranks' partials in " + std::to_string(w.count) + " of " + std::to_string(N) +
+                    " columns; worst " + w.text("column") + "; rows off: " + list_some(reduce_rows(s)) +
+                    ": the reduce did not sum what the GEMMs produced (a put that never "
                     "landed, a slot read before it landed, or an output left from another call).");
   }
 
@@ -150,8 +152,10 @@ struct Checker {
     }
     if (w.count)
       add_finding(out, "GUARD_WIRE",
-                  "slice " + std::to_string(s) + ": the fp8 wire's column sums are off the owner's bf16 sums beyond "
-                  "e4m3's rounding in " + std::to_string(w.count) + " columns; worst " + w.text("column") +
+                  "slice " + std::to_string(s) +
+                      ": the fp8 wire's column sums are off the owner's bf16 sums beyond "
+                      "e4m3's rounding in " +
+                      std::to_string(w.count) + " columns; worst " + w.text("column") +
                       ": the quantize did not encode the reduced slice.");
   }
 
@@ -173,8 +177,10 @@ struct Checker {
       if (cols.empty()) continue;
       if (wire_changes && std::equal(view, view + N, exact, same_bits)) {
         add_finding(out, "GUARD_WIRE",
-                    "rank " + std::to_string(r) + "'s view of slice " + std::to_string(s) + " holds the owner's exact "
-                    "bf16 sums, where the fp8 wire changes " + std::to_string(cols.size()) + " of " + std::to_string(N) +
+                    "rank " + std::to_string(r) + "'s view of slice " + std::to_string(s) +
+                        " holds the owner's exact "
+                        "bf16 sums, where the fp8 wire changes " +
+                        std::to_string(cols.size()) + " of " + std::to_string(N) +
                         " columns: the gather moved bf16, the fp8 wire never engaged.");
         continue;
       }
@@ -184,7 +190,8 @@ struct Checker {
                   "rank " + std::to_string(r) + "'s view of slice " + std::to_string(s) + " differs from " +
                       (fp8 ? "the fp8 wire's sums (owner " : "the owner's (rank ") + std::to_string(s) + ") in " +
                       std::to_string(cols.size()) + " of " + std::to_string(N) + " column sums (first columns " +
-                      list_some(cols, 4) + rows_note + "): the gather to that rank did not deliver this call's slice "
+                      list_some(cols, 4) + rows_note +
+                      "): the gather to that rank did not deliver this call's slice "
                       "(a silent put, a stale or early read of the owner's data).");
     }
   }
@@ -204,10 +211,12 @@ struct Checker {
     if (!w.count) return;
     add_finding(out, "GUARD_GEMM",
                 "rank " + std::to_string(r) + "'s partial: " + std::to_string(w.count) + " of " +
-                    std::to_string(int64_t(c.rows.size()) * nb) + " row blocks are off A_row . checksum(B) beyond "
-                    "the GEMM's rounding; worst row " + std::to_string(w.where / 1000) + " block " +
-                    std::to_string(w.where % 1000) + ": |difference| " + num(w.diff) + " against the bound " +
-                    num(w.bound) + (std::isfinite(w.diff) ? " (" + num(w.ratio) + "x)" : " (not finite)") +
+                    std::to_string(int64_t(c.rows.size()) * nb) +
+                    " row blocks are off A_row . checksum(B) beyond "
+                    "the GEMM's rounding; worst row " +
+                    std::to_string(w.where / 1000) + " block " + std::to_string(w.where % 1000) + ": |difference| " +
+                    num(w.diff) + " against the bound " + num(w.bound) +
+                    (std::isfinite(w.diff) ? " (" + num(w.ratio) + "x)" : " (not finite)") +
                     ": this rank's GEMM computed with other operands than the weights as loaded (a wrong scale, a "
                     "corrupted operand) or other inputs.");
   }
@@ -221,8 +230,7 @@ void check_sizes(const GuardContext& c, const GuardSums& g, bool collective) {
                "guard: GEMM prediction size");
   if (!collective) return;
   GEMMAR_CHECK(g.partial_col.size() == W * N && g.partial_col_abs.size() == W * N && g.out_col.size() == W * N &&
-                   g.out_col_abs.size() == W * N && g.out_row.size() == R &&
-                   g.out_row_abs.size() == R,
+                   g.out_col_abs.size() == W * N && g.out_row.size() == R && g.out_row_abs.size() == R,
                "guard: column / row sums size");
   GEMMAR_CHECK(!uses_fp8_wire(c.config) || g.wire_col.size() == N, "guard: fp8 wire sums size");
 }
@@ -267,9 +275,9 @@ double guard_wire_bound(double abs_out, double scale_sum, int64_t terms, Fp8Form
 double guard_gemm_bound(double abs_partial, double abs_pred, int64_t terms, int64_t k, int64_t gemm_roundings) {
   const double gs = guard_gamma(terms, kUnitFp32);
   const double gk = guard_gamma(k + 3, kUnitFp32);
-  const double e = (guard_gamma(gemm_roundings + 2, kUnitFp32) + guard_gamma(k + 1, kUnitFp32)) * abs_pred * (1 + gk) /
-                       (1 - gk) +
-                   (kUnitBf16 + gs) * abs_partial * (1 + gs) / (1 - gs);
+  const double e =
+      (guard_gamma(gemm_roundings + 2, kUnitFp32) + guard_gamma(k + 1, kUnitFp32)) * abs_pred * (1 + gk) / (1 - gk) +
+      (kUnitBf16 + gs) * abs_partial * (1 + gs) / (1 - gs);
   return e + double(terms) * kBf16Underflow;
 }
 

@@ -54,7 +54,7 @@ struct GuardSums {
 
 struct GuardContext {
   Shape shape;
-  Config config;             // effective config
+  Config config;  // effective config
   Fp8Format wire_format = Fp8Format::E4M3FN;
   std::vector<int64_t> rows;  // the global padded rows the sums run over, ascending
   // Roundings on the way from the operands to one fp32 partial element (guard_gemm_roundings).

@@ -89,7 +89,7 @@ GEMMAR_HD inline uint8_t f32_to_e4m3(float f, bool fnuz) {
   const uint32_t sign = u >> 31;
   const uint32_t mag = u & 0x7fffffffu;
   if (mag > 0x7f800000u) return fnuz ? uint8_t(0x80) : uint8_t(0x7f);  // canonical NaN, sign dropped
-  const uint32_t max_code = fnuz ? 0x7fu : 0x7eu;  // 240 = 2^7*1.875 (fnuz), 448 = 2^8*1.75 (fn)
+  const uint32_t max_code = fnuz ? 0x7fu : 0x7eu;                      // 240 = 2^7*1.875 (fnuz), 448 = 2^8*1.75 (fn)
   uint32_t code;
   if (mag >= 0x44800000u) {  // |f| >= 1024 (and infinity): far above either max, saturate
     code = max_code;
@@ -100,8 +100,8 @@ GEMMAR_HD inline uint8_t f32_to_e4m3(float f, bool fnuz) {
     const int emin = 1 - bias;  // exponent of the smallest normal
     const int e = int(mag >> 23) - 127;
     const uint32_t m = (mag & 0x7fffffu) | 0x800000u;  // 24-bit significand, value = m * 2^(e-23)
-    const int te = e > emin ? e : emin;                 // the binade whose quantum applies: 2^(te-3)
-    const int shift = te - e + 20;                      // m * 2^(e-23) / 2^(te-3) = m >> shift
+    const int te = e > emin ? e : emin;                // the binade whose quantum applies: 2^(te-3)
+    const int shift = te - e + 20;                     // m * 2^(e-23) / 2^(te-3) = m >> shift
     uint32_t q;
     if (shift >= 25) {
       q = 0;  // m < 2^24 <= half of 2^shift: rounds to zero
@@ -135,9 +135,7 @@ GEMMAR_HD inline float e4m3_to_f32(uint8_t c, bool fnuz) {
 // ---- amax scaling: operand quantization with kind `normal` ----------------------------------------------
 // scale = amax / max (1.0 for an all-zero block), codes = RNE(x * (max / amax)): the inverse is formed once
 // per block and each element is multiplied by it (one rounding), then narrowed (second rounding).
-GEMMAR_HD inline float amax_scale(float amax, bool fnuz) {
-  return amax > 0.0f ? div_rn(amax, fp8_max(fnuz)) : 1.0f;
-}
+GEMMAR_HD inline float amax_scale(float amax, bool fnuz) { return amax > 0.0f ? div_rn(amax, fp8_max(fnuz)) : 1.0f; }
 GEMMAR_HD inline float amax_inv_scale(float amax, bool fnuz) {
   return amax > 0.0f ? div_rn(fp8_max(fnuz), amax) : 1.0f;
 }

@@ -114,7 +114,11 @@ RankOperands make_rank_operands(const OperandSpec& s, int rank, const std::optio
   return op;
 }
 
-std::vector<float> dequantized_a(const RankOperands& o, Quant q, Fp8Format f) { return dequantize(o.a, q, Operand::A, f); }
-std::vector<float> dequantized_b(const RankOperands& o, Quant q, Fp8Format f) { return dequantize(o.b, q, Operand::B, f); }
+std::vector<float> dequantized_a(const RankOperands& o, Quant q, Fp8Format f) {
+  return dequantize(o.a, q, Operand::A, f);
+}
+std::vector<float> dequantized_b(const RankOperands& o, Quant q, Fp8Format f) {
+  return dequantize(o.b, q, Operand::B, f);
+}
 
 }  // namespace gemmar::reference

@@ -77,10 +77,14 @@ std::vector<float> dequantize(const QuantizedMatrix& m, Quant q, Operand op, Fp8
 
 const char* to_string(WireRecipe r) {
   switch (r) {
-    case WireRecipe::Mori: return "mori (scale = amax * fl32(1/max), codes = RNE(x * fl32(max/amax)))";
-    case WireRecipe::TrueDivScale: return "true-division scale (scale = amax / max)";
-    case WireRecipe::DivCodes: return "x / scale codes (scale = amax / max, codes = RNE(x / scale))";
-    case WireRecipe::AccAmax: return "fp32-accumulator amax (fuse_quantize: amax before the bf16 rounding)";
+    case WireRecipe::Mori:
+      return "mori (scale = amax * fl32(1/max), codes = RNE(x * fl32(max/amax)))";
+    case WireRecipe::TrueDivScale:
+      return "true-division scale (scale = amax / max)";
+    case WireRecipe::DivCodes:
+      return "x / scale codes (scale = amax / max, codes = RNE(x / scale))";
+    case WireRecipe::AccAmax:
+      return "fp32-accumulator amax (fuse_quantize: amax before the bf16 rounding)";
   }
   return "?";
 }

@@ -52,8 +52,8 @@ inline constexpr WireRecipe kWireRecipes[] = {WireRecipe::Mori, WireRecipe::True
                                               WireRecipe::AccAmax};
 const char* to_string(WireRecipe);
 // Returns the scale; writes n codes. acc_row: the fp32 accumulator row (read by AccAmax only; required there).
-float wire_quantize_row(const uint16_t* bf16_row, int64_t n, uint8_t* codes, Fp8Format,
-                        WireRecipe = WireRecipe::Mori, const float* acc_row = nullptr);
+float wire_quantize_row(const uint16_t* bf16_row, int64_t n, uint8_t* codes, Fp8Format, WireRecipe = WireRecipe::Mori,
+                        const float* acc_row = nullptr);
 // bf16(decode(q) * scale) for n elements.
 void wire_dequantize_row(const uint8_t* codes, float scale, int64_t n, uint16_t* bf16_out, Fp8Format);
 

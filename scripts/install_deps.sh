@@ -8,6 +8,10 @@ if [[ "${GEMMAR_DEVICE_COMPILE:-1}" != 0 ]]; then
   # The HIP compile check of the kernels (gfx942 ISA) needs clang-19, lld-19 and the HIP headers.
   packages+=(clang-19 lld-19 libamdhip64-dev)
 fi
+if [[ "${GEMMAR_FORMAT_DEPS:-0}" != 0 ]]; then
+  # scripts/format.sh --check (scripts/test.sh): the layout of .clang-format as clang-format 14 writes it.
+  packages+=(clang-format-14)
+fi
 if [[ "${GEMMAR_FUZZ_DEPS:-0}" != 0 ]]; then
   packages+=(libclang-rt-19-dev libomp-19-dev)
 fi

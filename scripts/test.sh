@@ -13,7 +13,11 @@ fuzz=$full
 asan=$full
 [[ "${GEMMAR_ASAN:-1}" == 0 ]] && asan=0
 if ((fuzz)); then export GEMMAR_FUZZ_DEPS=1; fi
+export GEMMAR_FORMAT_DEPS=${GEMMAR_FORMAT_DEPS:-1}
 scripts/install_deps.sh
+# Every C++/CUDA source in .clang-format's layout (GEMMAR_FORMAT_DEPS=0 skips installing clang-format-14; the
+# check then runs only where it is installed).
+if command -v clang-format-14 >/dev/null; then scripts/format.sh --check; fi
 # Tests run two at a time on two cores, each with OpenMP threads: a passive wait keeps oversubscribed
 # OpenMP regions from spinning against each other.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}

@@ -48,7 +48,8 @@ Ceilings measure_ceilings(int64_t bytes, int iterations) {
   auto time_it = [&](auto&& fn) { return timed_median_us(s, e0, e1, iterations, fn); };
   const double t_kernel = time_it([&] { GPU_CHECK(dev::launch_copy_kernel(dst, src, bytes, s)); });
   c.hbm_copy_kernel_gbs = 2.0 * double(bytes) / (t_kernel * 1e3);
-  const double t_memcpy = time_it([&] { GPU_CHECK(gpuMemcpyAsync(dst, src, size_t(bytes), gpuMemcpyDeviceToDevice, s)); });
+  const double t_memcpy =
+      time_it([&] { GPU_CHECK(gpuMemcpyAsync(dst, src, size_t(bytes), gpuMemcpyDeviceToDevice, s)); });
   c.memcpy_d2d_gbs = 2.0 * double(bytes) / (t_memcpy * 1e3);
   c.launch_floor_us = time_it([&] { GPU_CHECK(dev::launch_empty(s)); });
   {
@@ -106,8 +107,10 @@ GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const
   d.ldd = n;
   const dev::GemmOperands ops{a, b, sa, sb, m, n, k, quant};
   auto launch = [&] {
-    if (impl == GemmImpl::Cublaslt) vendor_gemm(ops, c, s);
-    else GPU_CHECK(dev::launch_gemm(variant, ops, 0, m, d, s));
+    if (impl == GemmImpl::Cublaslt)
+      vendor_gemm(ops, c, s);
+    else
+      GPU_CHECK(dev::launch_gemm(variant, ops, 0, m, d, s));
   };
   gpuEvent_t e0, e1;
   GPU_CHECK(gpuEventCreate(&e0));
@@ -165,25 +168,28 @@ DataKernelRates measure_data_kernels(int64_t rows, int64_t n, int iterations, in
   DataKernelRates r;
   const double copy_b = 2.0 * double(rows * n) * 2;
   r.copy_kernel_gbs = copy_b / (time_it([&] { GPU_CHECK(dev::launch_copy_kernel(y, x, rows * n * 2, s)); }) * 1e3);
-  r.memcpy_gbs = copy_b / (time_it([&] {
-                             GPU_CHECK(gpuMemcpyAsync(y, x, size_t(rows * n) * 2, gpuMemcpyDeviceToDevice, s));
-                           }) * 1e3);
+  r.memcpy_gbs =
+      copy_b /
+      (time_it([&] { GPU_CHECK(gpuMemcpyAsync(y, x, size_t(rows * n) * 2, gpuMemcpyDeviceToDevice, s)); }) * 1e3);
   r.bytes_quantize = rows * n * 2 + rows * n + 4 * rows;
-  r.quantize_gbs = double(r.bytes_quantize) /
-                   (time_it([&] { GPU_CHECK(dev::launch_quantize(x, rows, n, q, qs, s)); }) * 1e3);
+  r.quantize_gbs =
+      double(r.bytes_quantize) / (time_it([&] { GPU_CHECK(dev::launch_quantize(x, rows, n, q, qs, s)); }) * 1e3);
   r.bytes_widen = rows * n + 4 * rows + rows * n * 2;
   dev::Fp8Sources src{};
   src.q[0] = q;
   src.scale[0] = qs;
   src.out[0] = y;
-  r.dequantize_gbs = double(r.bytes_widen) / (time_it([&] { GPU_CHECK(dev::launch_widen(src, 1, rows, n, 0, widen, s)); }) * 1e3);
+  r.dequantize_gbs =
+      double(r.bytes_widen) / (time_it([&] { GPU_CHECK(dev::launch_widen(src, 1, rows, n, 0, widen, s)); }) * 1e3);
   r.pull_blocks = pull_blocks;
   r.pull_gbs = double(r.bytes_widen) /
                (time_it([&] { GPU_CHECK(dev::launch_widen(src, 1, rows, n, pull_blocks, widen, s)); }) * 1e3);
   r.widen_ceiling_gbs =
-      double(r.bytes_widen) / (time_it([&] { GPU_CHECK(dev::launch_widen(src, 1, rows, n, 0, WidenKernel::Ceiling, s)); }) * 1e3);
-  r.pull_ceiling_gbs = double(r.bytes_widen) /
-                       (time_it([&] { GPU_CHECK(dev::launch_widen(src, 1, rows, n, pull_blocks, WidenKernel::Ceiling, s)); }) * 1e3);
+      double(r.bytes_widen) /
+      (time_it([&] { GPU_CHECK(dev::launch_widen(src, 1, rows, n, 0, WidenKernel::Ceiling, s)); }) * 1e3);
+  r.pull_ceiling_gbs =
+      double(r.bytes_widen) /
+      (time_it([&] { GPU_CHECK(dev::launch_widen(src, 1, rows, n, pull_blocks, WidenKernel::Ceiling, s)); }) * 1e3);
   GPU_CHECK(gpuEventDestroy(e0));
   GPU_CHECK(gpuEventDestroy(e1));
   for (void* p : {static_cast<void*>(x), static_cast<void*>(y), static_cast<void*>(q), static_cast<void*>(qs)})

@@ -65,17 +65,20 @@ int cmd_ceilings(double gib, const std::vector<int64_t>& ms) {
   std::string vendor;
   for (int64_t m : ms) {
     if (!kernels::vendor_gemm_available()) break;
-    const GemmResult g = bench_gemm(GemmImpl::Cublaslt, m, 7168, 2048, 20, Quant::Blockscale, kernels::GemmKernel::Wgmma4);
+    const GemmResult g =
+        bench_gemm(GemmImpl::Cublaslt, m, 7168, 2048, 20, Quant::Blockscale, kernels::GemmKernel::Wgmma4);
     char buf[256];
-    std::snprintf(buf, sizeof buf, "%s{\"m\": %lld, \"n\": 7168, \"k\": 2048, \"us\": %.2f, \"tflops\": %.1f, \"rel_err\": %.3g}",
-                  vendor.empty() ? "" : ", ", (long long)m, g.us, 2.0 * double(m) * 7168 * 2048 / g.us * 1e-6, g.rel_err);
+    std::snprintf(
+        buf, sizeof buf, "%s{\"m\": %lld, \"n\": 7168, \"k\": 2048, \"us\": %.2f, \"tflops\": %.1f, \"rel_err\": %.3g}",
+        vendor.empty() ? "" : ", ", (long long)m, g.us, 2.0 * double(m) * 7168 * 2048 / g.us * 1e-6, g.rel_err);
     vendor += buf;
   }
-  std::printf("CEILINGS_JSON {\"device\": \"%s\", \"bytes\": %lld, \"l2_bytes\": %.0f, \"hbm_copy_kernel_gbs\": %.1f, "
-              "\"memcpy_d2d_gbs\": %.1f, \"peer_copy_gbs\": %.1f, \"launch_floor_us\": %.2f, \"vendor_gemm\": \"%s\", "
-              "\"vendor_gemm_ceiling\": [%s]}\n",
-              kernels::device_name(0).c_str(), (long long)c.bytes, c.l2_bytes, c.hbm_copy_kernel_gbs, c.memcpy_d2d_gbs,
-              c.peer_copy_gbs, c.launch_floor_us, kernels::vendor_gemm_name().c_str(), vendor.c_str());
+  std::printf(
+      "CEILINGS_JSON {\"device\": \"%s\", \"bytes\": %lld, \"l2_bytes\": %.0f, \"hbm_copy_kernel_gbs\": %.1f, "
+      "\"memcpy_d2d_gbs\": %.1f, \"peer_copy_gbs\": %.1f, \"launch_floor_us\": %.2f, \"vendor_gemm\": \"%s\", "
+      "\"vendor_gemm_ceiling\": [%s]}\n",
+      kernels::device_name(0).c_str(), (long long)c.bytes, c.l2_bytes, c.hbm_copy_kernel_gbs, c.memcpy_d2d_gbs,
+      c.peer_copy_gbs, c.launch_floor_us, kernels::vendor_gemm_name().c_str(), vendor.c_str());
   return 0;
 }
 
@@ -98,36 +101,38 @@ int cmd_gemm(int64_t m, int64_t n, int64_t k, Quant quant, kernels::GemmKernel v
     // where mxfp8 needs one per 32), ours and cuBLASLt's, measured here.
     const GemmResult bs = bench_gemm(GemmImpl::Gemmar, m, n, k, 20, Quant::Blockscale, variant);
     GemmResult bs_lt;
-    if (kernels::vendor_gemm_available()) bs_lt = bench_gemm(GemmImpl::Cublaslt, m, n, k, 20, Quant::Blockscale, variant);
-    std::printf("MXFP8_CEILING_JSON {\"m\": %lld, \"n\": %lld, \"k\": %lld, \"mxfp8_us\": %.2f, "
-                "\"blockscale_ours_us\": %.2f, \"blockscale_cublaslt_us\": %.2f, \"vs_blockscale_ours\": %.3f, "
-                "\"vs_blockscale_cublaslt\": %.3f}\n",
-                (long long)m, (long long)n, (long long)k, ours.us, bs.us, bs_lt.us, bs.us / ours.us,
-                bs_lt.us > 0 ? bs_lt.us / ours.us : 0.0);
+    if (kernels::vendor_gemm_available())
+      bs_lt = bench_gemm(GemmImpl::Cublaslt, m, n, k, 20, Quant::Blockscale, variant);
+    std::printf(
+        "MXFP8_CEILING_JSON {\"m\": %lld, \"n\": %lld, \"k\": %lld, \"mxfp8_us\": %.2f, "
+        "\"blockscale_ours_us\": %.2f, \"blockscale_cublaslt_us\": %.2f, \"vs_blockscale_ours\": %.3f, "
+        "\"vs_blockscale_cublaslt\": %.3f}\n",
+        (long long)m, (long long)n, (long long)k, ours.us, bs.us, bs_lt.us, bs.us / ours.us,
+        bs_lt.us > 0 ? bs_lt.us / ours.us : 0.0);
   }
-  std::printf("GEMM_JSON {\"quant\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"ours_kernel\": \"%s\", \"ours_us\": %.2f, "
-              "\"ours_tflops\": %.1f, \"ours_rel_err\": %.3g, \"cublaslt_us\": %.2f, \"cublaslt_tflops\": %.1f, "
-              "\"cublaslt_rel_err\": %.3g, \"cublaslt\": \"%s\", \"ratio\": %.3f, \"checked\": %s}\n",
-              to_string(quant).c_str(), (long long)m, (long long)n, (long long)k,
-              quant == Quant::Blockscale ? kernels::gemm_kernel_name(variant).c_str()
-                                         : "gemm_quant simt 128x128x32 (issue 25)",
-              ours.us, flop / ours.us * 1e-6, ours.rel_err, lt.us, lt.us > 0 ? flop / lt.us * 1e-6 : 0.0, lt.rel_err,
-              kernels::vendor_gemm_name(quant).c_str(),
-              lt.us > 0 ? lt.us / ours.us : 0.0, ok ? "true" : "false");
+  std::printf(
+      "GEMM_JSON {\"quant\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"ours_kernel\": \"%s\", \"ours_us\": "
+      "%.2f, "
+      "\"ours_tflops\": %.1f, \"ours_rel_err\": %.3g, \"cublaslt_us\": %.2f, \"cublaslt_tflops\": %.1f, "
+      "\"cublaslt_rel_err\": %.3g, \"cublaslt\": \"%s\", \"ratio\": %.3f, \"checked\": %s}\n",
+      to_string(quant).c_str(), (long long)m, (long long)n, (long long)k,
+      quant == Quant::Blockscale ? kernels::gemm_kernel_name(variant).c_str() : "gemm_quant simt 128x128x32 (issue 25)",
+      ours.us, flop / ours.us * 1e-6, ours.rel_err, lt.us, lt.us > 0 ? flop / lt.us * 1e-6 : 0.0, lt.rel_err,
+      kernels::vendor_gemm_name(quant).c_str(), lt.us > 0 ? lt.us / ours.us : 0.0, ok ? "true" : "false");
   return ok ? 0 : 1;
 }
 
 int cmd_data(int64_t rows, int64_t n, int pull_blocks, kernels::WidenKernel widen) {
   const kernels::DataKernelRates r = kernels::measure_data_kernels(rows, n, 20, pull_blocks, widen);
   const double ceil = std::max(r.copy_kernel_gbs, r.memcpy_gbs);
-  std::printf("DATA_JSON {\"rows\": %lld, \"n\": %lld, \"copy_kernel_gbs\": %.1f, \"memcpy_gbs\": %.1f, "
-              "\"quantize_gbs\": %.1f, \"quantize_vs_copy\": %.3f, \"dequantize_gbs\": %.1f, \"dequantize_vs_copy\": %.3f, "
-              "\"pull_blocks\": %d, \"pull_gbs\": %.1f, \"pull_vs_copy\": %.3f, \"widen_kernel\": \"%s\", "
-              "\"widen_ceiling_gbs\": %.1f, \"pull_ceiling_gbs\": %.1f}\n",
-              (long long)rows, (long long)n, r.copy_kernel_gbs, r.memcpy_gbs, r.quantize_gbs, r.quantize_gbs / ceil,
-              r.dequantize_gbs, r.dequantize_gbs / ceil, r.pull_blocks, r.pull_gbs, r.pull_gbs / ceil,
-              kernels::widen_kernel_name(widen), r.widen_ceiling_gbs,
-              r.pull_ceiling_gbs);
+  std::printf(
+      "DATA_JSON {\"rows\": %lld, \"n\": %lld, \"copy_kernel_gbs\": %.1f, \"memcpy_gbs\": %.1f, "
+      "\"quantize_gbs\": %.1f, \"quantize_vs_copy\": %.3f, \"dequantize_gbs\": %.1f, \"dequantize_vs_copy\": %.3f, "
+      "\"pull_blocks\": %d, \"pull_gbs\": %.1f, \"pull_vs_copy\": %.3f, \"widen_kernel\": \"%s\", "
+      "\"widen_ceiling_gbs\": %.1f, \"pull_ceiling_gbs\": %.1f}\n",
+      (long long)rows, (long long)n, r.copy_kernel_gbs, r.memcpy_gbs, r.quantize_gbs, r.quantize_gbs / ceil,
+      r.dequantize_gbs, r.dequantize_gbs / ceil, r.pull_blocks, r.pull_gbs, r.pull_gbs / ceil,
+      kernels::widen_kernel_name(widen), r.widen_ceiling_gbs, r.pull_ceiling_gbs);
   return 0;
 }
 
@@ -135,9 +140,9 @@ int cmd_selftest() {
   uint64_t first = 0;
   const std::vector<float> invs = {1.0f, 448.0f / 3.1f, 448.0f / 0.0123f, 0.37f};
   const uint64_t bad = kernels::fp8_conversion_selftest(invs, &first);
-  std::printf("SELFTEST_JSON {\"fp8_conversions\": \"%s\", \"inputs\": %llu, \"mismatches\": %llu, \"first\": \"0x%08llx\"}\n",
-              bad ? "FAIL" : "ok", (unsigned long long)(invs.size() << 32), (unsigned long long)bad,
-              (unsigned long long)first);
+  std::printf(
+      "SELFTEST_JSON {\"fp8_conversions\": \"%s\", \"inputs\": %llu, \"mismatches\": %llu, \"first\": \"0x%08llx\"}\n",
+      bad ? "FAIL" : "ok", (unsigned long long)(invs.size() << 32), (unsigned long long)bad, (unsigned long long)first);
   return bad ? 1 : 0;
 }
 
@@ -148,7 +153,9 @@ int main(int argc, char** argv) {
     const std::vector<std::string> a(argv + 1, argv + argc);
     auto num = [&](size_t i, int64_t def) { return a.size() > i ? std::atoll(a[i].c_str()) : def; };
     if (a.empty()) {
-      std::fprintf(stderr, "usage: gemmar_gpu_bench ceilings [GiB [M...]] | gemm M N K [QUANT] | data [ROWS N PULL] | selftest\n");
+      std::fprintf(
+          stderr,
+          "usage: gemmar_gpu_bench ceilings [GiB [M...]] | gemm M N K [QUANT] | data [ROWS N PULL] | selftest\n");
       return 2;
     }
     const kernels::KernelOptions ko = kernels::kernel_options_from_env();  // the variants, chosen once

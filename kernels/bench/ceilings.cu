@@ -19,7 +19,6 @@ __global__ void copy_kernel(uint4* __restrict__ dst, const uint4* __restrict__ s
 
 __global__ void empty_kernel() {}
 
-
 }  // namespace
 
 gpuError_t launch_copy_kernel(void* dst, const void* src, int64_t bytes, gpuStream_t s) {

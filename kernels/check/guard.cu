@@ -14,10 +14,10 @@ namespace {
 namespace nm = gemmar::numerics;
 
 constexpr int kColBlock = int(reference::kGuardColumnBlock);  // columns per row block
-constexpr int kVec = 8;                                      // columns per thread: one 16-byte bf16 load
-constexpr int kSumThreads = kColBlock / kVec;                // 128
-constexpr int kRowChunk = 128;                               // rows per block of the sums (S is a multiple)
-constexpr int kRowBatch = 4;                                 // rows loaded before any is summed: loads in flight
+constexpr int kVec = 8;                                       // columns per thread: one 16-byte bf16 load
+constexpr int kSumThreads = kColBlock / kVec;                 // 128
+constexpr int kRowChunk = 128;                                // rows per block of the sums (S is a multiple)
+constexpr int kRowBatch = 4;                                  // rows loaded before any is summed: loads in flight
 constexpr int kSumWarps = kSumThreads / GEMMAR_WARP_SIZE;
 
 struct SliceSources {
@@ -69,8 +69,8 @@ struct WireLoader {
 // col], sequential over rows); per row and column block, the row sums (blk[row * nb + b]: per thread its 8
 // columns in order, a fixed shuffle tree per warp, the warps in order).
 template <typename Loader>
-__global__ void __launch_bounds__(kSumThreads) guard_sums_kernel(Loader ld, int64_t n, int nb, float* col_part,
-                                                                 float* col_part_abs, float* blk, float* blk_abs) {
+__global__ void __launch_bounds__(kSumThreads)
+    guard_sums_kernel(Loader ld, int64_t n, int nb, float* col_part, float* col_part_abs, float* blk, float* blk_abs) {
   __shared__ float red[kSumWarps][kRowChunk];
   __shared__ float red_abs[kSumWarps][kRowChunk];
   const int b = blockIdx.x;
@@ -127,9 +127,10 @@ __global__ void __launch_bounds__(kSumThreads) guard_sums_kernel(Loader ld, int6
 }
 
 // Per slice and column: the chunks of the slice summed in order. Grid-stride over slices * n.
-__global__ void guard_finish_cols_kernel(const float* part, const float* part_abs, int64_t chunks_per_slice,
-                                         int slices, int64_t n, float* col, float* col_abs) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < slices * n; i += int64_t(gridDim.x) * blockDim.x) {
+__global__ void guard_finish_cols_kernel(const float* part, const float* part_abs, int64_t chunks_per_slice, int slices,
+                                         int64_t n, float* col, float* col_abs) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < slices * n;
+       i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t s = i / n, c = i % n;
     float v = 0, a = 0;
     for (int64_t k = 0; k < chunks_per_slice; ++k) {
@@ -169,8 +170,8 @@ __global__ void guard_scale_sum_kernel(const float* scale, int64_t rows, float* 
 // block, three scalar shared loads per two products) was bound by shared-memory instructions.
 constexpr int kPredRows = 128, kPredBlocks = 8, kPredK = 64, kPredPad = kPredK + 4;
 __global__ void __launch_bounds__(kPredRows)
-    guard_gemm_pred_kernel(const uint8_t* a, const float* a_scale, bool fnuz_half, const float* bsum,
-                           const float* babs, int64_t m, int64_t k, int nb, float* pred, float* pred_abs) {
+    guard_gemm_pred_kernel(const uint8_t* a, const float* a_scale, bool fnuz_half, const float* bsum, const float* babs,
+                           int64_t m, int64_t k, int nb, float* pred, float* pred_abs) {
   alignas(16) __shared__ float sa[kPredRows][kPredPad];
   alignas(16) __shared__ float sb[kPredBlocks][kPredK];
   alignas(16) __shared__ float sbabs[kPredBlocks][kPredK];
@@ -234,17 +235,17 @@ __global__ void __launch_bounds__(kPredRows)
 struct DeviceGuard::Impl {
   struct Rank {
     int dev = 0;
-    float *part = nullptr, *part_abs = nullptr;                 // [m / 128][n] scratch
+    float *part = nullptr, *part_abs = nullptr;                                        // [m / 128][n] scratch
     float *pcol = nullptr, *pcol_abs = nullptr, *ocol = nullptr, *ocol_abs = nullptr;  // [W][n]
     float *pblk = nullptr, *pblk_abs = nullptr, *oblk = nullptr, *oblk_abs = nullptr;  // [m][nb]
-    float *orow = nullptr, *orow_abs = nullptr;                 // [m]
-    float *wcol = nullptr, *wcol_abs = nullptr, *wscale = nullptr;  // [n], [n], [1]
-    float *pred = nullptr, *pred_abs = nullptr;                 // [m][nb]
-    float *bsum = nullptr, *babs = nullptr;                     // [nb][k]
+    float *orow = nullptr, *orow_abs = nullptr;                                        // [m]
+    float *wcol = nullptr, *wcol_abs = nullptr, *wscale = nullptr;                     // [n], [n], [1]
+    float *pred = nullptr, *pred_abs = nullptr;                                        // [m][nb]
+    float *bsum = nullptr, *babs = nullptr;                                            // [nb][k]
     bool has_weights = false;
     std::vector<float*> all() const {
-      return {part, part_abs, pcol, pcol_abs, ocol, ocol_abs, pblk, pblk_abs, oblk, oblk_abs,
-              orow, orow_abs, wcol, wcol_abs, wscale, pred, pred_abs, bsum, babs};
+      return {part, part_abs, pcol, pcol_abs, ocol,   ocol_abs, pblk,     pblk_abs, oblk, oblk_abs,
+              orow, orow_abs, wcol, wcol_abs, wscale, pred,     pred_abs, bsum,     babs};
     }
   };
   int W;
@@ -341,8 +342,8 @@ void DeviceGuard::enqueue(int rank, const GuardRankView& v, void* stream) {
   }
   if (rk.has_weights && v.a && g.passes.gemm) {
     const dim3 pg(unsigned(g.M / kPredRows), unsigned((g.nb + kPredBlocks - 1) / kPredBlocks));
-    guard_gemm_pred_kernel<<<pg, kPredRows, 0, s>>>(v.a, v.a_scale, v.a_fnuz_half, rk.bsum, rk.babs,
-                                                                  g.M, g.K, g.nb, rk.pred, rk.pred_abs);
+    guard_gemm_pred_kernel<<<pg, kPredRows, 0, s>>>(v.a, v.a_scale, v.a_fnuz_half, rk.bsum, rk.babs, g.M, g.K, g.nb,
+                                                    rk.pred, rk.pred_abs);
   }
   GPU_CHECK(gpuGetLastError());
 }

@@ -70,9 +70,9 @@ __global__ void __launch_bounds__(kCompareThreads) output_compare_kernel(OutputC
   }
   for (int64_t col = threadIdx.x; col < a.n; col += blockDim.x) {
     const uint16_t reduced = nm::f32_to_bf16(reduce_at(a, owner, srow, col));
-    const uint16_t wire = a.fp8_wire
-                              ? nm::wire_dequantize(nm::quantize_scaled(nm::bf16_to_f32(reduced), inv, false), scale, false)
-                              : reduced;
+    const uint16_t wire =
+        a.fp8_wire ? nm::wire_dequantize(nm::quantize_scaled(nm::bf16_to_f32(reduced), inv, false), scale, false)
+                   : reduced;
     for (int r = 0; r < a.world; ++r) judge(a, counts, r, row, col, r == owner ? reduced : wire);
   }
   __syncthreads();

@@ -5,8 +5,8 @@
 namespace gemmar::kernels::dev {
 namespace {
 
-__global__ void __launch_bounds__(kThreads) reduce_kernel(SlotSet slots, int owner, int world, int64_t n,
-                                                          uint16_t* out, uint8_t* q_out, float* q_scale) {
+__global__ void __launch_bounds__(kThreads)
+    reduce_kernel(SlotSet slots, int owner, int world, int64_t n, uint16_t* out, uint8_t* q_out, float* q_scale) {
   const int64_t row = blockIdx.x;
   const int64_t nv = n / 8;
   uint16_t* orow = out + row * n;

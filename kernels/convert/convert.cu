@@ -14,8 +14,8 @@ constexpr int kQuantVecs = 8;  // 16-byte vectors per thread held in registers: 
 // One row per block, read once: the row stays in registers (kQuantVecs x 16 B per thread) across the block's
 // NaN-propagating amax, then is scaled and narrowed from there. Rows wider than 8192 columns take the
 // two-pass quantize_row.
-__global__ void __launch_bounds__(kQuantThreads) quantize_kernel(const uint16_t* in, int64_t n, uint8_t* q_out,
-                                                                 float* q_scale) {
+__global__ void __launch_bounds__(kQuantThreads)
+    quantize_kernel(const uint16_t* in, int64_t n, uint8_t* q_out, float* q_scale) {
   const int64_t row = blockIdx.x;
   const uint16_t* rp = in + row * n;
   const int nv = int(n / 8);
@@ -160,8 +160,7 @@ __global__ void fp8_selftest_kernel(uint64_t begin, uint64_t count, float inv, u
 
 }  // namespace
 
-gpuError_t launch_quantize(const uint16_t* in, int64_t rows, int64_t n, uint8_t* q_out, float* q_scale,
-                           gpuStream_t s) {
+gpuError_t launch_quantize(const uint16_t* in, int64_t rows, int64_t n, uint8_t* q_out, float* q_scale, gpuStream_t s) {
   quantize_kernel<<<unsigned(rows), kQuantThreads, 0, s>>>(in, n, q_out, q_scale);
   return gpuGetLastError();
 }
@@ -185,10 +184,18 @@ gpuError_t launch_widen(const Fp8Sources& src, int count, int64_t rows, int64_t 
   if (int64_t(count) * rows >= (int64_t(1) << 31) || n >= (int64_t(1) << 31) || n % 16 != 0)
     return gpuErrorInvalidValue;
   switch (kind) {
-    case WidenKernel::Hw16: launch_widen_kind<kWidenHw16>(src, count, rows, n, blocks, s); break;
-    case WidenKernel::Int16: launch_widen_kind<kWidenInt16>(src, count, rows, n, blocks, s); break;
-    case WidenKernel::Ceiling: launch_widen_kind<kWidenCeiling>(src, count, rows, n, blocks, s); break;
-    case WidenKernel::Int8: launch_widen_kind<kWidenInt8>(src, count, rows, n, blocks, s); break;
+    case WidenKernel::Hw16:
+      launch_widen_kind<kWidenHw16>(src, count, rows, n, blocks, s);
+      break;
+    case WidenKernel::Int16:
+      launch_widen_kind<kWidenInt16>(src, count, rows, n, blocks, s);
+      break;
+    case WidenKernel::Ceiling:
+      launch_widen_kind<kWidenCeiling>(src, count, rows, n, blocks, s);
+      break;
+    case WidenKernel::Int8:
+      launch_widen_kind<kWidenInt8>(src, count, rows, n, blocks, s);
+      break;
   }
   return gpuGetLastError();
 }

@@ -68,7 +68,7 @@ __device__ void quantize_row(const uint16_t* in, int64_t n, uint8_t* q, float* s
 // Any NaN code (S.1111.111) becomes 0x7f: satfinite never yields 0x7f/0xff for a number, so a byte whose low
 // 7 bits are all ones was a NaN, and only its sign bit must go.
 [[maybe_unused]] __device__ __forceinline__ uint32_t canon_nan_e4m3x4(uint32_t w) {
-  const uint32_t t = (w & 0x7f7f7f7fu) ^ 0x7f7f7f7fu;  // zero byte <=> NaN code
+  const uint32_t t = (w & 0x7f7f7f7fu) ^ 0x7f7f7f7fu;                         // zero byte <=> NaN code
   const uint32_t z = ~(((t & 0x7f7f7f7fu) + 0x7f7f7f7fu) | t | 0x7f7f7f7fu);  // 0x80 in exactly the zero bytes
   return w & ~z;
 }

@@ -1,5 +1,5 @@
-// Fault injection on the device: the straggler delay, the no-release pattern over what a gather landed, the poison count, the scale
-// perturbation, the fnuz recode and the flipped bit (common/faults.cpp lists what each one models).
+// Fault injection on the device: the straggler delay, the no-release pattern over what a gather landed, the poison
+// count, the scale perturbation, the fnuz recode and the flipped bit (common/faults.cpp lists what each one models).
 #include "kernels/device_common.cuh"
 #include "reference/no_release_pattern.hpp"
 
@@ -16,9 +16,9 @@ __global__ void straggle_spin_kernel(const float* delays_us, int idx) {
   gemmar::gpu::spin_for_us(us);
 }
 
-__global__ void __launch_bounds__(kThreads) no_release_kernel(NoReleaseSet set, int count, int receiver, uint64_t seed,
-                                                              uint64_t threshold, int64_t slice_rows, int64_t n,
-                                                              bool fp8) {
+__global__ void __launch_bounds__(kThreads)
+    no_release_kernel(NoReleaseSet set, int count, int receiver, uint64_t seed, uint64_t threshold, int64_t slice_rows,
+                      int64_t n, bool fp8) {
   const int64_t elem_bytes = fp8 ? 1 : 2;
   const int64_t lines = n * elem_bytes / no_release::kLineBytes;
   const int64_t per_src = slice_rows * lines;
@@ -67,9 +67,12 @@ __global__ void fp8_recode_kernel(uint8_t* x, int64_t elems, bool zero_negzero_o
       continue;
     }
     uint32_t out;
-    if (mag == 0) out = 0;
-    else if ((mag >> 3) == 0) out = sign | (mag * 2u);
-    else out = sign | (mag + 8u > 0x7fu ? 0x7fu : mag + 8u);
+    if (mag == 0)
+      out = 0;
+    else if ((mag >> 3) == 0)
+      out = sign | (mag * 2u);
+    else
+      out = sign | (mag + 8u > 0x7fu ? 0x7fu : mag + 8u);
     x[i] = uint8_t(out);
   }
 }

@@ -13,12 +13,12 @@
 namespace gemmar::kernels::dev {
 namespace {
 
-constexpr int kLds = kBlockK + 16;           // smem row stride (bytes): 16 B pad keeps ldmatrix conflict-free
-constexpr int kTileBytes = kBlockM * kLds;   // one 128 x 128 fp8 tile (+pad)
+constexpr int kLds = kBlockK + 16;          // smem row stride (bytes): 16 B pad keeps ldmatrix conflict-free
+constexpr int kTileBytes = kBlockM * kLds;  // one 128 x 128 fp8 tile (+pad)
 #if defined(GEMMAR_GPU_HIP)
-constexpr int kStages = 1;                   // gfx942 has 64 KiB of LDS per workgroup
+constexpr int kStages = 1;  // gfx942 has 64 KiB of LDS per workgroup
 #else
-constexpr int kStages = 3;                   // cp.async pipeline depth
+constexpr int kStages = 3;  // cp.async pipeline depth
 #endif
 constexpr int kGemmSmem = kStages * 2 * kTileBytes;
 
@@ -91,15 +91,12 @@ __device__ __forceinline__ void sm89_load_stage(const BlockscaleTile& t, uint8_t
   for (int i = 0; i < 4; ++i) {
     const int c = tid + i * kThreads;
     const int row = c >> 3, col16 = c & 7;
-    gpu::cp_async_16(sa + row * kLds + col16 * 16,
-                     t.A + (t.m0 + row) * t.K + int64_t(kb) * kBlockK + col16 * 16);
-    gpu::cp_async_16(sbm + row * kLds + col16 * 16,
-                     t.B + (t.n0 + row) * t.K + int64_t(kb) * kBlockK + col16 * 16);
+    gpu::cp_async_16(sa + row * kLds + col16 * 16, t.A + (t.m0 + row) * t.K + int64_t(kb) * kBlockK + col16 * 16);
+    gpu::cp_async_16(sbm + row * kLds + col16 * 16, t.B + (t.n0 + row) * t.K + int64_t(kb) * kBlockK + col16 * 16);
   }
 }
 
-__device__ __forceinline__ void sm89_mma_block(int tid, const uint8_t* sa, const uint8_t* sbm,
-                                               BlockscaleAcc& blk) {
+__device__ __forceinline__ void sm89_mma_block(int tid, const uint8_t* sa, const uint8_t* sbm, BlockscaleAcc& blk) {
   const int warp = tid / 32, lane = tid % 32;
   const int wm = warp / 4, wn = warp % 4;
 #pragma unroll
@@ -113,12 +110,12 @@ __device__ __forceinline__ void sm89_mma_block(int tid, const uint8_t* sa, const
     uint32_t af[4][4], bfr[2][4];
 #pragma unroll
     for (int mt = 0; mt < 4; ++mt)
-      gpu::ldmatrix_x4(af[mt], sa + (wm * 64 + mt * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * kLds + kk * 32 +
-                                   (lane >> 4) * 16);
+      gpu::ldmatrix_x4(
+          af[mt], sa + (wm * 64 + mt * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * kLds + kk * 32 + (lane >> 4) * 16);
 #pragma unroll
     for (int np = 0; np < 2; ++np)
-      gpu::ldmatrix_x4(bfr[np], sbm + (wn * 32 + np * 16 + (lane & 7) + (lane >> 4) * 8) * kLds + kk * 32 +
-                                    ((lane >> 3) & 1) * 16);
+      gpu::ldmatrix_x4(
+          bfr[np], sbm + (wn * 32 + np * 16 + (lane & 7) + (lane >> 4) * 8) * kLds + kk * 32 + ((lane >> 3) & 1) * 16);
 #pragma unroll
     for (int mt = 0; mt < 4; ++mt)
 #pragma unroll
@@ -150,8 +147,7 @@ __device__ __forceinline__ void sm89_promote(const BlockscaleTile& t, int kb, co
 }
 
 // kStages-deep cp.async ring: stage kb + kStages - 1 is in flight while K block kb is multiplied.
-__device__ __forceinline__ void blockscale_main_loop(const BlockscaleTile& t, uint8_t* smem,
-                                                     BlockscaleAcc& total) {
+__device__ __forceinline__ void blockscale_main_loop(const BlockscaleTile& t, uint8_t* smem, BlockscaleAcc& total) {
 #pragma unroll
   for (int i = 0; i < 4; ++i)
 #pragma unroll
@@ -203,8 +199,7 @@ __device__ __forceinline__ int64_t mfma_acc_row(int64_t m0, int wm, int mt, int 
   return m0 + wm * 64 + mt * 32 + 8 * (e / 4) + 4 * (lane / 32) + (e % 4);
 }
 
-__device__ __forceinline__ void mfma_mma_block(int tid, const uint8_t* sa, const uint8_t* sbm,
-                                               BlockscaleAcc& blk) {
+__device__ __forceinline__ void mfma_mma_block(int tid, const uint8_t* sa, const uint8_t* sbm, BlockscaleAcc& blk) {
   const int wave = tid / 64, lane = tid % 64;
   const int wm = wave / 2, wn = wave % 2;
 #pragma unroll
@@ -218,12 +213,11 @@ __device__ __forceinline__ void mfma_mma_block(int tid, const uint8_t* sa, const
     long af[2], bfr[2];
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt)
-      af[mt] = *reinterpret_cast<const long*>(sa + (wm * 64 + mt * 32 + lane % 32) * kLds + ks * 16 +
-                                              (lane / 32) * 8);
+      af[mt] = *reinterpret_cast<const long*>(sa + (wm * 64 + mt * 32 + lane % 32) * kLds + ks * 16 + (lane / 32) * 8);
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt)
-      bfr[nt] = *reinterpret_cast<const long*>(sbm + (wn * 64 + nt * 32 + lane % 32) * kLds + ks * 16 +
-                                               (lane / 32) * 8);
+      bfr[nt] =
+          *reinterpret_cast<const long*>(sbm + (wn * 64 + nt * 32 + lane % 32) * kLds + ks * 16 + (lane / 32) * 8);
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
@@ -247,8 +241,7 @@ __device__ __forceinline__ void mfma_promote(const BlockscaleTile& t, int kb, co
     }
 }
 
-__device__ __forceinline__ void blockscale_main_loop(const BlockscaleTile& t, uint8_t* smem,
-                                                     BlockscaleAcc& total) {
+__device__ __forceinline__ void blockscale_main_loop(const BlockscaleTile& t, uint8_t* smem, BlockscaleAcc& total) {
   uint8_t* sa = smem;
   uint8_t* sbm = smem + kTileBytes;
 #pragma unroll
@@ -287,8 +280,7 @@ __device__ __forceinline__ void blockscale_store_tile(const BlockscaleTile& t, u
 #else  // scalar fallback: each thread owns an 8 x 8 block of the tile
 using BlockscaleAcc = float[8][8];
 
-__device__ __forceinline__ void simt_dot_block(int tid, const uint8_t* sa, const uint8_t* sbm,
-                                               BlockscaleAcc& blk) {
+__device__ __forceinline__ void simt_dot_block(int tid, const uint8_t* sa, const uint8_t* sbm, BlockscaleAcc& blk) {
   const int ty = tid / 16, tx = tid % 16;
   for (int i = 0; i < 8; ++i)
     for (int j = 0; j < 8; ++j) blk[i][j] = 0.0f;
@@ -301,8 +293,7 @@ __device__ __forceinline__ void simt_dot_block(int tid, const uint8_t* sa, const
   }
 }
 
-__device__ __forceinline__ void blockscale_main_loop(const BlockscaleTile& t, uint8_t* smem,
-                                                     BlockscaleAcc& total) {
+__device__ __forceinline__ void blockscale_main_loop(const BlockscaleTile& t, uint8_t* smem, BlockscaleAcc& total) {
   uint8_t* sa = smem;
   uint8_t* sbm = smem + kTileBytes;
   const int ty = t.tid / 16;
@@ -339,9 +330,9 @@ __device__ __forceinline__ void blockscale_epilogue(const BlockscaleTile& t, con
 }
 
 __global__ void __launch_bounds__(kThreads, 1)
-    gemm_blockscale_kernel(const uint8_t* __restrict__ A, const uint8_t* __restrict__ B,
-                           const float* __restrict__ SA, const float* __restrict__ SB, int64_t M, int64_t N,
-                           int64_t K, int64_t m_begin, GemmDest dest) {
+    gemm_blockscale_kernel(const uint8_t* __restrict__ A, const uint8_t* __restrict__ B, const float* __restrict__ SA,
+                           const float* __restrict__ SB, int64_t M, int64_t N, int64_t K, int64_t m_begin,
+                           GemmDest dest) {
   extern __shared__ __align__(16) uint8_t smem[];
   (void)N;
   const int64_t n0 = int64_t(blockIdx.x) * kBlockN;
@@ -404,8 +395,10 @@ bool cached_map(gpuTensorMap* map, const void* base, int64_t rows, int64_t cols,
                            : encode_scale_map(map, static_cast<const float*>(base), rows, cols, uint32_t(-kind));
   if (!ok) return false;
   const Entry e{base, rows, cols, kind, *map};
-  if (cache.size() < 256) cache.push_back(e);
-  else cache[next++ % cache.size()] = e;
+  if (cache.size() < 256)
+    cache.push_back(e);
+  else
+    cache[next++ % cache.size()] = e;
   return true;
 }
 bool make_tile_map(gpuTensorMap* map, const uint8_t* base, int64_t rows, int64_t k, int box_rows = 128) {
@@ -445,15 +438,14 @@ gpuError_t launch_tma_gemm(Kern kern, int smem, const GemmOperands& op, int64_t 
 }  // namespace
 #endif
 
-gpuError_t launch_gemm(GemmKernel variant, const GemmOperands& op, int64_t m_begin, int64_t m_end,
-                       const GemmDest& dest, gpuStream_t s) {
+gpuError_t launch_gemm(GemmKernel variant, const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest,
+                       gpuStream_t s) {
   if (op.quant == Quant::Blockscale) return launch_gemm_blockscale(variant, op, m_begin, m_end, dest, s);
   return launch_gemm_quant(op, m_begin, m_end, dest, s);
 }
 
 gpuError_t launch_gemm_blockscale(GemmKernel variant, const GemmOperands& op, int64_t m_begin, int64_t m_end,
-                                  const GemmDest& dest,
-                                  gpuStream_t s) {
+                                  const GemmDest& dest, gpuStream_t s) {
   if (op.quant != Quant::Blockscale) return gpuErrorInvalidValue;
   const uint8_t *a = op.a, *b = op.b;
   const float *a_scale = op.a_scale, *b_scale = op.b_scale;
@@ -475,7 +467,8 @@ gpuError_t launch_gemm_blockscale(GemmKernel variant, const GemmOperands& op, in
   if (kind != GemmKernel::Mma) {
     static bool wattr_set[kMaxWorld] = {};
     if (!wattr_set[devno]) {
-      const gpuError_t e = gpuFuncSetAttribute(gemm_wgmma_kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, kWgmmaSmem);
+      const gpuError_t e =
+          gpuFuncSetAttribute(gemm_wgmma_kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, kWgmmaSmem);
       if (e != gpuSuccess) return e;
       wattr_set[devno] = true;
     }
@@ -484,7 +477,8 @@ gpuError_t launch_gemm_blockscale(GemmKernel variant, const GemmOperands& op, in
     if (!make_tile_map(&ta, a, m, k) || !make_tile_map(&tb, b, n, k)) return gpuErrorInvalidValue;
     const int64_t tiles = ((m_end - m_begin) / kBlockM) * (n / kBlockN);
     const int grid = int(std::min<int64_t>(tiles, sm_count_cached()));
-    gemm_wgmma_kernel<<<unsigned(grid), kWThreads, kWgmmaSmem, s>>>(ta, tb, a_scale, b_scale, m, n, k, m_begin, m_end, dest);
+    gemm_wgmma_kernel<<<unsigned(grid), kWThreads, kWgmmaSmem, s>>>(ta, tb, a_scale, b_scale, m, n, k, m_begin, m_end,
+                                                                    dest);
     return gpuGetLastError();
   }
 #endif

@@ -17,8 +17,8 @@ namespace {
 namespace nm = gemmar::numerics;
 
 constexpr int kQThreads = 256;
-constexpr int kQTile = 128;  // rows of A and of B per CTA
-constexpr int kQK = 32;      // K step: one mxfp8 block
+constexpr int kQTile = 128;     // rows of A and of B per CTA
+constexpr int kQK = 32;         // K step: one mxfp8 block
 constexpr int kQLds = kQK + 1;  // fp32 row stride of the decoded stage: odd, so column reads spread over banks
 
 template <bool kMx>
@@ -108,8 +108,7 @@ __global__ void __launch_bounds__(kQThreads)
 #pragma unroll
     for (int i = 0; i < 8; ++i)
 #pragma unroll
-      for (int j = 0; j < 8; ++j)
-        C[(m0 + ty + 16 * i) * dest.ldd + n0 + tx + 16 * j] = nm::f32_to_bf16(total[i][j]);
+      for (int j = 0; j < 8; ++j) C[(m0 + ty + 16 * i) * dest.ldd + n0 + tx + 16 * j] = nm::f32_to_bf16(total[i][j]);
   }
   __syncthreads();
   if (tid == 0 && dest.counters) {

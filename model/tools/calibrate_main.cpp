@@ -28,10 +28,14 @@ Args parse(int argc, char** argv) {
     const std::string opt = argv[i];
     if (i + 1 >= argc) throw UsageError(opt + ": needs a value");
     const std::string val = argv[++i];
-    if (opt == "--data") a.data = val;
-    else if (opt == "--profile") a.profile = val;
-    else if (opt == "--write-profile") a.write_profile = val;
-    else throw UsageError(opt + ": unknown option (--data DIR, --profile NAME|FILE, --write-profile FILE)");
+    if (opt == "--data")
+      a.data = val;
+    else if (opt == "--profile")
+      a.profile = val;
+    else if (opt == "--write-profile")
+      a.write_profile = val;
+    else
+      throw UsageError(opt + ": unknown option (--data DIR, --profile NAME|FILE, --write-profile FILE)");
   }
   if (a.data.empty()) throw UsageError("--data: required (the tests/data directory)");
   return a;
@@ -72,9 +76,10 @@ void print_table(const std::vector<model::LooRow>& rows, const model::FitResult&
     if (p.scored && p.phase.empty()) worst = std::max(worst, std::fabs(r.loo_error)), ++scored;
     if (p.scored && !p.phase.empty()) worst_phase = std::max(worst_phase, std::fabs(r.loo_error));
   }
-  std::printf("\nWorst leave-one-out error: %.2f%% over the %d scored standalone totals, %.2f%% over the in-server "
-              "phases (%zu points in the fit); fit rms %.2f%%.\n\n",
-              100 * worst, scored, 100 * worst_phase, rows.size(), 100 * fit.rms_log_error);
+  std::printf(
+      "\nWorst leave-one-out error: %.2f%% over the %d scored standalone totals, %.2f%% over the in-server "
+      "phases (%zu points in the fit); fit rms %.2f%%.\n\n",
+      100 * worst, scored, 100 * worst_phase, rows.size(), 100 * fit.rms_log_error);
   std::printf("| fitted parameter | value |\n|---|---:|\n");
   for (const auto& fp : model::default_fit_parameters())
     std::printf("| %s | %.5g |\n", fp.path.c_str(), fit.profile.source[model::value_pointer(fp.path)].get<double>());

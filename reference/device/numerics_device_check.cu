@@ -78,13 +78,15 @@ int main() {
     const Out& d = dev[i];
     const bool same = h.fn == d.fn && h.fnuz == d.fnuz && h.wq == d.wq && h.bf == d.bf && h.wdq == d.wdq &&
                       h.dec_fn == d.dec_fn && h.dec_fnuz == d.dec_fnuz &&
-                      (h.acc == d.acc || (is_nan_f32(bits_f32(h.acc)) && is_nan_f32(bits_f32(d.acc))));  // fp32 NaN payloads may differ
+                      (h.acc == d.acc ||
+                       (is_nan_f32(bits_f32(h.acc)) && is_nan_f32(bits_f32(d.acc))));  // fp32 NaN payloads may differ
     if (!same) {
       if (bad < 8)
-        std::printf("mismatch at %u (x bits %08x): fn %02x/%02x fnuz %02x/%02x bf %04x/%04x wq %02x/%02x wdq %04x/%04x "
-                    "dec %08x/%08x %08x/%08x acc %08x/%08x\n",
-                    i, f32_bits(x[i]), h.fn, d.fn, h.fnuz, d.fnuz, h.bf, d.bf, h.wq, d.wq, h.wdq, d.wdq, h.dec_fn,
-                    d.dec_fn, h.dec_fnuz, d.dec_fnuz, h.acc, d.acc);
+        std::printf(
+            "mismatch at %u (x bits %08x): fn %02x/%02x fnuz %02x/%02x bf %04x/%04x wq %02x/%02x wdq %04x/%04x "
+            "dec %08x/%08x %08x/%08x acc %08x/%08x\n",
+            i, f32_bits(x[i]), h.fn, d.fn, h.fnuz, d.fnuz, h.bf, d.bf, h.wq, d.wq, h.wdq, d.wdq, h.dec_fn, d.dec_fn,
+            h.dec_fnuz, d.dec_fnuz, h.acc, d.acc);
       ++bad;
     }
   }

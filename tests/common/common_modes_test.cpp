@@ -30,7 +30,7 @@ TEST(CommonModes, ScaleGeometryMatchesTheSpec) {
   const ScaleBlock& bb = scale_block(Quant::Blockscale, true);
   EXPECT_EQ(scale_count(ba, 256, 2048), 16 * 256);
   EXPECT_EQ(scale_index(ba, 256, 2048, 5, 300), (300 / 128) * 256 + 5);  // column-major [K/128, M]
-  EXPECT_EQ(scale_count(bb, 1000, 2048), 8 * 16);                       // rows rounded up to 128
+  EXPECT_EQ(scale_count(bb, 1000, 2048), 8 * 16);                        // rows rounded up to 128
   EXPECT_EQ(scale_index(bb, 1024, 2048, 300, 700), (300 / 128) * 16 + 700 / 128);
   const ScaleBlock& p = scale_block(Quant::Ptpc, true);
   EXPECT_EQ(scale_count(p, 1024, 2048), 1024);
@@ -64,9 +64,10 @@ nlohmann::json cxx_tables() {
 TEST(CommonModes, PythonMirrorEqualsTheTable) {
   if (std::system("/usr/bin/python3 -c 'import json' >/dev/null 2>&1") != 0) GTEST_SKIP() << "no /usr/bin/python3";
   const fs::path py = fs::path(GEMMAR_TEST_DATA_DIR).parent_path().parent_path() / "python";
-  const std::string cmd = "/usr/bin/python3 -c 'import json, sys; sys.path.insert(0, sys.argv[1]); import gemmar_dump "
-                          "as g; print(json.dumps({\"modes\": g.MODES, \"quants\": g.QUANTS}))' '" +
-                          py.string() + "'";
+  const std::string cmd =
+      "/usr/bin/python3 -c 'import json, sys; sys.path.insert(0, sys.argv[1]); import gemmar_dump "
+      "as g; print(json.dumps({\"modes\": g.MODES, \"quants\": g.QUANTS}))' '" +
+      py.string() + "'";
   std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
   ASSERT_TRUE(p);
   std::string text;

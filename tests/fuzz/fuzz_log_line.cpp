@@ -28,7 +28,8 @@ GEMMAR_FUZZ_TARGET(log_line) {
     std::istringstream in(text);
     LogReadOptions opt;
     opt.max_line_bytes = 512;
-    read_log(in, "fuzz", [&](LogEntry&& e) { roundtrip(e); }, opt);
+    read_log(
+        in, "fuzz", [&](LogEntry&& e) { roundtrip(e); }, opt);
   });
   return 0;
 }

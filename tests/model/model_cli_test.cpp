@@ -55,8 +55,9 @@ TEST(ModelCli, HumanTableListsPhasesAndLowerBound) {
 }
 
 TEST(ModelCli, SweepJsonHasPointsAndOptimumBand) {
-  const auto r = run("model sweep --param pull-blocks --values 16,32,64,128,512 --gather-dtype fp8 "
-                     "--gather-transport lsa --json");
+  const auto r =
+      run("model sweep --param pull-blocks --values 16,32,64,128,512 --gather-dtype fp8 "
+          "--gather-transport lsa --json");
   ASSERT_EQ(r.rc, 0);
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j.at("points").size(), 5u);

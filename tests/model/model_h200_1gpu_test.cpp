@@ -121,7 +121,8 @@ TEST(ModelH200OneGpu, TheGemmTermIsTheMeasuredVendorCeiling) {
 // The 2026-12-02 runs (the mma.sync GEMM at ~0.2x cuBLASLt, the two-pass quantize and the software widen):
 // against a model built from the hardware every one of them is SLOWER_THAN_MODEL, none is below the physical
 // lower bound, and the phases the hardware alone sets (copy-engine legs, the reduce at the copy ceiling) still
-// match their terms. The old profile, calibrated on those kernels, passed them all: that was the bug the hardware model fixes.
+// match their terms. The old profile, calibrated on those kernels, passed them all: that was the bug the hardware model
+// fixes.
 TEST(ModelH200OneGpu, TheOldKernelsAreSlowerThanTheHardwareModel) {
   const auto prof = model::load_profile("h200-1gpu");
   const auto runs = all_clean_runs();

@@ -53,7 +53,8 @@ TEST(ModelPhysics, MIsPaddedToWorldTimesBlockM) {
   a.m = 16384 - 1000;  // pads up to 16384 (8 * 128 divides it)
   Config split;
   split.mode = Mode::SplitSdma;
-  EXPECT_EQ(find(model::predict(prof, a, split), "scatter").bytes, find(model::predict(prof, b, split), "scatter").bytes);
+  EXPECT_EQ(find(model::predict(prof, a, split), "scatter").bytes,
+            find(model::predict(prof, b, split), "scatter").bytes);
 }
 
 TEST(ModelPhysics, TotalIsMonotonicInM) {

@@ -68,7 +68,8 @@ TEST(ModelProfile, LoadsFromAFileAndTheFileDrivesThePrediction) {
   const auto path = write_temp(doc, "slow");
   const auto slow = model::load_profile(path);
   EXPECT_EQ(slow.name, "mi355x-slow-links");
-  EXPECT_GT(model::predict(slow, Shape{}, Config{}).total_us, model::predict(model::load_profile("mi355x"), Shape{}, Config{}).total_us);
+  EXPECT_GT(model::predict(slow, Shape{}, Config{}).total_us,
+            model::predict(model::load_profile("mi355x"), Shape{}, Config{}).total_us);
   std::filesystem::remove(path);
 }
 
@@ -123,7 +124,8 @@ TEST(ModelProfile, OneDeviceProfileNeedsTheMeasuredCopyRates) {
   json doc = model::load_profile("h200-1gpu").source;
   doc["copy_engine"].erase("d2d_gbps");
   const auto path = write_temp(doc, "nod2d");
-  EXPECT_NE(error_of([&] { model::load_profile(path); }).find("copy_engine.d2d_gbps: missing field"), std::string::npos);
+  EXPECT_NE(error_of([&] { model::load_profile(path); }).find("copy_engine.d2d_gbps: missing field"),
+            std::string::npos);
   std::filesystem::remove(path);
 }
 

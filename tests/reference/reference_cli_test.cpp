@@ -1,11 +1,11 @@
 // `gemmar reference ...` end to end through the binary: JSON on stdout, exit 2 naming the option on bad input.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <array>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <sys/wait.h>
 
 #include "support/cli.hpp"
 

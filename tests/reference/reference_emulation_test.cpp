@@ -50,7 +50,8 @@ double view_rel_l2(const Bf16Outputs& o) {
 }  // namespace
 
 TEST(Emulation, EveryModeOnTheBf16WireEqualsTheStraightforwardSumBitForBit) {
-  const std::vector<uint16_t> want = straightforward_sum(kShape, Quant::Blockscale, partials().rows, partials().partials);
+  const std::vector<uint16_t> want =
+      straightforward_sum(kShape, Quant::Blockscale, partials().rows, partials().partials);
   for (Mode m : {Mode::SplitSdma, Mode::FusedSdma, Mode::SplitLsa, Mode::FusedLsa})
     for (Transport t : {Transport::Sdma, Transport::Lsa}) {
       const Bf16Outputs out = run(make_config(m, WireDtype::Bf16, t));
@@ -70,7 +71,8 @@ TEST(Emulation, GemmOnlyOutputsTheLocalBf16Partial) {
 }
 
 TEST(Emulation, Fp8WireSdmaAndLsaAreIdenticalAndOwnerRowsAreNeverQuantized) {
-  const std::vector<uint16_t> bf16 = straightforward_sum(kShape, Quant::Blockscale, partials().rows, partials().partials);
+  const std::vector<uint16_t> bf16 =
+      straightforward_sum(kShape, Quant::Blockscale, partials().rows, partials().partials);
   const Bf16Outputs sdma = run(make_config(Mode::FusedSdma, WireDtype::Fp8, Transport::Sdma));
   Config fused_q = make_config(Mode::FusedSdma, WireDtype::Fp8, Transport::Sdma);
   fused_q.fuse_quantize = true;
@@ -88,8 +90,9 @@ TEST(Emulation, Fp8WireSdmaAndLsaAreIdenticalAndOwnerRowsAreNeverQuantized) {
   for (int r = 0; r < kShape.world; ++r) {
     EXPECT_EQ(fq[size_t(r)].size(), sdma[size_t(r)].size());
     for (size_t i = 0; i < partials().rows.size(); ++i)
-      fq_rows_differ += !std::equal(fq[size_t(r)].begin() + long(i) * kShape.n, fq[size_t(r)].begin() + long(i + 1) * kShape.n,
-                                    sdma[size_t(r)].begin() + long(i) * kShape.n);
+      fq_rows_differ +=
+          !std::equal(fq[size_t(r)].begin() + long(i) * kShape.n, fq[size_t(r)].begin() + long(i + 1) * kShape.n,
+                      sdma[size_t(r)].begin() + long(i) * kShape.n);
   }
   EXPECT_GT(fq_rows_differ, 0);
   EXPECT_LT(fq_rows_differ, int64_t(kShape.world) * int64_t(partials().rows.size()));
@@ -178,7 +181,8 @@ TEST(EmulationFaults, SilentPutsOnBothLegsLeaveEachRankItsLocalPartial) {
   f.silent_scatter = f.silent_gather = true;
   const Bf16Outputs out = run(make_config(Mode::FusedSdma, WireDtype::Bf16, Transport::Sdma), f);
   for (int r = 0; r < kShape.world; ++r)
-    for (size_t i = 0; i < out[0].size(); i += 101) ASSERT_EQ(out[size_t(r)][i], to_bf16(partials().partials[size_t(r)][i]));
+    for (size_t i = 0; i < out[0].size(); i += 101)
+      ASSERT_EQ(out[size_t(r)][i], to_bf16(partials().partials[size_t(r)][i]));
   const double e = view_rel_l2(out);
   EXPECT_NEAR(e, std::sqrt(7.0 / 8.0), 0.04);
   // One leg silent is as visible; lsa gathers are CU loads and are not affected by silent copy-engine puts.
@@ -221,8 +225,8 @@ TEST(EmulationFaults, NoReleaseGivesAPerRankErrorAroundOneHundredth) {
     lo = std::min(lo, r.value);
     hi = std::max(hi, r.value);
   }
-  EXPECT_GT(lo, 3e-3);   // every rank above the bf16 floor
-  EXPECT_LT(hi, 8e-2);   // but nowhere near a missing slice
+  EXPECT_GT(lo, 3e-3);      // every rank above the bf16 floor
+  EXPECT_LT(hi, 8e-2);      // but nowhere near a missing slice
   EXPECT_GT(hi / lo, 1.1);  // different per rank
 }
 
@@ -268,7 +272,8 @@ TEST(RelL2, SampledAgreesWithFullWithinItsStandardError) {
   for (int64_t row : rows) {
     for (size_t r = 0; r < out.size(); ++r)
       sub[r].insert(sub[r].end(), out[r].begin() + row * kShape.n, out[r].begin() + (row + 1) * kShape.n);
-    ref.insert(ref.end(), partials().reference.begin() + row * kShape.n, partials().reference.begin() + (row + 1) * kShape.n);
+    ref.insert(ref.end(), partials().reference.begin() + row * kShape.n,
+               partials().reference.begin() + (row + 1) * kShape.n);
   }
   const RelL2 s = all_views_rel_l2(kShape, Quant::Blockscale, rows, sub, ref);
   EXPECT_GT(s.stderr_, 0.0);
@@ -385,7 +390,8 @@ TEST(EmulationIterations, StaleReplayLeavesThePreviousPartialInTheLatePutsUnland
     const int owner = int(row / S), late = (owner + 1) % 8;
     if (row - owner * S >= 64)
       for (int64_t col = 0; col < kShape.n; ++col)
-        mixed[size_t(late)][i * size_t(kShape.n) + size_t(col)] = partials().partials[size_t(late)][i * size_t(kShape.n) + size_t(col)];
+        mixed[size_t(late)][i * size_t(kShape.n) + size_t(col)] =
+            partials().partials[size_t(late)][i * size_t(kShape.n) + size_t(col)];
   }
   // The owner's reduce sums the mixed slots; every view of the slice agrees (the stale sum is gathered).
   const Bf16Outputs want = run(c, {}, nullptr, &mixed);
@@ -397,7 +403,8 @@ TEST(EmulationIterations, StaleReplayLeavesThePreviousPartialInTheLatePutsUnland
       if (rk == owner || owner == (rk + 7) % 8) continue;  // rank `late` holds its own fresh partial in place
       for (int64_t col = 0; col < kShape.n; col += 61) {
         const size_t e = i * size_t(kShape.n) + size_t(col);
-        EXPECT_EQ(got[rk][e], want[rk][e]) << "rank " << rk << " row " << r.rows[i] << " col " << col << " fresh " << fresh[rk][e];
+        EXPECT_EQ(got[rk][e], want[rk][e])
+            << "rank " << rk << " row " << r.rows[i] << " col " << col << " fresh " << fresh[rk][e];
         differ += got[rk][e] != fresh[rk][e];
       }
     }

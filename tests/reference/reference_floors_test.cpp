@@ -2,8 +2,8 @@
 // (N = 7168 columns per wire row, W = 8), they land within 3% of the measured 2.35e-3 / 2.49e-2.
 #include <gtest/gtest.h>
 #include <unistd.h>
-#include <fstream>
 #include <filesystem>
+#include <fstream>
 
 #include <cmath>
 #include <thread>

@@ -90,11 +90,11 @@ TEST(E4m3fn, KnownCodesMaxNanNegativeZeroAndSubnormals) {
 
 TEST(E4m3fn, TiesToEvenAndSaturation) {
   const auto f = Fp8Format::E4M3FN;
-  EXPECT_EQ(encode_fp8(1.0625f, f), 0x38);  // between 1.0 (m=0) and 1.125 (m=1): even wins
-  EXPECT_EQ(encode_fp8(1.1875f, f), 0x3a);  // between 1.125 (m=1) and 1.25 (m=2)
+  EXPECT_EQ(encode_fp8(1.0625f, f), 0x38);                    // between 1.0 (m=0) and 1.125 (m=1): even wins
+  EXPECT_EQ(encode_fp8(1.1875f, f), 0x3a);                    // between 1.125 (m=1) and 1.25 (m=2)
   EXPECT_EQ(encode_fp8(std::ldexp(1.0f, -10), f), 0x00);      // half the smallest subnormal: to even zero
   EXPECT_EQ(encode_fp8(3 * std::ldexp(1.0f, -10), f), 0x02);  // 1.5 quanta -> 2
-  EXPECT_EQ(encode_fp8(464.0f, f), 0x7e);  // would round to 480 (the NaN code): saturates
+  EXPECT_EQ(encode_fp8(464.0f, f), 0x7e);                     // would round to 480 (the NaN code): saturates
   EXPECT_EQ(encode_fp8(1e30f, f), 0x7e);
   EXPECT_EQ(encode_fp8(std::numeric_limits<float>::infinity(), f), 0x7e);
   EXPECT_EQ(encode_fp8(-std::numeric_limits<float>::infinity(), f), 0xfe);

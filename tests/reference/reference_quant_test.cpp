@@ -84,7 +84,8 @@ TEST(Quantize, AmaxMapsToMaxCodeAndDequantizeIsWithinHalfAnUlp) {
 // a multiply by the rounded constant, inv = fl32(448 / amax), codes = RNE(x * inv).
 TEST(WireQuant, RowScaleIsAmaxTimesRoundedInverseOf448AndZeroRowGetsScaleOne) {
   std::vector<uint16_t> row(1024);
-  for (size_t i = 0; i < row.size(); ++i) row[i] = to_bf16(float(normal_sample(5, 0, Tensor::B, 0, int64_t(i))) * 37.0f);
+  for (size_t i = 0; i < row.size(); ++i)
+    row[i] = to_bf16(float(normal_sample(5, 0, Tensor::B, 0, int64_t(i))) * 37.0f);
   float amax = 0;
   for (auto h : row) amax = std::max(amax, std::fabs(from_bf16(h)));
   std::vector<uint8_t> codes(row.size());
@@ -142,7 +143,8 @@ TEST(Operands, BenchKindIsRandnOver8CastStraightWithScalesInRange) {
   s.data = DataKind::Bench;
   const RankOperands o = make_rank_operands(s, 0, std::vector<int64_t>{0, 1});
   for (size_t i = 0; i < 256; ++i)
-    EXPECT_EQ(o.a.codes[i], encode_fp8(float(0.125 * normal_sample(s.seed, 0, Tensor::A, 0, int64_t(i))), s.fp8_format));
+    EXPECT_EQ(o.a.codes[i],
+              encode_fp8(float(0.125 * normal_sample(s.seed, 0, Tensor::A, 0, int64_t(i))), s.fp8_format));
   for (float sc : o.b.scales) {
     EXPECT_GE(sc, 0.01f);
     EXPECT_LT(sc, 0.02f);
@@ -182,7 +184,8 @@ TEST(WireQuant, VariantRecipesAreWhatTheirNamesSay) {
     scale_differs += s_div != s_mori;
     const float s_dc = wire_quantize_row(row.data(), 1024, other.data(), Fp8Format::E4M3FN, WireRecipe::DivCodes);
     EXPECT_EQ(s_dc, amax / 448.0f);
-    for (size_t i = 0; i < row.size(); ++i) EXPECT_EQ(other[i], encode_fp8(from_bf16(row[i]) / s_dc, Fp8Format::E4M3FN));
+    for (size_t i = 0; i < row.size(); ++i)
+      EXPECT_EQ(other[i], encode_fp8(from_bf16(row[i]) / s_dc, Fp8Format::E4M3FN));
     float acc_amax = 0;
     for (float a : acc) acc_amax = std::max(acc_amax, std::fabs(a));
     const float s_acc =

@@ -65,7 +65,7 @@ void expect_complete(const fs::path& dir, const std::string& what) {
 }
 
 std::vector<std::string> validate_args(const fs::path& out, const std::string& m) {
-  return {GEMMAR_BINARY, "validate", "--backend", "cpu", "--out", out.string(), "--no-report", "--force",
+  return {GEMMAR_BINARY, "validate", "--backend", "cpu",  "--out", out.string(), "--no-report", "--force",
           "-m",          m,          "-n",        "1024", "-k",    "256",        "--world",     "4"};
 }
 

@@ -4,8 +4,8 @@
 // Everything goes through the lead's driver, run_and_check(cpu backend), exactly as `gemmar validate` does.
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <random>
@@ -56,9 +56,7 @@ bool scatter_by_puts(const Config& c) {
 bool gather_by_copy_engine(const Config& c) {
   return collective(c) && c.mode != Mode::SplitLsa && c.gather_transport == Transport::Sdma;
 }
-bool pull_wire(const Config& c) {
-  return collective(c) && uses_fp8_wire(c) && c.gather_transport == Transport::Lsa;
-}
+bool pull_wire(const Config& c) { return collective(c) && uses_fp8_wire(c) && c.gather_transport == Transport::Lsa; }
 bool fp8_wire(const Config& c) { return collective(c) && uses_fp8_wire(c); }
 bool any_config(const Config&) { return true; }
 
@@ -95,7 +93,8 @@ std::vector<MatrixRow> matrix_rows() {
     const MatrixTraits traits = it != matrix_traits().end() ? it->second : MatrixTraits{{f.spelling}, any_config};
     std::string code = f.expected_code;
     if (!traits.also.empty()) code += "|" + traits.also;
-    for (const std::string& inject : traits.injects) rows.push_back({inject, inject, code, traits.applies, traits.says});
+    for (const std::string& inject : traits.injects)
+      rows.push_back({inject, inject, code, traits.applies, traits.says});
   }
   return rows;
 }
@@ -143,7 +142,7 @@ Shape even_shape(uint64_t i, Quant q) {
 }
 // Any M: slices entirely of padding (M=256 at W=8) and partial slices. bf16 wires only (see above).
 Shape any_shape(uint64_t i) {
-  static const Shape shapes[] = {{256, 1024, 128, 8}, {384, 1024, 256, 4}, {1000, 1024, 128, 2},
+  static const Shape shapes[] = {{256, 1024, 128, 8}, {384, 1024, 256, 4},  {1000, 1024, 128, 2},
                                  {128, 2048, 128, 8}, {1536, 1024, 128, 8}, {700, 1024, 256, 4}};
   return shapes[i % (sizeof(shapes) / sizeof(shapes[0]))];
 }
@@ -222,7 +221,8 @@ TEST(ReliabilityDetectionMatrix, EveryFaultClassIsDetectedWithItsCodeInEveryMode
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // The table, for docs/reliability.md: fault | config | detected/runs.
   std::printf("detection matrix (%.1f s):\n", secs);
-  for (const auto& [k, c] : table) std::printf("| %s | %s | %d/%d |\n", k.first.c_str(), k.second.c_str(), c.detected, c.runs);
+  for (const auto& [k, c] : table)
+    std::printf("| %s | %s | %d/%d |\n", k.first.c_str(), k.second.c_str(), c.detected, c.runs);
   for (const auto& m : misses) ADD_FAILURE() << "not detected with its code: " << m;
 }
 

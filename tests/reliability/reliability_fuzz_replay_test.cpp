@@ -26,12 +26,9 @@ struct Target {
   const char* name;
   int (*run)(const uint8_t*, size_t);
 };
-const Target kTargets[] = {{"log_line", gemmar_fuzz_log_line},
-                           {"trace", gemmar_fuzz_trace},
-                           {"profile", gemmar_fuzz_profile},
-                           {"results", gemmar_fuzz_results},
-                           {"phase_map", gemmar_fuzz_phase_map},
-                           {"safetensors", gemmar_fuzz_safetensors}};
+const Target kTargets[] = {{"log_line", gemmar_fuzz_log_line},   {"trace", gemmar_fuzz_trace},
+                           {"profile", gemmar_fuzz_profile},     {"results", gemmar_fuzz_results},
+                           {"phase_map", gemmar_fuzz_phase_map}, {"safetensors", gemmar_fuzz_safetensors}};
 
 // A hang is what libFuzzer's -timeout=10 flags; here, with no sanitizer slowdown budgeted, a fifth of it.
 constexpr double kSecondsPerInput = 2.0;

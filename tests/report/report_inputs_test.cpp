@@ -89,9 +89,10 @@ TEST_F(ReportInputsTest, FailedRunsStayOutOfThePassingTimeAndFindingsAreCountedB
   std::string log;
   log += line("fused-sdma", "bf16", "sdma", 16384, 1150, 0.00235, ", \"verdict\": \"pass\"");
   log += line("fused-sdma", "bf16", "sdma", 16384, 1160, 0.00236, ", \"verdict\": \"pass\"");
-  log += line("fused-sdma", "bf16", "sdma", 16384, 700, 0.87,
-              ", \"verdict\": \"fail\", \"findings\": [{\"code\": \"SILENT_TRANSFER\", \"severity\": \"error\", "
-              "\"message\": \"the puts moved nothing\"}, {\"code\": \"FASTER_THAN_PHYSICS\", \"severity\": \"error\"}]");
+  log +=
+      line("fused-sdma", "bf16", "sdma", 16384, 700, 0.87,
+           ", \"verdict\": \"fail\", \"findings\": [{\"code\": \"SILENT_TRANSFER\", \"severity\": \"error\", "
+           "\"message\": \"the puts moved nothing\"}, {\"code\": \"FASTER_THAN_PHYSICS\", \"severity\": \"error\"}]");
   const json doc = gemmar::report::build_report_document({write("f.log", log)});
   const json* g = find_group(doc, "fused-sdma/blockscale/bf16/sdma", 16384);
   ASSERT_NE(g, nullptr);
@@ -106,13 +107,13 @@ TEST_F(ReportInputsTest, FailedRunsStayOutOfThePassingTimeAndFindingsAreCountedB
 }
 
 TEST_F(ReportInputsTest, BadRecordsAreSkippedWithFileLineAndWhyTheRestIsRead) {
-  std::string log = "\x1b[32mstarting\x1b[0m\n";                                   // 1
-  log += line("fused-sdma", "bf16", "sdma", 4096, 300, 0.00235);                    // 2
+  std::string log = "\x1b[32mstarting\x1b[0m\n";                                                                    // 1
+  log += line("fused-sdma", "bf16", "sdma", 4096, 300, 0.00235);                                                    // 2
   log += "RESULT_JSON {\"mode\": \"fused-sdma\", \"world_size\": 8, \"m\": \"4096\", \"n\": 7168, \"k\": 2048}\n";  // 3
-  log += "RESULT_JSON {\"mode\": \"fused-sdma\", \"world_size\": 8, \"m\": 40\n";   // 4
-  log += "RESULT_JSON {\"world_size\": 8, \"m\": 4096, \"n\": 7168, \"k\": 2048}\n";  // 5
-  log += line("fused-sdma", "bf16", "sdma", 4096, 310, 0.00236, ", \"verdict\": \"maybe\"");  // 6
-  log += "\x1b[36m" + line("fused-sdma", "bf16", "sdma", 4096, 320, 0.00237);        // 7: coloured, read
+  log += "RESULT_JSON {\"mode\": \"fused-sdma\", \"world_size\": 8, \"m\": 40\n";                                   // 4
+  log += "RESULT_JSON {\"world_size\": 8, \"m\": 4096, \"n\": 7168, \"k\": 2048}\n";                                // 5
+  log += line("fused-sdma", "bf16", "sdma", 4096, 310, 0.00236, ", \"verdict\": \"maybe\"");                        // 6
+  log += "\x1b[36m" + line("fused-sdma", "bf16", "sdma", 4096, 320, 0.00237);  // 7: coloured, read
   const std::string path = write("mixed.log", log);
   const json doc = gemmar::report::build_report_document({path});
   EXPECT_EQ(doc["summary"]["runs"], 2) << doc["skipped"].dump();
@@ -151,7 +152,8 @@ TEST_F(ReportInputsTest, UnreadableFilesAreExitTwoNamingThem) {
 
 TEST_F(ReportInputsTest, ModelDocumentBesideALogBecomesTheModelOfTheMatchingConfig) {
   // model.json: fused-sdma fp8/lsa at M=16384 (tests/data/report). The log has that config at 16384 and 4096.
-  std::string log = line("fused-sdma", "fp8", "lsa", 16384, 961.2, 0.0249) + line("fused-sdma", "fp8", "lsa", 4096, 300, 0.0249) +
+  std::string log = line("fused-sdma", "fp8", "lsa", 16384, 961.2, 0.0249) +
+                    line("fused-sdma", "fp8", "lsa", 4096, 300, 0.0249) +
                     line("fused-sdma", "bf16", "sdma", 16384, 1150, 0.00235);
   const json doc = gemmar::report::build_report_document({write("bench.log", log), (kData / "model.json").string()});
   const json* g = find_group(doc, "fused-sdma/blockscale/fp8/lsa", 16384);

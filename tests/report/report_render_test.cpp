@@ -43,8 +43,8 @@ std::string shell_quote(const std::string& s) {
 // Runs the gemmar binary with `env` prefixed (VAR=value ...), capturing stdout and stderr separately.
 Result run_gemmar(const std::vector<std::string>& args, const std::string& env = "") {
   static int counter = 0;
-  const fs::path tmp = fs::temp_directory_path() / ("gemmar_report_test_" + std::to_string(::getpid()) + "_" +
-                                                    std::to_string(counter++));
+  const fs::path tmp = fs::temp_directory_path() /
+                       ("gemmar_report_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
   std::string cmd = env.empty() ? "" : "env " + env + " ";
   cmd += shell_quote(GEMMAR_BINARY);
   for (const auto& a : args) cmd += " " + shell_quote(a);
@@ -70,8 +70,8 @@ struct PngInfo {
 };
 
 uint32_t be32(const std::string& s, size_t at) {
-  return (uint32_t(uint8_t(s[at])) << 24) | (uint32_t(uint8_t(s[at + 1])) << 16) |
-         (uint32_t(uint8_t(s[at + 2])) << 8) | uint32_t(uint8_t(s[at + 3]));
+  return (uint32_t(uint8_t(s[at])) << 24) | (uint32_t(uint8_t(s[at + 1])) << 16) | (uint32_t(uint8_t(s[at + 2])) << 8) |
+         uint32_t(uint8_t(s[at + 3]));
 }
 
 // Signature, then the IHDR chunk first with length 13 (PNG spec), then an IEND at the end.
@@ -381,8 +381,8 @@ TEST_F(ReportTest, UsageErrorsNameTheOption) {
 // Not skipped without matplotlib: the interpreter check comes before any drawing.
 TEST(ReportEnvironmentTest, MissingInterpreterExitsThree) {
   const fs::path out = fs::temp_directory_path() / ("gemmar_report_nopy_" + std::to_string(::getpid()));
-  const Result r = run_gemmar({"report", (kData / "results.json").string(), "--out", out.string()},
-                              "GEMMAR_PYTHON=/nonexistent");
+  const Result r =
+      run_gemmar({"report", (kData / "results.json").string(), "--out", out.string()}, "GEMMAR_PYTHON=/nonexistent");
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_NE(r.err.find("/nonexistent"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;

@@ -14,7 +14,7 @@ int main() {
     Quant quant;
   };
   const Case cases[] = {
-      {7168, 2048, 8, Quant::Blockscale}, {7168, 2048, 8, Quant::Ptpc}, {7168, 2048, 8, Quant::Mxfp8},
+      {7168, 2048, 8, Quant::Blockscale}, {7168, 2048, 8, Quant::Ptpc},      {7168, 2048, 8, Quant::Mxfp8},
       {2048, 512, 8, Quant::Blockscale},  {1024, 256, 4, Quant::Blockscale},
   };
   for (const Case& c : cases) {

@@ -48,8 +48,8 @@ TEST(ValidateFunctionLength, NoFunctionInValidateIsOver80Lines) {
 TEST(ValidateFunctionLength, TheScriptListsAFunctionOf81LinesAndNotOneOf80) {
   const fs::path dir = gemmar::test::scratch_dir("function_length");
   const fs::path file = dir / "sample.cpp";
-  gemmar::test::write_text(file, "namespace x {\n\n" + function_of("eighty", 80) + function_of("eighty_one", 81) +
-                                     "}  // namespace x\n");
+  gemmar::test::write_text(
+      file, "namespace x {\n\n" + function_of("eighty", 80) + function_of("eighty_one", 81) + "}  // namespace x\n");
   const CliResult r = long_functions({file.string()});
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(r.out, "   81 " + file.string() + ":84 int eighty_one(int x) {\n");

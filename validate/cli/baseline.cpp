@@ -46,10 +46,15 @@ std::vector<RunRecord> read_baseline_runs(const std::vector<std::string>& paths,
     GEMMAR_USAGE_CHECK(path == "-" || !std::filesystem::is_directory(path), "--baseline ", path,
                        ": is a directory (name its results.json or runs.log)");
     if (path == "-" || !read_results_json(path, ro, runs, skipped)) {
-      read_log_file(path, [&](LogEntry&& e) {
-        if (e.record) runs.push_back(std::move(*e.record));
-        else ++skipped;
-      }, ro);
+      read_log_file(
+          path,
+          [&](LogEntry&& e) {
+            if (e.record)
+              runs.push_back(std::move(*e.record));
+            else
+              ++skipped;
+          },
+          ro);
     }
     if (skipped) std::cerr << command << ": --baseline " << path << ": skipped " << skipped << " invalid record(s)\n";
   }

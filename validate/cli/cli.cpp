@@ -9,11 +9,10 @@ namespace gemmar::cli {
 
 void add_shape_options(po::options_description& d) {
   const Shape s;
-  d.add_options()
-      ("m,m", po::value<int64_t>()->default_value(s.m), "rows of the output (tokens)")
-      ("n,n", po::value<int64_t>()->default_value(s.n), "columns of the output")
-      ("k,k", po::value<int64_t>()->default_value(s.k), "reduction length per rank")
-      ("world", po::value<int>()->default_value(s.world), "ranks (W)");
+  d.add_options()("m,m", po::value<int64_t>()->default_value(s.m), "rows of the output (tokens)")(
+      "n,n", po::value<int64_t>()->default_value(s.n), "columns of the output")(
+      "k,k", po::value<int64_t>()->default_value(s.k), "reduction length per rank")(
+      "world", po::value<int>()->default_value(s.world), "ranks (W)");
 }
 
 int pull_blocks_from_env() {
@@ -28,25 +27,22 @@ int pull_blocks_from_env() {
 
 void add_config_options(po::options_description& d) {
   const Config c;
-  d.add_options()
-      ("mode", po::value<std::string>()->default_value(to_string(c.mode)), mode_spellings())
-      ("quant", po::value<std::string>()->default_value(to_string(c.quant)), quant_spellings())
-      ("gather-dtype", po::value<std::string>()->default_value(to_string(c.gather_dtype)), "bf16|fp8")
-      ("gather-transport", po::value<std::string>()->default_value(to_string(c.gather_transport)), "sdma|lsa")
-      ("pull-blocks", po::value<int>(),
-       "pull kernel grid per rank (default: $MORI_GEMM_AR_PULL_BLOCKS, else 64)")
-      ("fuse-quantize", po::bool_switch()->default_value(false), "fold the fp8 narrowing into the reduce")
-      ("fuse-reduce-push", po::bool_switch()->default_value(false),
-       "the reduce fires the bf16 gather's copy-engine puts band by band (bf16 gather over sdma)")
-      ("gather-bands", po::value<int>()->default_value(c.gather_bands), "bands of --fuse-reduce-push")
-      ("publish", po::value<std::string>()->default_value(to_string(c.publish)),
-       "writethrough|fence: how --fuse-reduce-push releases a band to the copy engine");
+  d.add_options()("mode", po::value<std::string>()->default_value(to_string(c.mode)), mode_spellings())(
+      "quant", po::value<std::string>()->default_value(to_string(c.quant)), quant_spellings())(
+      "gather-dtype", po::value<std::string>()->default_value(to_string(c.gather_dtype)), "bf16|fp8")(
+      "gather-transport", po::value<std::string>()->default_value(to_string(c.gather_transport)), "sdma|lsa")(
+      "pull-blocks", po::value<int>(), "pull kernel grid per rank (default: $MORI_GEMM_AR_PULL_BLOCKS, else 64)")(
+      "fuse-quantize", po::bool_switch()->default_value(false), "fold the fp8 narrowing into the reduce")(
+      "fuse-reduce-push", po::bool_switch()->default_value(false),
+      "the reduce fires the bf16 gather's copy-engine puts band by band (bf16 gather over sdma)")(
+      "gather-bands", po::value<int>()->default_value(c.gather_bands), "bands of --fuse-reduce-push")(
+      "publish", po::value<std::string>()->default_value(to_string(c.publish)),
+      "writethrough|fence: how --fuse-reduce-push releases a band to the copy engine");
 }
 
 void add_common_options(po::options_description& d) {
-  d.add_options()
-      ("json", po::bool_switch()->default_value(false), "one JSON document on stdout, nothing else")
-      ("help,h", "this help");
+  d.add_options()("json", po::bool_switch()->default_value(false), "one JSON document on stdout, nothing else")(
+      "help,h", "this help");
 }
 
 Shape read_shape(const po::variables_map& vm) {

@@ -64,7 +64,8 @@ bool trace_matches(const std::set<std::string>& trace, const std::set<std::strin
 }
 
 std::string run_label(size_t index, const RunRecord& r) {
-  return std::to_string(index) + " (" + r.source + ": " + config_label(r.config) + " M=" + std::to_string(r.shape.m) + ")";
+  return std::to_string(index) + " (" + r.source + ": " + config_label(r.config) + " M=" + std::to_string(r.shape.m) +
+         ")";
 }
 
 // Attaches trace phases to the runs: "RUN=FILE" names the run by its source ("log:12") or 1-based index;
@@ -130,22 +131,23 @@ void attach_traces(std::vector<RunRecord*>& runs, const std::vector<std::string>
 
 po::options_description check_options_description() {
   po::options_description desc("gemmar check options");
-  desc.add_options()
-      ("input", po::value<std::vector<std::string>>()->multitoken(), "log files to read ('-' = stdin)")
-      ("profile", po::value<std::string>(), "model profile (mi355x|mi300x|h200|h200-1gpu|FILE); overrides the "
-                                            "runs' own profile field; default mi355x")
-      ("pull-blocks", po::value<int>(), "pull grid for runs that carry no pull_blocks (default 64)")
-      ("world", po::value<int>()->default_value(8), "world_size for records that carry none (older benchmarks)")
-      ("expect", po::value<int>(), "fail each input that holds fewer than N runs")
-      ("baseline", po::value<std::vector<std::string>>(), "log of baseline runs, matched by shape and config")
-      ("trace", po::value<std::vector<std::string>>(), "kernel trace ([RUN=]FILE, repeatable): rocprofv3 CSV or "
-                                                       "Chrome-trace JSON; its phases attach to the run")
-      ("phase-map", po::value<std::string>(), "file of phase=REGEX lines or a JSON object, replacing the defaults")
-      ("phase-pattern", po::value<std::vector<std::string>>(), "phase=REGEX, overriding one phase (repeatable)")
-      ("no-timing", po::bool_switch()->default_value(false), "judge numerics only (times are not GPU times)")
-      ("floors-at-run-m", po::bool_switch()->default_value(false),
-       "derive the floors at each run's own M (default: once per N, K, W, quant at M=16384)")
-      ("max-line-bytes", po::value<size_t>()->default_value(size_t(1) << 20), "longest line read as a record");
+  desc.add_options()("input", po::value<std::vector<std::string>>()->multitoken(), "log files to read ('-' = stdin)")(
+      "profile", po::value<std::string>(),
+      "model profile (mi355x|mi300x|h200|h200-1gpu|FILE); overrides the "
+      "runs' own profile field; default mi355x")("pull-blocks", po::value<int>(),
+                                                 "pull grid for runs that carry no pull_blocks (default 64)")(
+      "world", po::value<int>()->default_value(8), "world_size for records that carry none (older benchmarks)")(
+      "expect", po::value<int>(), "fail each input that holds fewer than N runs")(
+      "baseline", po::value<std::vector<std::string>>(), "log of baseline runs, matched by shape and config")(
+      "trace", po::value<std::vector<std::string>>(),
+      "kernel trace ([RUN=]FILE, repeatable): rocprofv3 CSV or "
+      "Chrome-trace JSON; its phases attach to the run")(
+      "phase-map", po::value<std::string>(), "file of phase=REGEX lines or a JSON object, replacing the defaults")(
+      "phase-pattern", po::value<std::vector<std::string>>(), "phase=REGEX, overriding one phase (repeatable)")(
+      "no-timing", po::bool_switch()->default_value(false), "judge numerics only (times are not GPU times)")(
+      "floors-at-run-m", po::bool_switch()->default_value(false),
+      "derive the floors at each run's own M (default: once per N, K, W, quant at M=16384)")(
+      "max-line-bytes", po::value<size_t>()->default_value(size_t(1) << 20), "longest line read as a record");
   add_common_options(desc);
   return desc;
 }
@@ -207,7 +209,8 @@ struct ReadInputs {
 
 void read_input(const std::string& path, const CheckOptions& o, ReadInputs& in) {
   const size_t before = in.entries.size();
-  const LogReadStats st = read_log_file(path, [&](LogEntry&& e) { in.entries.push_back(std::move(e)); }, o.read);
+  const LogReadStats st = read_log_file(
+      path, [&](LogEntry&& e) { in.entries.push_back(std::move(e)); }, o.read);
   const std::string name = path == "-" ? "stdin" : path;
   size_t runs_found = 0;
   // A finished run that did not validate (rank 0 then exits 1 by design). Rank lines with no record after
@@ -217,8 +220,8 @@ void read_input(const std::string& path, const CheckOptions& o, ReadInputs& in) 
     const LogEntry& e = in.entries[i];
     if (e.kind == "other") continue;
     ++runs_found;
-    not_validated = not_validated || !e.rank_failures.empty() ||
-                    (e.record && e.record->validated && !*e.record->validated);
+    not_validated =
+        not_validated || !e.rank_failures.empty() || (e.record && e.record->validated && !*e.record->validated);
   }
   if (!st.failures.empty()) in.log_verdicts.push_back(benchmark_failed_verdict(st.failures, not_validated));
   if (st.context.sweep.seen()) in.log_verdicts.push_back(sweep_verdict(st.context.sweep, name));
@@ -226,11 +229,11 @@ void read_input(const std::string& path, const CheckOptions& o, ReadInputs& in) 
   in.unread_gemm_ar += st.context.unread_gemm_ar_lines;
   in.quoted_records += st.context.embedded_records;
   if (o.expect && runs_found < size_t(*o.expect))
-    in.log_verdicts.push_back(failed_entry_verdict(
-        name + ":" + std::to_string(st.lines), "RUNS_MISSING",
-        name + " holds " + std::to_string(runs_found) + " run(s) in " + std::to_string(st.lines) +
-            " lines, fewer than the --expect " + std::to_string(*o.expect) +
-            ": the benchmark stopped early or its output was cut; look at the end of the log."));
+    in.log_verdicts.push_back(
+        failed_entry_verdict(name + ":" + std::to_string(st.lines), "RUNS_MISSING",
+                             name + " holds " + std::to_string(runs_found) + " run(s) in " + std::to_string(st.lines) +
+                                 " lines, fewer than the --expect " + std::to_string(*o.expect) +
+                                 ": the benchmark stopped early or its output was cut; look at the end of the log."));
 }
 
 // Inputs with nothing to judge are exit 2, saying what the input held instead.
@@ -241,14 +244,15 @@ void require_runs(const CheckOptions& o, const ReadInputs& in) {
   if (in.unread_gemm_ar > 0)
     throw UsageError(list + ": no runs found: " + std::to_string(in.unread_gemm_ar) +
                      " [gemm_ar] line(s) that are not bench_gemm_ar.py's `[gemm_ar] mode=... validated=...` summary "
-                     "(pytest's own prints have no n, k or validated; e.g. " + in.first_unread +
-                     "); judge the benchmark's RESULT_JSON lines or its --json-out file instead");
+                     "(pytest's own prints have no n, k or validated; e.g. " +
+                     in.first_unread + "); judge the benchmark's RESULT_JSON lines or its --json-out file instead");
   if (in.quoted_records > 0)
     throw UsageError(list + ": no runs found: " + std::to_string(in.quoted_records) +
                      " RESULT_JSON only quoted inside other lines (a repr such as pytest's CompletedProcess(... "
                      "stdout='...')), not read as records; judge the benchmark's own output");
-  throw UsageError(list + ": no runs found (no RESULT_JSON lines, no [gemm_ar] lines and no JSON objects with "
-                          "benchmark fields)");
+  throw UsageError(list +
+                   ": no runs found (no RESULT_JSON lines, no [gemm_ar] lines and no JSON objects with "
+                   "benchmark fields)");
 }
 
 std::vector<Verdict> judge_inputs(ReadInputs& in, const JudgeOptions& jo) {

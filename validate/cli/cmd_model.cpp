@@ -32,7 +32,11 @@ std::vector<int> parse_values(const std::string& text) {
 }
 
 nlohmann::json shape_json(const Shape& s, Quant q) {
-  return {{"m", s.m}, {"n", s.n}, {"k", s.k}, {"world", s.world}, {"m_padded", padded_m(s, q)},
+  return {{"m", s.m},
+          {"n", s.n},
+          {"k", s.k},
+          {"world", s.world},
+          {"m_padded", padded_m(s, q)},
           {"slice_rows", slice_rows(s, q)}};
 }
 
@@ -62,7 +66,6 @@ void print_table(std::ostream& out, const model::Profile& prof, const Shape& s, 
   for (const auto& n : pr.notes) out << "note: " << n << "\n";
   out << "phase        time_us        MiB   GB/s_achieved  bound\n";
   for (const auto& ph : pr.phases) {
-
     char line[160];
     std::snprintf(line, sizeof line, "%-10s %9.1f %10.2f %s  %s\n", ph.name.c_str(), ph.us, ph.bytes / 1048576.0,
                   ph.bytes > 0 && ph.us > 0 ? fmt("%15.1f", ph.bytes / ph.us / 1e3).c_str() : "              -",
@@ -113,7 +116,8 @@ void print_sweep(const po::variables_map& vm, const model::Profile& prof, const 
   std::cout << "pull_blocks    total_us\n";
   for (const auto& pt : sw.points) {
     char line[96];
-    std::snprintf(line, sizeof line, "%11d %11.1f%s\n", pt.value, pt.total_us, pt.value == sw.optimum ? "  <- optimum" : "");
+    std::snprintf(line, sizeof line, "%11d %11.1f%s\n", pt.value, pt.total_us,
+                  pt.value == sw.optimum ? "  <- optimum" : "");
     std::cout << line;
   }
   std::cout << "optimum " << sw.optimum << " blocks, band [" << sw.band_lo << ", " << sw.band_hi

@@ -35,16 +35,16 @@ ref::DataKind parse_data(const std::string& s) {
 int floors(const Args& args) {
   po::options_description d("gemmar reference floors");
   add_shape_options(d);
-  d.add_options()
-      ("quant", po::value<std::string>()->default_value("blockscale"), "blockscale|ptpc|mxfp8")
-      ("data", po::value<std::string>()->default_value("normal"), "normal|bench")
-      ("rows", po::value<int64_t>()->default_value(256), "sampled output rows (stratified over the slices)")
-      ("seed", po::value<uint64_t>()->default_value(1234), "operand seed")
-      ("fp8-format", po::value<std::string>()->default_value("e4m3fn"), "e4m3fn|e4m3fnuz");
+  d.add_options()("quant", po::value<std::string>()->default_value("blockscale"), "blockscale|ptpc|mxfp8")(
+      "data", po::value<std::string>()->default_value("normal"), "normal|bench")(
+      "rows", po::value<int64_t>()->default_value(256), "sampled output rows (stratified over the slices)")(
+      "seed", po::value<uint64_t>()->default_value(1234), "operand seed")(
+      "fp8-format", po::value<std::string>()->default_value("e4m3fn"), "e4m3fn|e4m3fnuz");
   add_common_options(d);
   po::variables_map vm;
-  if (!parse(args, d, vm, std::cout, "gemmar reference floors [-m -n -k --world] [--quant] [--data normal|bench] "
-                                      "[--rows R] [--seed S] [--fp8-format] [--json]"))
+  if (!parse(args, d, vm, std::cout,
+             "gemmar reference floors [-m -n -k --world] [--quant] [--data normal|bench] "
+             "[--rows R] [--seed S] [--fp8-format] [--json]"))
     return kExitOk;
   ref::FloorRequest req;
   req.shape = read_shape(vm);
@@ -58,8 +58,8 @@ int floors(const Args& args) {
   c.quant = req.quant;
   c.gather_dtype = WireDtype::Fp8;
   validate_shape_config(req.shape, c);
-  GEMMAR_USAGE_CHECK(req.rows >= req.shape.world, "--rows: ", req.rows, " must be at least --world (",
-                     req.shape.world, ")");
+  GEMMAR_USAGE_CHECK(req.rows >= req.shape.world, "--rows: ", req.rows, " must be at least --world (", req.shape.world,
+                     ")");
   GEMMAR_USAGE_CHECK(req.rows <= req.shape.m, "--rows: ", req.rows, " exceeds -m (", req.shape.m, ")");
   GEMMAR_USAGE_CHECK(req.rows <= (int64_t(1) << 16), "--rows: ", req.rows, " is absurd (limit 65536)");
 
@@ -108,15 +108,15 @@ std::vector<int64_t> parse_groups(const std::string& s) {
 
 int quant_study(const Args& args) {
   po::options_description d("gemmar reference quant-study");
-  d.add_options()
-      ("rows", po::value<int64_t>()->default_value(2048), "payload rows")
-      ("cols", po::value<int64_t>()->default_value(7168), "payload columns")
-      ("groups", po::value<std::string>()->default_value("7168,512,256,128,32"), "columns per scale, comma list")
-      ("seed", po::value<uint64_t>()->default_value(1234), "payload seed")
-      ("fp8-format", po::value<std::string>()->default_value("e4m3fn"), "e4m3fn|e4m3fnuz");
+  d.add_options()("rows", po::value<int64_t>()->default_value(2048), "payload rows")(
+      "cols", po::value<int64_t>()->default_value(7168), "payload columns")(
+      "groups", po::value<std::string>()->default_value("7168,512,256,128,32"), "columns per scale, comma list")(
+      "seed", po::value<uint64_t>()->default_value(1234), "payload seed")(
+      "fp8-format", po::value<std::string>()->default_value("e4m3fn"), "e4m3fn|e4m3fnuz");
   add_common_options(d);
   po::variables_map vm;
-  if (!parse(args, d, vm, std::cout, "gemmar reference quant-study [--rows R --cols C --groups G,...] [--seed S] [--json]"))
+  if (!parse(args, d, vm, std::cout,
+             "gemmar reference quant-study [--rows R --cols C --groups G,...] [--seed S] [--json]"))
     return kExitOk;
   const int64_t rows = vm["rows"].as<int64_t>(), cols = vm["cols"].as<int64_t>();
   GEMMAR_USAGE_CHECK(rows >= 1 && rows <= (int64_t(1) << 20), "--rows: ", rows, " is out of range [1, 2^20]");
@@ -124,8 +124,7 @@ int quant_study(const Args& args) {
   GEMMAR_USAGE_CHECK(rows * cols <= (int64_t(1) << 28), "--rows/--cols: payload of ", rows * cols,
                      " elements is too large (limit 2^28)");
   const std::vector<int64_t> groups = parse_groups(vm["groups"].as<std::string>());
-  for (int64_t g : groups)
-    GEMMAR_USAGE_CHECK(cols % g == 0, "--groups: ", g, " does not divide --cols ", cols);
+  for (int64_t g : groups) GEMMAR_USAGE_CHECK(cols % g == 0, "--groups: ", g, " does not divide --cols ", cols);
   const uint64_t seed = vm["seed"].as<uint64_t>();
   const Fp8Format fmt = parse_fp8_format(vm["fp8-format"].as<std::string>());
   const bool fnuz = ref::is_fnuz(fmt);
@@ -155,8 +154,10 @@ int quant_study(const Args& args) {
     out_rows.push_back({{"group", g}, {"rel_l2", std::sqrt(e / n)}, {"scale_bytes_pct", 100.0 * 4.0 / double(g)}});
   }
   if (vm["json"].as<bool>()) {
-    std::cout << json{{"rows", out_rows}, {"payload", {{"rows", rows}, {"cols", cols}}},
-                      {"fp8_format", to_string(fmt)}, {"seed", seed}}
+    std::cout << json{{"rows", out_rows},
+                      {"payload", {{"rows", rows}, {"cols", cols}}},
+                      {"fp8_format", to_string(fmt)},
+                      {"seed", seed}}
                      .dump()
               << "\n";
   } else {
@@ -172,11 +173,10 @@ int quant_study(const Args& args) {
 
 int gemm_bench(const Args& args) {
   po::options_description d("gemmar reference gemm-bench");
-  d.add_options()
-      ("m,m", po::value<int64_t>()->default_value(2048), "rows")
-      ("n,n", po::value<int64_t>()->default_value(2048), "columns")
-      ("k,k", po::value<int64_t>()->default_value(2048), "reduction length")
-      ("repetitions", po::value<int>()->default_value(5), "timed repetitions (best is reported)");
+  d.add_options()("m,m", po::value<int64_t>()->default_value(2048), "rows")(
+      "n,n", po::value<int64_t>()->default_value(2048), "columns")("k,k", po::value<int64_t>()->default_value(2048),
+                                                                   "reduction length")(
+      "repetitions", po::value<int>()->default_value(5), "timed repetitions (best is reported)");
   add_common_options(d);
   po::variables_map vm;
   if (!parse(args, d, vm, std::cout, "gemmar reference gemm-bench [-m -n -k] [--repetitions R] [--json]"))
@@ -188,14 +188,20 @@ int gemm_bench(const Args& args) {
   GEMMAR_USAGE_CHECK(reps >= 1 && reps <= 1000, "--repetitions: ", reps, " is out of range [1, 1000]");
   const ref::GemmBenchResult r = ref::bench_gemm_f32(m, n, k, reps);
   if (vm["json"].as<bool>()) {
-    std::cout << json{{"m", r.m}, {"n", r.n}, {"k", r.k}, {"threads", r.threads}, {"repetitions", r.repetitions},
-                      {"seconds_best", r.seconds_best}, {"gflops", r.gflops},
-                      {"cpu_seconds_best", r.cpu_seconds_best}, {"gflops_per_cpu_second", r.gflops_per_cpu_second}}
+    std::cout << json{{"m", r.m},
+                      {"n", r.n},
+                      {"k", r.k},
+                      {"threads", r.threads},
+                      {"repetitions", r.repetitions},
+                      {"seconds_best", r.seconds_best},
+                      {"gflops", r.gflops},
+                      {"cpu_seconds_best", r.cpu_seconds_best},
+                      {"gflops_per_cpu_second", r.gflops_per_cpu_second}}
                      .dump()
               << "\n";
   } else {
-    std::cout << "fp32 GEMM (Eigen) " << m << " x " << n << " x " << k << ", " << r.threads << " threads: "
-              << std::fixed << std::setprecision(1) << r.gflops << " GFLOP/s (best of " << reps << ", "
+    std::cout << "fp32 GEMM (Eigen) " << m << " x " << n << " x " << k << ", " << r.threads
+              << " threads: " << std::fixed << std::setprecision(1) << r.gflops << " GFLOP/s (best of " << reps << ", "
               << std::setprecision(4) << r.seconds_best << " s; " << std::setprecision(1) << r.gflops_per_cpu_second
               << " GFLOP per CPU-second)\n";
   }

@@ -42,9 +42,9 @@ std::string env_or(const char* name, const std::string& fallback) {
 }
 
 struct ChildResult {
-  int exit_code = -1;       // -1 when killed by a signal
+  int exit_code = -1;  // -1 when killed by a signal
   int signal = 0;
-  std::string output;       // stdout and stderr together (stdout is ours to keep clean for --json)
+  std::string output;  // stdout and stderr together (stdout is ours to keep clean for --json)
 };
 
 // posix_spawn (no shell: paths with spaces or quotes reach the script as they are).
@@ -118,14 +118,15 @@ fs::path normal_dir(const std::string& s) {
 
 po::options_description report_options_description() {
   po::options_description desc("gemmar report options");
-  desc.add_options()
-      ("results", po::value<std::vector<std::string>>()->multitoken(),
-       "results files: gemmar run / benchmark logs (RESULT_JSON lines), gemmar check --json, gemmar model "
-       "[sweep] --json, gemmar validate's results.json (kind detected per file)")
-      ("out", po::value<std::string>(), "report directory to write (new, empty, or a previous gemmar output with --force)")
-      ("force", po::bool_switch()->default_value(false), "replace --out when it holds a previous gemmar output")
-      ("max-line-bytes", po::value<size_t>()->default_value(size_t(1) << 20), "longest log line read as a record")
-      ("quiet", po::bool_switch()->default_value(false), "print nothing on success (used by gemmar validate)");
+  desc.add_options()(
+      "results", po::value<std::vector<std::string>>()->multitoken(),
+      "results files: gemmar run / benchmark logs (RESULT_JSON lines), gemmar check --json, gemmar model "
+      "[sweep] --json, gemmar validate's results.json (kind detected per file)")(
+      "out", po::value<std::string>(),
+      "report directory to write (new, empty, or a previous gemmar output with --force)")(
+      "force", po::bool_switch()->default_value(false), "replace --out when it holds a previous gemmar output")(
+      "max-line-bytes", po::value<size_t>()->default_value(size_t(1) << 20), "longest log line read as a record")(
+      "quiet", po::bool_switch()->default_value(false), "print nothing on success (used by gemmar validate)");
   add_common_options(desc);
   return desc;
 }
@@ -137,12 +138,14 @@ fs::path report_runner(const std::string& python) {
   const fs::path& reports_dir = reports.path;
   const fs::path runner = reports_dir / "run_report.py";
   if (::access(python.c_str(), X_OK) != 0)
-    throw EnvironmentError("report interpreter '" + python + "' not found or not executable (GEMMAR_PYTHON; "
+    throw EnvironmentError("report interpreter '" + python +
+                           "' not found or not executable (GEMMAR_PYTHON; "
                            "install python3-matplotlib for /usr/bin/python3)");
   std::error_code ec;
   if (!fs::is_regular_file(runner, ec) || !fs::is_regular_file(reports_dir / "gemmar_report" / "__init__.py", ec))
     throw EnvironmentError("report package not found in '" + reports_dir.string() + "' (chosen by " +
-                           reports.chosen_by + "; it needs run_report.py and gemmar_report/: install gemmar "
+                           reports.chosen_by +
+                           "; it needs run_report.py and gemmar_report/: install gemmar "
                            "with cmake --install or its .deb, or set GEMMAR_REPORTS_DIR)");
   return runner;
 }
@@ -153,8 +156,8 @@ std::vector<std::string> display_names(const std::vector<std::string>& results, 
   std::vector<std::string> names;
   for (const auto& r : results) {
     const fs::path rel = fs::absolute(r).lexically_normal().lexically_relative(fs::absolute(out).lexically_normal());
-    const bool beside = !rel.empty() && rel.begin() != rel.end() && *rel.begin() == ".." &&
-                        std::distance(rel.begin(), rel.end()) == 2;
+    const bool beside =
+        !rel.empty() && rel.begin() != rel.end() && *rel.begin() == ".." && std::distance(rel.begin(), rel.end()) == 2;
     names.push_back(beside ? rel.string() : r);
   }
   return names;
@@ -168,8 +171,7 @@ nlohmann::json draw_report(const std::string& python, const fs::path& runner, co
   const std::vector<std::string> argv{python, "-I", "-B", runner.string(), doc_path.string(), "--out", dir.string()};
   const ChildResult child = run_child(argv);
   const std::string msg = last_line(child.output);
-  if (child.signal != 0)
-    throw EnvironmentError("report script killed by signal " + std::to_string(child.signal));
+  if (child.signal != 0) throw EnvironmentError("report script killed by signal " + std::to_string(child.signal));
   if (child.exit_code == kScriptBadInput) throw EnvironmentError("report document rejected by the script: " + msg);
   if (child.exit_code == kScriptEnvironment) throw EnvironmentError(msg);
   if (child.exit_code != 0)
@@ -202,7 +204,8 @@ void print_report(const nlohmann::json& doc, const nlohmann::json& manifest, con
                 << (out / "runs.html").string() << "\n";
       break;
     }
-    std::cout << "  skipped record " << sk["source"].get<std::string>() << ": " << sk["reason"].get<std::string>() << "\n";
+    std::cout << "  skipped record " << sk["source"].get<std::string>() << ": " << sk["reason"].get<std::string>()
+              << "\n";
   }
 }
 
@@ -213,14 +216,16 @@ int cmd_report(const Args& args) {
   po::positional_options_description pos;
   pos.add("results", -1);
   po::variables_map vm;
-  if (!parse(args, desc, vm, std::cout,
-             "gemmar report RESULTS... --out DIR [--force] [--json]\n"
-             "  env GEMMAR_PYTHON (default /usr/bin/python3), GEMMAR_REPORTS_DIR (default <exe>/../share/gemmar/reports)",
-             &pos))
+  if (!parse(
+          args, desc, vm, std::cout,
+          "gemmar report RESULTS... --out DIR [--force] [--json]\n"
+          "  env GEMMAR_PYTHON (default /usr/bin/python3), GEMMAR_REPORTS_DIR (default <exe>/../share/gemmar/reports)",
+          &pos))
     return kExitOk;
   GEMMAR_USAGE_CHECK(vm.count("results") && !vm["results"].as<std::vector<std::string>>().empty(),
                      "RESULTS: give at least one results file (see --help)");
-  GEMMAR_USAGE_CHECK(vm.count("out") && !vm["out"].as<std::string>().empty(), "--out: the report directory is required");
+  GEMMAR_USAGE_CHECK(vm.count("out") && !vm["out"].as<std::string>().empty(),
+                     "--out: the report directory is required");
   const auto results = vm["results"].as<std::vector<std::string>>();
   const fs::path out = normal_dir(vm["out"].as<std::string>());
   report::ReadOptions ro;

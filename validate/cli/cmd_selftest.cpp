@@ -56,19 +56,20 @@ nlohmann::json selftest_json(const std::vector<SelftestResult>& results) {
 
 int cmd_selftest(const Args& args) {
   po::options_description desc("gemmar selftest options");
-  desc.add_options()
-      ("backend", po::value<std::string>(), "gpu|cpu (default: gpu in a GPU build, else cpu = the CPU emulation)")
-      ("world", po::value<int>()->default_value(Shape{}.world), "ranks (W)")
-      ("quant", po::value<std::string>()->default_value(to_string(Config{}.quant)), "blockscale|ptpc|mxfp8")
-      ("inject", po::value<std::string>()->default_value("none"),
-       ("fault to inject, comma list: " + fault_names_help()).c_str())
-      ("ranks-per-device", po::value<int>()->default_value(0),
-       "GPU: ranks per device (0: one per device when W devices exist, else all on one)");
+  desc.add_options()("backend", po::value<std::string>(),
+                     "gpu|cpu (default: gpu in a GPU build, else cpu = the CPU emulation)")(
+      "world", po::value<int>()->default_value(Shape{}.world), "ranks (W)")(
+      "quant", po::value<std::string>()->default_value(to_string(Config{}.quant)), "blockscale|ptpc|mxfp8")(
+      "inject", po::value<std::string>()->default_value("none"),
+      ("fault to inject, comma list: " + fault_names_help()).c_str())(
+      "ranks-per-device", po::value<int>()->default_value(0),
+      "GPU: ranks per device (0: one per device when W devices exist, else all on one)");
   add_common_options(desc);
   po::variables_map vm;
   if (!parse(args, desc, vm, std::cout, "gemmar selftest [--backend cpu|gpu] [--inject FAULT] [--world W] [--json]"))
     return kExitOk;
-  std::string backend_name = vm.count("backend") ? vm["backend"].as<std::string>() : (gpu_backend_built() ? "gpu" : "cpu");
+  std::string backend_name =
+      vm.count("backend") ? vm["backend"].as<std::string>() : (gpu_backend_built() ? "gpu" : "cpu");
   GEMMAR_USAGE_CHECK(backend_name == "cpu" || backend_name == "gpu", "--backend: unknown value '", backend_name,
                      "' (accepted: gpu|cpu)");
   const int world = vm["world"].as<int>();

@@ -22,14 +22,14 @@ namespace {
 po::options_description validate_options_description() {
   po::options_description desc("gemmar validate options");
   add_run_options(desc, RunCommand::Validate);
-  desc.add_options()
-      ("out", po::value<std::string>()->default_value("out/validate"),
-       "directory for results.json, log and report (new, empty, or a previous gemmar output with --force)")
-      ("force", po::bool_switch()->default_value(false), "replace --out when it holds a previous gemmar output")
-      ("no-report", po::bool_switch()->default_value(false), "skip the HTML/PNG report")
-      ("skip-selftest", po::bool_switch()->default_value(false),
-       "run the configs even when the transport self-test (the first step: rank+1 windows, every element "
-       "W(W+1)/2) fails");
+  desc.add_options()(
+      "out", po::value<std::string>()->default_value("out/validate"),
+      "directory for results.json, log and report (new, empty, or a previous gemmar output with --force)")(
+      "force", po::bool_switch()->default_value(false), "replace --out when it holds a previous gemmar output")(
+      "no-report", po::bool_switch()->default_value(false), "skip the HTML/PNG report")(
+      "skip-selftest", po::bool_switch()->default_value(false),
+      "run the configs even when the transport self-test (the first step: rank+1 windows, every element "
+      "W(W+1)/2) fails");
   add_common_options(desc);
   return desc;
 }
@@ -44,8 +44,10 @@ std::vector<SelftestResult> run_transport_selftest(const RunPlan& plan) {
 // A failed self-test ends the job: its results written to --out, the configs not run.
 int selftest_failed(const po::variables_map& vm, const RunPlan& plan, const std::vector<SelftestResult>& selftest,
                     AtomicDirectory& out) {
-  nlohmann::json results = {{"backend", plan.backend}, {"inject", plan.request.inject.label()},
-                            {"selftest", selftest_json(selftest)}, {"runs", nlohmann::json::array()}};
+  nlohmann::json results = {{"backend", plan.backend},
+                            {"inject", plan.request.inject.label()},
+                            {"selftest", selftest_json(selftest)},
+                            {"runs", nlohmann::json::array()}};
   write_file_atomic(out.path() / "results.json", json_text(results, 2) + "\n");
   write_file_atomic(out.path() / "runs.log", selftest_report(selftest));
   out.commit();
@@ -65,10 +67,12 @@ int selftest_failed(const po::variables_map& vm, const RunPlan& plan, const std:
 // The model beside the runs: predictions at the reference shape for the profile the runs were judged against
 // (default_profile of their backend and device), and the pull-grid curve.
 void add_model_context(nlohmann::json& results, const RunPlan& plan, const std::vector<RunOutcome>& outcomes) {
-  const std::string profile_name = !plan.request.profile.empty()                        ? plan.request.profile
-                                   : !outcomes.empty() && outcomes[0].record.profile ? *outcomes[0].record.profile
-                                                                                 : default_profile(plan.backend, "", 1);
-  const nlohmann::json reference_shape = {{"m", Shape{}.m}, {"n", Shape{}.n}, {"k", Shape{}.k}, {"world", Shape{}.world}};
+  const std::string profile_name = !plan.request.profile.empty() ? plan.request.profile
+                                   : !outcomes.empty() && outcomes[0].record.profile
+                                       ? *outcomes[0].record.profile
+                                       : default_profile(plan.backend, "", 1);
+  const nlohmann::json reference_shape = {
+      {"m", Shape{}.m}, {"n", Shape{}.n}, {"k", Shape{}.k}, {"world", Shape{}.world}};
   const model::Profile profile = model::load_profile(profile_name);
   nlohmann::json predictions = nlohmann::json::array();
   for (const Config& c : plan.configs) {
@@ -85,9 +89,10 @@ void add_model_context(nlohmann::json& results, const RunPlan& plan, const std::
   results["model_predictions"] = predictions;
   results["model_sweeps"] = nlohmann::json::array(
       {model::to_json(model::sweep_pull_blocks(profile, Shape{}, pull, model::default_pull_grid()))});
-  results["model_sweeps"][0]["config"] = {{"mode", to_string(pull.mode)}, {"gather_dtype", to_string(pull.gather_dtype)},
-                                           {"gather_transport", to_string(pull.gather_transport)},
-                                           {"label", config_label(pull)}};
+  results["model_sweeps"][0]["config"] = {{"mode", to_string(pull.mode)},
+                                          {"gather_dtype", to_string(pull.gather_dtype)},
+                                          {"gather_transport", to_string(pull.gather_transport)},
+                                          {"label", config_label(pull)}};
   results["model_sweeps"][0]["shape"] = reference_shape;
   results["model_sweeps"][0]["param"] = "pull-blocks";
 }
@@ -143,7 +148,10 @@ int cmd_validate(const Args& args) {
   nlohmann::json results = plan_outcomes_to_json(plan, outcomes);
   results["selftest"] = selftest_json(selftest);
   add_model_context(results, plan, outcomes);
-  results["shape"] = {{"n", plan.request.shape.n}, {"k", plan.request.shape.k}, {"world", plan.request.shape.world}, {"m", plan.m_values}};
+  results["shape"] = {{"n", plan.request.shape.n},
+                      {"k", plan.request.shape.k},
+                      {"world", plan.request.shape.world},
+                      {"m", plan.m_values}};
   write_file_atomic(out.path() / "results.json", json_text(results, 2) + "\n");
   write_file_atomic(out.path() / "runs.log", log.str());
   const bool report_ok = vm["no-report"].as<bool>() || write_report(out);

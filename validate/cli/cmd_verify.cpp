@@ -12,16 +12,16 @@ namespace gemmar::cli {
 
 int cmd_verify(const Args& args) {
   po::options_description desc("gemmar verify options");
-  desc.add_options()
-      ("input", po::value<std::vector<std::string>>()->multitoken(),
-       "a dump directory (rank files, or one subdirectory per run) or the W rank files of one run")
-      ("check-rows", po::value<int64_t>()->default_value(256),
-       "output rows checked, stratified over every rank's slice; 0 = every row (a row-subset dump: its rows)")
-      ("seed", po::value<uint64_t>()->default_value(1234), "seed of the row sampling")
-      ("profile", po::value<std::string>(), "model profile (mi355x|mi300x|h200|h200-1gpu|FILE); default: the dump's "
-                                            "profile metadata, else by its device, else mi355x")
-      ("floors-at-run-m", po::bool_switch()->default_value(false),
-       "derive the floors at the run's own M (default: once per N, K, W, quant at M=16384)");
+  desc.add_options()("input", po::value<std::vector<std::string>>()->multitoken(),
+                     "a dump directory (rank files, or one subdirectory per run) or the W rank files of one run")(
+      "check-rows", po::value<int64_t>()->default_value(256),
+      "output rows checked, stratified over every rank's slice; 0 = every row (a row-subset dump: its rows)")(
+      "seed", po::value<uint64_t>()->default_value(1234), "seed of the row sampling")(
+      "profile", po::value<std::string>(),
+      "model profile (mi355x|mi300x|h200|h200-1gpu|FILE); default: the dump's "
+      "profile metadata, else by its device, else mi355x")(
+      "floors-at-run-m", po::bool_switch()->default_value(false),
+      "derive the floors at the run's own M (default: once per N, K, W, quant at M=16384)");
   add_common_options(desc);
   po::positional_options_description pos;
   pos.add("input", -1);

@@ -28,10 +28,11 @@ constexpr const char* kUsage =
 int main(int argc, char** argv) {
   using namespace gemmar;
   const std::map<std::string, int (*)(const cli::Args&)> subcommands{
-      {"reference", cli::cmd_reference}, {"model", cli::cmd_model},   {"check", cli::cmd_check},
-      {"run", cli::cmd_run},             {"report", cli::cmd_report}, {"validate", cli::cmd_validate},
-      {"verify", cli::cmd_verify},
-      {"selftest", cli::cmd_selftest},   {"--version", cli::cmd_version},
+      {"reference", cli::cmd_reference}, {"model", cli::cmd_model},
+      {"check", cli::cmd_check},         {"run", cli::cmd_run},
+      {"report", cli::cmd_report},       {"validate", cli::cmd_validate},
+      {"verify", cli::cmd_verify},       {"selftest", cli::cmd_selftest},
+      {"--version", cli::cmd_version},
   };
   if (argc < 2) {
     std::cerr << kUsage;

@@ -35,7 +35,8 @@ using Phases = std::vector<std::pair<std::string, double>>;
 
 bool present(const json& j, const char* key) { return j.is_object() && j.contains(key) && !j.at(key).is_null(); }
 
-std::optional<double> opt_number(const json& j, const char* key, const std::string& where, const std::string& prefix = "") {
+std::optional<double> opt_number(const json& j, const char* key, const std::string& where,
+                                 const std::string& prefix = "") {
   if (!present(j, key)) return std::nullopt;
   const json& v = j.at(key);
   if (!v.is_number()) bad(where, prefix + key, std::string("must be a number, got ") + v.type_name());
@@ -80,8 +81,10 @@ Phases read_phases(const json& v, const std::string& where, const std::string& f
       const auto us = opt_number(p, "us", where, f + ".");
       if (!us) bad(where, f + ".us", "is missing");
       auto hit = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == *name; });
-      if (hit == out.end()) out.emplace_back(*name, *us);
-      else hit->second += *us;
+      if (hit == out.end())
+        out.emplace_back(*name, *us);
+      else
+        hit->second += *us;
     }
   } else {
     bad(where, field, std::string("must be an object or a list of phases, got ") + v.type_name());
@@ -99,7 +102,7 @@ json phases_json(const Phases& p) {
 struct Model {
   std::optional<double> total_us, lower_bound_us;
   Phases phases;
-  std::string from;     // where it came from, shown on the page
+  std::string from;  // where it came from, shown on the page
   std::string profile;
 };
 
@@ -222,8 +225,10 @@ std::optional<Config> config_from_json(const json& c) {
     if (auto q = opt_string(c, "quant")) cfg.quant = parse_quant(*q);
     if (auto w = opt_string(c, "gather_dtype")) cfg.gather_dtype = parse_wire(*w);
     if (auto t = opt_string(c, "gather_transport")) cfg.gather_transport = parse_transport(*t);
-    if (present(c, "fuse_quantize") && c.at("fuse_quantize").is_boolean()) cfg.fuse_quantize = c.at("fuse_quantize").get<bool>();
-    if (present(c, "pull_blocks") && c.at("pull_blocks").is_number_integer()) cfg.pull_blocks = c.at("pull_blocks").get<int>();
+    if (present(c, "fuse_quantize") && c.at("fuse_quantize").is_boolean())
+      cfg.fuse_quantize = c.at("fuse_quantize").get<bool>();
+    if (present(c, "pull_blocks") && c.at("pull_blocks").is_number_integer())
+      cfg.pull_blocks = c.at("pull_blocks").get<int>();
   } catch (const UsageError&) {
     return std::nullopt;
   }
@@ -314,15 +319,20 @@ class Builder {
     LogReadOptions lo;
     lo.max_line_bytes = opt_.max_line_bytes;
     size_t runs = 0, skipped = 0;
-    const LogReadStats st = gemmar::read_log(in, path, [&](LogEntry&& e) {
-      if (!e.record) {
-        add_skipped(e.source, e.error.empty() ? "not a run record" : e.error);
-        ++skipped;
-        return;
-      }
-      if (add_run(std::move(*e.record), e.raw, json::object(), e.source)) ++runs;
-      else ++skipped;
-    }, lo);
+    const LogReadStats st = gemmar::read_log(
+        in, path,
+        [&](LogEntry&& e) {
+          if (!e.record) {
+            add_skipped(e.source, e.error.empty() ? "not a run record" : e.error);
+            ++skipped;
+            return;
+          }
+          if (add_run(std::move(*e.record), e.raw, json::object(), e.source))
+            ++runs;
+          else
+            ++skipped;
+        },
+        lo);
     const size_t duplicates = size_t(st.rank_duplicates);
     if (runs == 0 && skipped == 0 && duplicates == 0)
       throw UsageError(path + ": no RESULT_JSON lines and no JSON run objects (not a results file)");
@@ -330,8 +340,13 @@ class Builder {
       notes_.push_back(path + ": " + std::to_string(duplicates) +
                        " RESULT_JSON line(s) repeat an earlier record exactly (the same run printed by several "
                        "ranks) and are counted once");
-    inputs_.push_back({{"file", path}, {"kind", "log (RESULT_JSON lines)"}, {"runs", runs}, {"skipped", skipped},
-                       {"models", 0}, {"sweeps", 0}, {"duplicates", duplicates}});
+    inputs_.push_back({{"file", path},
+                       {"kind", "log (RESULT_JSON lines)"},
+                       {"runs", runs},
+                       {"skipped", skipped},
+                       {"models", 0},
+                       {"sweeps", 0},
+                       {"duplicates", duplicates}});
   }
 
   void read_document(const json& doc, const std::string& path) {
@@ -374,8 +389,10 @@ class Builder {
         }
       }
       if (present(doc, "profile")) {
-        if (doc.at("profile").is_string()) profile_names_.insert(doc.at("profile").get<std::string>());
-        else profile_objects_.push_back({{"source", path}, {"value", doc.at("profile")}});
+        if (doc.at("profile").is_string())
+          profile_names_.insert(doc.at("profile").get<std::string>());
+        else
+          profile_objects_.push_back({{"source", path}, {"value", doc.at("profile")}});
       }
       if (present(doc, "machine")) machines_.push_back({{"source", path}, {"value", doc.at("machine")}});
     } else if (doc.contains("points")) {
@@ -396,11 +413,17 @@ class Builder {
       add_model(doc, path, "");
       models = 1;
     } else {
-      throw UsageError(path + ": a JSON document of no known kind (expected RESULT_JSON lines, a run record, "
-                              "{\"runs\": ...}, a model or a model sweep)");
+      throw UsageError(path +
+                       ": a JSON document of no known kind (expected RESULT_JSON lines, a run record, "
+                       "{\"runs\": ...}, a model or a model sweep)");
     }
-    inputs_.push_back({{"file", path}, {"kind", kind}, {"runs", runs}, {"skipped", skipped}, {"models", models},
-                       {"sweeps", sweeps}, {"duplicates", 0}});
+    inputs_.push_back({{"file", path},
+                       {"kind", kind},
+                       {"runs", runs},
+                       {"skipped", skipped},
+                       {"models", models},
+                       {"sweeps", sweeps},
+                       {"duplicates", 0}});
   }
 
   // runs[i] of check / validate output: {source, verdict, findings, record, context}.
@@ -453,9 +476,11 @@ class Builder {
       if (over.contains("findings")) findings = read_findings(over.at("findings"), source);
       run.findings = findings;
       run.model = read_model(raw.contains("model") ? raw.at("model") : json(nullptr), source, "model", "the run's own");
-      const json floors = present(raw, "floor") ? raw.at("floor") : (present(raw, "floors") ? raw.at("floors") : json());
+      const json floors =
+          present(raw, "floor") ? raw.at("floor") : (present(raw, "floors") ? raw.at("floors") : json());
       const json ctx = over.contains("context") && over.at("context").is_object() ? over.at("context") : json::object();
-      const json cfloors = present(ctx, "floors") ? ctx.at("floors") : (present(ctx, "floor") ? ctx.at("floor") : json());
+      const json cfloors =
+          present(ctx, "floors") ? ctx.at("floors") : (present(ctx, "floor") ? ctx.at("floor") : json());
       const std::string wire = to_string(effective_config(rec.config).gather_dtype);
       auto take_floor = [&](const json& f, const std::string& field, const std::string& from) {
         if (run.floor || f.is_null()) return;
@@ -537,9 +562,16 @@ class Builder {
       if (!v || !t) bad(where, f, "needs value and total_us");
       points.push_back({*v, *t});
     }
-    std::sort(points.begin(), points.end(), [](const json& a, const json& b) { return a[0].get<double>() < b[0].get<double>(); });
-    json s = {{"source", where}, {"param", opt_string(doc, "param").value_or("pull-blocks")}, {"points", points},
-              {"optimum", nullptr}, {"band", nullptr}, {"m", nullptr}, {"config", nullptr}, {"config_match", nullptr},
+    std::sort(points.begin(), points.end(),
+              [](const json& a, const json& b) { return a[0].get<double>() < b[0].get<double>(); });
+    json s = {{"source", where},
+              {"param", opt_string(doc, "param").value_or("pull-blocks")},
+              {"points", points},
+              {"optimum", nullptr},
+              {"band", nullptr},
+              {"m", nullptr},
+              {"config", nullptr},
+              {"config_match", nullptr},
               {"profile", opt_string(doc, "profile").value_or("")}};
     if (present(doc, "optimum") && doc.at("optimum").is_object()) {
       const json& o = doc.at("optimum");
@@ -618,7 +650,8 @@ void Builder::borrow_floors() {
   for (const auto& r : runs_)
     if (r.floor && r.floor_from != "borrowed")
       donors.emplace(std::make_tuple(r.rec.shape.m, r.rec.shape.n, r.rec.shape.k, r.rec.shape.world,
-                                     int(r.rec.config.quant), int(r.eff.gather_dtype)), &r);
+                                     int(r.rec.config.quant), int(r.eff.gather_dtype)),
+                     &r);
   size_t borrowed = 0;
   for (auto& r : runs_) {
     if (r.floor) continue;
@@ -631,7 +664,8 @@ void Builder::borrow_floors() {
     ++borrowed;
   }
   if (borrowed)
-    notes_.push_back(std::to_string(borrowed) + " run(s) without their own floor use the floor predicted for the "
+    notes_.push_back(std::to_string(borrowed) +
+                     " run(s) without their own floor use the floor predicted for the "
                      "same shape, quant and wire by another input");
 }
 
@@ -670,8 +704,8 @@ std::vector<size_t> group_order(const std::vector<Group>& groups) {
 ModelDoc* Builder::model_for(const Group& g) {
   const std::string base = config_label(g.cfg);
   for (auto& d : models_)
-    if (d.label == base && d.shape && d.shape->m == g.shape.m && d.shape->n == g.shape.n &&
-        d.shape->k == g.shape.k && d.shape->world == g.shape.world &&
+    if (d.label == base && d.shape && d.shape->m == g.shape.m && d.shape->n == g.shape.n && d.shape->k == g.shape.k &&
+        d.shape->world == g.shape.world &&
         (!pull_wire(g.eff) || d.pull_blocks == g.pull.value_or(64)))  // runs without a grid: the default 64
       return &d;
   return nullptr;
@@ -705,8 +739,8 @@ json Builder::aggregate(const std::vector<size_t>& idx) const {
     if (pr.size() >= 2) {
       const double med = median_of(pr);
       if (med > 0 && std::isfinite(med)) {
-        spreads.push_back((*std::max_element(pr.begin(), pr.end()) - *std::min_element(pr.begin(), pr.end())) /
-                          med * 100.0);
+        spreads.push_back((*std::max_element(pr.begin(), pr.end()) - *std::min_element(pr.begin(), pr.end())) / med *
+                          100.0);
         ++slowest[int(std::max_element(pr.begin(), pr.end()) - pr.begin())];
       }
     }
@@ -714,20 +748,28 @@ json Builder::aggregate(const std::vector<size_t>& idx) const {
     if (r.band_hi) band_hi.push_back(*r.band_hi);
     if (r.band_lo) band_lo.push_back(*r.band_lo);
   }
-  json a = {{"runs", idx.size()}, {"pass", pass}, {"fail", fail}, {"no_verdict", idx.size() - pass - fail},
-            {"time_us", stats(times)}, {"time_ok_us", stats(times_ok)}, {"rel_l2", stats(rels)},
+  json a = {{"runs", idx.size()},
+            {"pass", pass},
+            {"fail", fail},
+            {"no_verdict", idx.size() - pass - fail},
+            {"time_us", stats(times)},
+            {"time_ok_us", stats(times_ok)},
+            {"rel_l2", stats(rels)},
             {"rank_spread_pct", stats(spreads)}};
   a["floor"] = floors.empty() ? json(nullptr) : json(median_of(floors));
-  a["band"] = band_hi.empty() ? json(nullptr)
-                              : json::array({band_lo.empty() ? json(nullptr) : json(median_of(band_lo)), median_of(band_hi)});
+  a["band"] = band_hi.empty()
+                  ? json(nullptr)
+                  : json::array({band_lo.empty() ? json(nullptr) : json(median_of(band_lo)), median_of(band_hi)});
   std::vector<std::pair<std::string, std::pair<std::string, size_t>>> cv(codes.begin(), codes.end());
-  std::stable_sort(cv.begin(), cv.end(), [](const auto& x, const auto& y) { return x.second.second > y.second.second; });
+  std::stable_sort(cv.begin(), cv.end(),
+                   [](const auto& x, const auto& y) { return x.second.second > y.second.second; });
   json jc = json::array();
   for (const auto& [code, sc] : cv) jc.push_back({{"code", code}, {"severity", sc.first}, {"count", sc.second}});
   a["findings"] = jc;
   a["slowest_rank"] = nullptr;
   if (!slowest.empty()) {
-    auto best = std::max_element(slowest.begin(), slowest.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+    auto best = std::max_element(slowest.begin(), slowest.end(),
+                                 [](const auto& x, const auto& y) { return x.second < y.second; });
     a["slowest_rank"] = {{"rank", best->first}, {"runs", best->second}};
   }
   return a;
@@ -820,28 +862,40 @@ json Builder::run_json(size_t i) const {
   const Run& r = runs_[i];
   const RunRecord& rec = r.rec;
   std::optional<double> t = rec.max_rank_time_us;
-  if (!t && !rec.per_rank_time_us.empty()) t = *std::max_element(rec.per_rank_time_us.begin(), rec.per_rank_time_us.end());
+  if (!t && !rec.per_rank_time_us.empty())
+    t = *std::max_element(rec.per_rank_time_us.begin(), rec.per_rank_time_us.end());
   Phases ph(rec.phases_us.begin(), rec.phases_us.end());
   sort_phases(ph);
-  return {
-      {"index", i}, {"source", r.source}, {"group", r.group}, {"config", r.label},
-      {"mode", to_string(r.eff.mode)}, {"quant", to_string(r.eff.quant)},
-      {"wire", has_collective(r.eff.mode) ? to_string(r.eff.gather_dtype) : ""},
-      {"transport", has_collective(r.eff.mode) ? to_string(r.eff.gather_transport) : ""},
-      {"fuse_quantize", rec.config.fuse_quantize},
-      {"pull_blocks", rec.pull_blocks ? json(*rec.pull_blocks) : json(nullptr)},
-      {"m", rec.shape.m}, {"n", rec.shape.n}, {"k", rec.shape.k}, {"world", rec.shape.world},
-      {"time_us", t ? json(*t) : json(nullptr)}, {"per_rank_time_us", rec.per_rank_time_us},
-      {"rel_l2", rec.rel_l2 ? json(*rec.rel_l2) : json(nullptr)}, {"per_rank_rel_l2", rec.per_rank_rel_l2},
-      {"validated", rec.validated ? json(*rec.validated) : json(nullptr)},
-      {"phases_us", phases_json(ph)},
-      {"model", r.model ? model_json(*r.model) : json(nullptr)},
-      {"floor", r.floor ? json(*r.floor) : json(nullptr)},
-      {"floor_stderr", r.floor_stderr ? json(*r.floor_stderr) : json(nullptr)},
-      {"floor_from", r.floor_from},
-      {"band", r.band_hi ? json::array({r.band_lo ? json(*r.band_lo) : json(nullptr), *r.band_hi}) : json(nullptr)},
-      {"verdict", r.verdict ? json(*r.verdict) : json(nullptr)}, {"findings", r.findings},
-      {"profile", r.profile}, {"backend", rec.backend.value_or("")}, {"timing", rec.timing}};
+  return {{"index", i},
+          {"source", r.source},
+          {"group", r.group},
+          {"config", r.label},
+          {"mode", to_string(r.eff.mode)},
+          {"quant", to_string(r.eff.quant)},
+          {"wire", has_collective(r.eff.mode) ? to_string(r.eff.gather_dtype) : ""},
+          {"transport", has_collective(r.eff.mode) ? to_string(r.eff.gather_transport) : ""},
+          {"fuse_quantize", rec.config.fuse_quantize},
+          {"pull_blocks", rec.pull_blocks ? json(*rec.pull_blocks) : json(nullptr)},
+          {"m", rec.shape.m},
+          {"n", rec.shape.n},
+          {"k", rec.shape.k},
+          {"world", rec.shape.world},
+          {"time_us", t ? json(*t) : json(nullptr)},
+          {"per_rank_time_us", rec.per_rank_time_us},
+          {"rel_l2", rec.rel_l2 ? json(*rec.rel_l2) : json(nullptr)},
+          {"per_rank_rel_l2", rec.per_rank_rel_l2},
+          {"validated", rec.validated ? json(*rec.validated) : json(nullptr)},
+          {"phases_us", phases_json(ph)},
+          {"model", r.model ? model_json(*r.model) : json(nullptr)},
+          {"floor", r.floor ? json(*r.floor) : json(nullptr)},
+          {"floor_stderr", r.floor_stderr ? json(*r.floor_stderr) : json(nullptr)},
+          {"floor_from", r.floor_from},
+          {"band", r.band_hi ? json::array({r.band_lo ? json(*r.band_lo) : json(nullptr), *r.band_hi}) : json(nullptr)},
+          {"verdict", r.verdict ? json(*r.verdict) : json(nullptr)},
+          {"findings", r.findings},
+          {"profile", r.profile},
+          {"backend", rec.backend.value_or("")},
+          {"timing", rec.timing}};
 }
 
 // The model documents, each with how many groups it became the model of; a note per file whose models match
@@ -850,8 +904,11 @@ json Builder::models_json() {
   json jmodels = json::array();
   std::map<std::string, std::vector<std::string>> unmatched;  // file -> configs
   for (const auto& d : models_) {
-    jmodels.push_back({{"source", d.source}, {"config", d.label}, {"shape", d.shape ? shape_json(*d.shape) : json(nullptr)},
-                       {"model", model_json(d.model)}, {"used_by_groups", d.used_by}});
+    jmodels.push_back({{"source", d.source},
+                       {"config", d.label},
+                       {"shape", d.shape ? shape_json(*d.shape) : json(nullptr)},
+                       {"model", model_json(d.model)},
+                       {"used_by_groups", d.used_by}});
     if (!d.used_by && !runs_.empty())
       unmatched[d.source.substr(0, d.source.find(": "))].push_back(
           (d.label.empty() ? std::string("an unnamed config") : d.label) +
@@ -891,9 +948,16 @@ json Builder::finish() {
   }
   return {{"format", kDocumentFormat},
           {"inputs", inputs_},
-          {"summary", {{"runs", runs_.size()}, {"groups", groups.size()}, {"configs", jconfigs.size()}, {"pass", pass}, {"fail", fail},
-                       {"no_verdict", runs_.size() - pass - fail}, {"skipped", skipped_.size()},
-                       {"models", models_.size()}, {"sweeps", sweeps_.size()}}},
+          {"summary",
+           {{"runs", runs_.size()},
+            {"groups", groups.size()},
+            {"configs", jconfigs.size()},
+            {"pass", pass},
+            {"fail", fail},
+            {"no_verdict", runs_.size() - pass - fail},
+            {"skipped", skipped_.size()},
+            {"models", models_.size()},
+            {"sweeps", sweeps_.size()}}},
           {"phase_order", all_phase_names()},
           {"groups", jgroups},
           {"configs", jconfigs},
@@ -912,7 +976,8 @@ json Builder::finish() {
 json build_report_document(const std::vector<std::string>& files, const ReadOptions& opt) {
   Builder b(opt);
   for (size_t i = 0; i < files.size(); ++i)
-    b.read_file(files[i], i < opt.display_names.size() && !opt.display_names[i].empty() ? opt.display_names[i] : files[i]);
+    b.read_file(files[i],
+                i < opt.display_names.size() && !opt.display_names[i].empty() ? opt.display_names[i] : files[i]);
   json doc = b.finish();
   const auto& s = doc["summary"];
   if (s["runs"].get<size_t>() == 0 && s["models"].get<size_t>() == 0 && s["sweeps"].get<size_t>() == 0) {

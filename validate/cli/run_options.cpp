@@ -21,7 +21,8 @@ std::vector<int64_t> parse_int_list(const std::string& s, const std::string& opt
   while (std::getline(ss, item, ',')) {
     char* end = nullptr;
     const long long v = std::strtoll(item.c_str(), &end, 10);
-    GEMMAR_USAGE_CHECK(!item.empty() && end && *end == '\0' && v > 0, option, ": '", item, "' is not a positive integer");
+    GEMMAR_USAGE_CHECK(!item.empty() && end && *end == '\0' && v > 0, option, ": '", item,
+                       "' is not a positive integer");
     out.push_back(v);
   }
   GEMMAR_USAGE_CHECK(!out.empty(), option, ": empty list");
@@ -41,47 +42,46 @@ void add_run_options(po::options_description& d, RunCommand cmd) {
                     "one file per rank, for `gemmar verify DIR` (docs/verify.md)");
   } else {
     // validate runs every config at its own shape; the shape and the quant/grid stay settable.
-    d.add_options()
-        ("m,m", po::value<int64_t>(), "rows (default: 2048 on cpu; 4096 and 16384 on gpu)")
-        ("n,n", po::value<int64_t>(), "columns (default: 2048 on cpu, 7168 on gpu)")
-        ("k,k", po::value<int64_t>(), "reduction length per rank (default: 512 on cpu, 2048 on gpu)")
-        ("world", po::value<int>()->default_value(Shape{}.world), "ranks (W)")
-        ("quant", po::value<std::string>()->default_value(to_string(Config{}.quant)), quant_spellings())
-        ("pull-blocks", po::value<int>(), "pull kernel grid per rank (default: $MORI_GEMM_AR_PULL_BLOCKS, else 64)");
+    d.add_options()("m,m", po::value<int64_t>(), "rows (default: 2048 on cpu; 4096 and 16384 on gpu)")(
+        "n,n", po::value<int64_t>(), "columns (default: 2048 on cpu, 7168 on gpu)")(
+        "k,k", po::value<int64_t>(), "reduction length per rank (default: 512 on cpu, 2048 on gpu)")(
+        "world", po::value<int>()->default_value(Shape{}.world), "ranks (W)")(
+        "quant", po::value<std::string>()->default_value(to_string(Config{}.quant)), quant_spellings())(
+        "pull-blocks", po::value<int>(), "pull kernel grid per rank (default: $MORI_GEMM_AR_PULL_BLOCKS, else 64)");
   }
-  d.add_options()
-      ("backend", po::value<std::string>(), "gpu|cpu (default: gpu in a GPU build, else cpu = the CPU emulation)")
-      ("m-list", po::value<std::string>(), "comma-separated M values (overrides -m), e.g. 4096,16384")
-      ("inject", po::value<std::string>()->default_value("none"),
-       ("fault to inject into every run, comma list: " + fault_names_help()).c_str())
-      ("seed", po::value<uint64_t>()->default_value(1234), "operand seed (rank r uses seed + r)")
-      ("check-rows", po::value<int64_t>(),
-       "output rows checked against the reference, stratified over every rank's slice; 0 = every row "
-       "(default: 256 for run, every row for validate on cpu, 512 for validate on gpu)")
-      ("iterations", po::value<int>(),
-       "iterations per config, each on changed inputs (odd iterations scale every rank's A scales by 2 or 1/2, so "
-       "iteration i repeats i-2's inputs); GPU: graph replays, timed (median) (default: 4 on cpu, 11 on gpu; iterations 1 and 3 are the first bit-identical repeat)")
-      ("check-every", po::value<int>(),
-       "read back and check every N-th iteration's output (0, N, 2N, ...) bit for bit, and repeats of the same "
-       "inputs for identical bits (default: 1 = every iteration, on cpu and gpu)")
-      ("straggle", po::value<double>()->default_value(0.0),
-       "MAX_US: random per-rank delays in [0, MAX_US) before each launch and between phases, redrawn every "
-       "iteration (GPU: spin kernels; CPU emulation: the order the peer loops visit ranks and which put lands last)")
-      ("gemm-impl", po::value<std::string>()->default_value("gemmar"),
-       "GPU: the GEMM of gemm-only and the split modes: gemmar|cublaslt (NVIDIA; fused modes keep gemmar's, whose "
-       "epilogue pushes tiles); fused runs are also compared with the vendor GEMM + the split all-reduce")
-      ("profile", po::value<std::string>()->default_value(""),
-       "model profile to judge against (default: from the backend and device: mi355x/mi300x on AMD, h200 on "
-       "NVIDIA, h200-1gpu for W ranks on one NVIDIA device, mi355x for the CPU emulation)")
-      ("guard", po::bool_switch()->default_value(false),
-       "also judge every checked call (GPU: every replay) by the per-call guard's checksums alone (docs/guard.md): "
-       "GUARD_* findings")
-      ("ranks-per-device", po::value<int>()->default_value(0),
-       "GPU: ranks emulated per device (0: one per device when W devices exist, else all on one)")
-      ("baseline", po::value<std::vector<std::string>>(),
-       "FILE: earlier runs (a previous validate's results.json or runs.log, or a benchmark log); a run slower "
-       "than the baseline's of the same shape and config beyond the run-to-run spread fails with REGRESSION, "
-       "whatever the profile (repeatable; default: none)");
+  d.add_options()("backend", po::value<std::string>(),
+                  "gpu|cpu (default: gpu in a GPU build, else cpu = the CPU emulation)")(
+      "m-list", po::value<std::string>(), "comma-separated M values (overrides -m), e.g. 4096,16384")(
+      "inject", po::value<std::string>()->default_value("none"),
+      ("fault to inject into every run, comma list: " + fault_names_help()).c_str())(
+      "seed", po::value<uint64_t>()->default_value(1234), "operand seed (rank r uses seed + r)")(
+      "check-rows", po::value<int64_t>(),
+      "output rows checked against the reference, stratified over every rank's slice; 0 = every row "
+      "(default: 256 for run, every row for validate on cpu, 512 for validate on gpu)")(
+      "iterations", po::value<int>(),
+      "iterations per config, each on changed inputs (odd iterations scale every rank's A scales by 2 or 1/2, so "
+      "iteration i repeats i-2's inputs); GPU: graph replays, timed (median) (default: 4 on cpu, 11 on gpu; iterations "
+      "1 and 3 are the first bit-identical repeat)")(
+      "check-every", po::value<int>(),
+      "read back and check every N-th iteration's output (0, N, 2N, ...) bit for bit, and repeats of the same "
+      "inputs for identical bits (default: 1 = every iteration, on cpu and gpu)")(
+      "straggle", po::value<double>()->default_value(0.0),
+      "MAX_US: random per-rank delays in [0, MAX_US) before each launch and between phases, redrawn every "
+      "iteration (GPU: spin kernels; CPU emulation: the order the peer loops visit ranks and which put lands last)")(
+      "gemm-impl", po::value<std::string>()->default_value("gemmar"),
+      "GPU: the GEMM of gemm-only and the split modes: gemmar|cublaslt (NVIDIA; fused modes keep gemmar's, whose "
+      "epilogue pushes tiles); fused runs are also compared with the vendor GEMM + the split all-reduce")(
+      "profile", po::value<std::string>()->default_value(""),
+      "model profile to judge against (default: from the backend and device: mi355x/mi300x on AMD, h200 on "
+      "NVIDIA, h200-1gpu for W ranks on one NVIDIA device, mi355x for the CPU emulation)")(
+      "guard", po::bool_switch()->default_value(false),
+      "also judge every checked call (GPU: every replay) by the per-call guard's checksums alone (docs/guard.md): "
+      "GUARD_* findings")("ranks-per-device", po::value<int>()->default_value(0),
+                          "GPU: ranks emulated per device (0: one per device when W devices exist, else all on one)")(
+      "baseline", po::value<std::vector<std::string>>(),
+      "FILE: earlier runs (a previous validate's results.json or runs.log, or a benchmark log); a run slower "
+      "than the baseline's of the same shape and config beyond the run-to-run spread fails with REGRESSION, "
+      "whatever the profile (repeatable; default: none)");
 }
 
 RunPlan read_run_plan(const po::variables_map& vm, RunCommand cmd) {

@@ -41,7 +41,8 @@ std::string joined(const std::vector<std::string>& v, const char* none) {
 // The report package is the one thing a missing data directory breaks; say so here, not first in `report`.
 bool reports_found(const fs::path& dir) {
   std::error_code ec;
-  return fs::is_regular_file(dir / "run_report.py", ec) && fs::is_regular_file(dir / "gemmar_report" / "__init__.py", ec);
+  return fs::is_regular_file(dir / "run_report.py", ec) &&
+         fs::is_regular_file(dir / "gemmar_report" / "__init__.py", ec);
 }
 
 nlohmann::json version_document() {
@@ -55,8 +56,9 @@ nlohmann::json version_document() {
           {"cxx_flags", b.cxx_flags},
           {"march", b.march},
           {"sanitizers", split_list(b.sanitizers)},
-          {"gpu", {{"backend", std::string(b.gpu_backend).empty() ? "none" : b.gpu_backend},
-                   {"architectures", split_list(b.gpu_archs)}}},
+          {"gpu",
+           {{"backend", std::string(b.gpu_backend).empty() ? "none" : b.gpu_backend},
+            {"architectures", split_list(b.gpu_archs)}}},
           {"executable", executable_path().string()},
           {"data_dir", data_dir().string()},
           {"reports_dir", reports.path.string()},
@@ -70,10 +72,10 @@ void print_text(const nlohmann::json& d) {
             << "commit      " << s("commit") << (d["commit_dirty"].get<bool>() ? " (with uncommitted changes)" : "")
             << "\n"
             << "build       " << s("build_type") << ", " << s("compiler") << ", flags '" << s("cxx_flags") << "'\n"
-            << "cpu         " << (s("march").empty() ? "the compiler's default -march" : "-march=" + s("march"))
-            << "\n"
+            << "cpu         " << (s("march").empty() ? "the compiler's default -march" : "-march=" + s("march")) << "\n"
             << "sanitizers  " << joined(d["sanitizers"].get<std::vector<std::string>>(), "none") << "\n"
-            << "gpu         " << d["gpu"]["backend"].get<std::string>() << (d["gpu"]["architectures"].empty() ? " (CPU-only build)" : "");
+            << "gpu         " << d["gpu"]["backend"].get<std::string>()
+            << (d["gpu"]["architectures"].empty() ? " (CPU-only build)" : "");
   if (!d["gpu"]["architectures"].empty())
     std::cout << " " << joined(d["gpu"]["architectures"].get<std::vector<std::string>>(), "");
   std::cout << "\n"

@@ -23,13 +23,13 @@ struct RankDump {
   Shape shape;
   Config config;
   Fp8Format fp8_format = Fp8Format::E4M3FN;
-  std::vector<int64_t> rows;                   // empty: every row 0..M-1
+  std::vector<int64_t> rows;                      // empty: every row 0..M-1
   const std::vector<uint8_t>* a_codes = nullptr;  // [R, K]
   const std::vector<float>* a_scales = nullptr;   // the quant's A layout over the R rows (quant.hpp)
   const std::vector<uint8_t>* b_codes = nullptr;  // [N, K]
   const std::vector<float>* b_scales = nullptr;
-  const std::vector<uint16_t>* out = nullptr;     // [R, N] bf16 bits
-  const std::vector<uint16_t>* partial = nullptr; // [R, N] bf16 bits, optional
+  const std::vector<uint16_t>* out = nullptr;         // [R, N] bf16 bits
+  const std::vector<uint16_t>* partial = nullptr;     // [R, N] bf16 bits, optional
   std::map<std::string, std::string> extra_metadata;  // seed, inject, device, profile, producer, pull_blocks
 };
 void write_rank_dump(const std::string& path, const RankDump&);

@@ -29,16 +29,21 @@ std::shared_ptr<const GuardOperands> guard_operands(const RunRequest& req, const
   spec.seed = req.seed;
   // fnuz-as-fn: the operands are e4m3fnuz; the guard reads them as what they are.
   spec.fp8_format = req.inject.fnuz_read_as_fn ? Fp8Format::E4M3FNUZ : Fp8Format::E4M3FN;
-  const std::vector<int64_t> k{req.shape.m, req.shape.n, req.shape.k, req.shape.world, int64_t(cfg.quant),
-                               int64_t(req.seed), int64_t(spec.fp8_format)};
+  const std::vector<int64_t> k{req.shape.m,
+                               req.shape.n,
+                               req.shape.k,
+                               req.shape.world,
+                               int64_t(cfg.quant),
+                               int64_t(req.seed),
+                               int64_t(spec.fp8_format)};
   std::lock_guard<std::mutex> lock(mutex);
   if (cached && key == k && key_rows == rows) return cached;
   auto ops = std::make_shared<GuardOperands>();
   for (int r = 0; r < req.shape.world; ++r) {
     const reference::RankOperands op = reference::make_rank_operands(spec, r, rows);
     ops->a_deq.push_back(reference::dequantized_a(op, cfg.quant, spec.fp8_format));
-    ops->weights.push_back(reference::guard_weights(reference::dequantized_b(op, cfg.quant, spec.fp8_format),
-                                                    req.shape.n, req.shape.k));
+    ops->weights.push_back(
+        reference::guard_weights(reference::dequantized_b(op, cfg.quant, spec.fp8_format), req.shape.n, req.shape.k));
   }
   key = k;
   key_rows = rows;

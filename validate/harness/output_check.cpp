@@ -25,7 +25,8 @@ ViewRelL2 rel_l2_of_views(const Shape& shape, const Config& cfg, const std::vect
                           const std::vector<std::vector<float>>& rank_refs) {
   ViewRelL2 v;
   if (has_collective(cfg.mode)) {
-    for (const auto& x : reference::per_rank_rel_l2(shape, cfg.quant, rows, outputs, ref)) v.per_rank.push_back(x.value);
+    for (const auto& x : reference::per_rank_rel_l2(shape, cfg.quant, rows, outputs, ref))
+      v.per_rank.push_back(x.value);
     v.per_slice = reference::per_slice_rel_l2(shape, cfg.quant, rows, outputs, ref);
     const reference::RelL2 av = reference::all_views_rel_l2(shape, cfg.quant, rows, outputs, ref);
     v.all_views = av.value;
@@ -94,8 +95,7 @@ bool within_tolerance(float x, float s_ref, uint16_t view, bool fnuz) {
 
 }  // namespace
 
-ElementChecks::ElementChecks(const Shape& shape, const Config& cfg, Fp8Format wire_format, size_t listed,
-                             bool wire_leg)
+ElementChecks::ElementChecks(const Shape& shape, const Config& cfg, Fp8Format wire_format, size_t listed, bool wire_leg)
     : shape_(shape),
       cfg_(cfg),
       wire_format_(wire_format),
@@ -152,7 +152,8 @@ void ElementChecks::reduce_row(const Chunk& c, size_t i, int owner) {
   const int64_t N = shape_.n;
   const size_t at = i * size_t(N);
   for (int64_t col = 0; col < N; ++col) {
-    acc_[size_t(col)] = nm::reduce_sum(owner, shape_.world, [&](int p) { return c.partials[size_t(p)][at + size_t(col)]; });
+    acc_[size_t(col)] =
+        nm::reduce_sum(owner, shape_.world, [&](int p) { return c.partials[size_t(p)][at + size_t(col)]; });
     reduced_[size_t(col)] = nm::f32_to_bf16(acc_[size_t(col)]);
   }
 }
@@ -276,8 +277,8 @@ std::string ElementChecks::wire_recipe() const {
     if (w != first && rows_other > 0 && rows_by_recipe[size_t(w)] == rows_other)
       explaining += (explaining.empty() ? "" : " = ") + std::string(reference::to_string(w));
   const std::string rest = rows_first == 0 ? ""
-                           : " (" + std::string(reference::to_string(first)) + " gives the same bits on " +
-                                 std::to_string(rows_first) + " rows)";
+                                           : " (" + std::string(reference::to_string(first)) +
+                                                 " gives the same bits on " + std::to_string(rows_first) + " rows)";
   if (rows_within_tolerance > 0)
     return "within mori's tolerance: " + std::to_string(tolerance_elements) + " gathered elements in " +
            std::to_string(rows_within_tolerance) +

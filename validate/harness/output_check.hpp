@@ -63,8 +63,7 @@ class ElementChecks {
  public:
   // wire_leg: judge the fp8 wire's gathered views against the recipes (verify, where another implementation's
   // partials may be absent); `run` compares them bit for bit against the emulation itself and passes false.
-  ElementChecks(const Shape&, const Config& effective, Fp8Format wire_format, size_t listed = 10,
-                bool wire_leg = true);
+  ElementChecks(const Shape&, const Config& effective, Fp8Format wire_format, size_t listed = 10, bool wire_leg = true);
   void add(const Chunk&);
   // Into the record: checked/wrong/nonfinite/disagreeing elements, wire_recipe.
   void record(RunRecord&) const;

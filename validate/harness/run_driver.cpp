@@ -115,11 +115,10 @@ std::shared_ptr<const reference::Bf16Outputs> emulate_collective_once(const refe
   GEMMAR_CHECK(!cr.replay && !cr.previous_outputs && !cr.faults.stale_output,
                "emulate_collective_once: a replay or a stale output is not a pure function of its inputs");
   std::ostringstream key;
-  key << cr.shape.m << ',' << cr.shape.n << ',' << cr.shape.k << ',' << cr.shape.world << '|'
-      << config_label(cr.config) << '|' << cr.config.fuse_quantize << '|' << int(cr.wire_format) << '|'
-      << cr.faults.label() << '|' << cr.seed << '|' << cr.rows.size() << '|'
-      << (cr.rows.empty() ? -1 : cr.rows.front()) << '|' << (cr.rows.empty() ? -1 : cr.rows.back()) << '|'
-      << partials_hash(partials);
+  key << cr.shape.m << ',' << cr.shape.n << ',' << cr.shape.k << ',' << cr.shape.world << '|' << config_label(cr.config)
+      << '|' << cr.config.fuse_quantize << '|' << int(cr.wire_format) << '|' << cr.faults.label() << '|' << cr.seed
+      << '|' << cr.rows.size() << '|' << (cr.rows.empty() ? -1 : cr.rows.front()) << '|'
+      << (cr.rows.empty() ? -1 : cr.rows.back()) << '|' << partials_hash(partials);
   struct Entry {
     std::string key;
     std::vector<int64_t> rows;
@@ -304,7 +303,6 @@ class CpuBackend final : public Backend {
   }
 };
 
-
 }  // namespace
 
 // The emulation allocates and frees buffers of 8-16 MiB per rank for every config; glibc's defaults return
@@ -353,8 +351,8 @@ output_check::ViewRelL2 views_against_reference(const RunRequest& req, const Con
     ref = cached_partials(req.shape, cfg.quant, req.seed, rows).reference;
   } else {
     for (int r = 0; r < req.shape.world; ++r)
-      rank_refs.push_back(reference::reference_partial(reference::make_rank_operands(spec, r, rows), cfg.quant,
-                                                       spec.fp8_format));
+      rank_refs.push_back(
+          reference::reference_partial(reference::make_rank_operands(spec, r, rows), cfg.quant, spec.fp8_format));
   }
   return output_check::rel_l2_of_views(req.shape, cfg, rows, res.outputs, ref, rank_refs);
 }
@@ -425,8 +423,9 @@ RunRecord run_record(const RunRequest& req, const Config& cfg, const std::vector
   if (res.total_us) rec.max_rank_time_us = res.total_us;
   if (!res.per_rank_time_us.empty())
     rec.max_rank_time_us = *std::max_element(res.per_rank_time_us.begin(), res.per_rank_time_us.end());
-  rec.timing = !res.total_us ? "none (CPU emulation: no kernel times)"
-               : res.device.find("eager (") != std::string::npos ? "eager" : "graph";
+  rec.timing = !res.total_us                                     ? "none (CPU emulation: no kernel times)"
+               : res.device.find("eager (") != std::string::npos ? "eager"
+                                                                 : "graph";
   rec.profile = req.profile.empty() ? default_profile(res.backend, res.device, res.ranks_per_device) : req.profile;
   rec.iterations_checked = int(res.iteration_index.size());
   rec.check_every = std::max(1, req.check_every);
@@ -482,7 +481,7 @@ struct SelftestLegs {
     int64_t wrong = 0;
     double first_value = 0;
   };
-  std::map<int, Leg> scatter;                // owner -> its own reduced rows wrong
+  std::map<int, Leg> scatter;                 // owner -> its own reduced rows wrong
   std::map<std::pair<int, int>, Leg> gather;  // (owner, receiver) -> the receiver's copy wrong, owner's right
   int64_t wrong_elements = 0;
 };
@@ -571,12 +570,14 @@ SelftestResult run_selftest(Backend& backend, const Shape& shape, const Config& 
   req.check_every = 1;
   req.selftest_fill = true;
   // Every real row (the shape is small).
-  const std::vector<int64_t> rows = reference::sample_rows(shape, cfg.quant, std::numeric_limits<int64_t>::max() / 4, 1);
+  const std::vector<int64_t> rows =
+      reference::sample_rows(shape, cfg.quant, std::numeric_limits<int64_t>::max() / 4, 1);
   BackendResult res = backend.execute(req, rows);
   GEMMAR_CHECK(res.rows == rows && int(res.outputs.size()) == W, "selftest: backend returned other rows or ranks");
   // The sum every element must hold: W(W+1)/2, as bf16 (exact for W <= 32: an integer with <= 8 significant bits).
   const uint16_t expect = reference::to_bf16(float(int64_t(W) * (W + 1) / 2));
-  const SelftestLegs legs = has_collective(cfg.mode) ? selftest_legs(shape, cfg, rows, res.outputs, expect) : SelftestLegs{};
+  const SelftestLegs legs =
+      has_collective(cfg.mode) ? selftest_legs(shape, cfg, rows, res.outputs, expect) : SelftestLegs{};
   st.wrong_elements = legs.wrong_elements;
   st.checked_elements = int64_t(rows.size()) * shape.n * W;
   if (st.wrong_elements > 0) {

@@ -35,7 +35,7 @@ struct BackendResult {
   std::map<std::string, double> phases_us;
   std::vector<double> per_rank_time_us;
   std::optional<double> total_us;
-  std::string device;  // e.g. "NVIDIA H200 (8 ranks on 1 device)"
+  std::string device;        // e.g. "NVIDIA H200 (8 ranks on 1 device)"
   int ranks_per_device = 1;  // as the backend placed them (W on one device when emulated there)
   // Output elements still holding the poison the backend wrote before the run; nullopt: not counted.
   std::optional<int64_t> poisoned_elements;

@@ -16,9 +16,9 @@
 #include <tuple>
 
 #include "kernels/gemm_ar.hpp"
-#include "validate/harness/guard_run.hpp"
 #include "reference/emulation.hpp"
 #include "reference/operands.hpp"
+#include "validate/harness/guard_run.hpp"
 #endif
 
 namespace gemmar {
@@ -82,7 +82,8 @@ class GpuBackend final : public Backend {
     // `outputs` is iteration 0's (what relL2 is judged on: its inputs are the seed's unscaled operands).
     res.iteration_index = o.iteration_index;
     res.iteration_outputs = o.iteration_outputs;
-    res.outputs = !o.iteration_index.empty() && o.iteration_index.front() == 0 ? o.iteration_outputs.front() : o.outputs;
+    res.outputs =
+        !o.iteration_index.empty() && o.iteration_index.front() == 0 ? o.iteration_outputs.front() : o.outputs;
     res.partials = o.partials;
     res.full_compares = o.full_compares;
     res.phases_us = o.phases_us;
@@ -90,8 +91,9 @@ class GpuBackend final : public Backend {
     res.total_us = o.total_us;
     res.device = o.device + (o.launch == "graph" ? "" : ", " + o.launch);
     // As kernels/gemm_ar.cu places them: one rank per device when W devices exist, else all on one.
-    res.ranks_per_device = req.ranks_per_device > 0 ? req.ranks_per_device
-                           : kernels::device_count() >= req.shape.world ? 1 : req.shape.world;
+    res.ranks_per_device = req.ranks_per_device > 0                     ? req.ranks_per_device
+                           : kernels::device_count() >= req.shape.world ? 1
+                                                                        : req.shape.world;
     res.poisoned_elements = o.unwritten_outputs;
     res.gemm_impl = to_string(o.gemm_impl);
     res.guard = guard;
@@ -110,11 +112,10 @@ class GpuBackend final : public Backend {
       // The pipeline's vendor GEMM is blockscale's (ptpc / mxfp8 run ours: kernels/gemm_ar.cu, issue 25).
       const bool lt = kernels::vendor_gemm_available() && req.config.quant == Quant::Blockscale;
       base.gemm_impl = lt ? GemmImpl::Cublaslt : GemmImpl::Gemmar;
-      const std::string what = std::string(lt ? "cuBLASLt GEMM" : "gemmar GEMM") +
-                               " + split-sdma " + to_string(base.config.gather_dtype) + "/" +
-                               to_string(base.config.gather_transport);
-      auto& cached = baselines_[std::make_tuple(plan.shape.m, plan.shape.n, plan.shape.k, plan.shape.world,
-                                                what, plan.iterations)];
+      const std::string what = std::string(lt ? "cuBLASLt GEMM" : "gemmar GEMM") + " + split-sdma " +
+                               to_string(base.config.gather_dtype) + "/" + to_string(base.config.gather_transport);
+      auto& cached = baselines_[std::make_tuple(plan.shape.m, plan.shape.n, plan.shape.k, plan.shape.world, what,
+                                                plan.iterations)];
       if (!(cached > 0)) {
         const kernels::RunOutput b = kernels::run_gemm_ar(base, operands);
         cached = b.per_rank_time_us.empty() ? b.total_us

@@ -22,8 +22,8 @@ struct RunPlan {
   std::vector<RunRecord> baseline;
 };
 
-// Every mode x wire x transport of docs/spec.md 1.1 that exists (split-lsa bf16 only; gemm-only once), at `base`'s quant
-// and pull grid.
+// Every mode x wire x transport of docs/spec.md 1.1 that exists (split-lsa bf16 only; gemm-only once), at `base`'s
+// quant and pull grid.
 std::vector<Config> all_configs(const Config& base);
 
 // Every (m, config) of the plan is a shape the op can run: UsageError naming the option otherwise.

@@ -51,8 +51,8 @@ Ctx context(const DumpRun& run) {
   const Shape shape{f0.m, f0.n, f0.k, f0.world};
   const Config cfg = effective_config(f0.config);
   const bool collective = has_collective(cfg.mode);
-  return Ctx{run, f0, shape, cfg, f0.world, f0.n, slice_rows(shape, cfg.quant), collective,
-             collective && uses_fp8_wire(cfg)};
+  return Ctx{
+      run, f0, shape, cfg, f0.world, f0.n, slice_rows(shape, cfg.quant), collective, collective && uses_fp8_wire(cfg)};
 }
 
 // ---- numerics on the sampled rows: the fp32 reference from the dumped operands ---------------------------------
@@ -105,7 +105,8 @@ Sampled sampled_numerics(const Ctx& c, const std::vector<int64_t>& file_rows, Ve
     t = Clock::now();
     std::vector<float> p = reference::reference_partial(op, c.cfg.quant, f.fp8);
     for (size_t i = 0; i < ref.size(); ++i) ref[i] += p[i];
-    if (res.has_partials) res.partial_rel_l2.push_back(reference::rel_l2(dump::read_bf16_rows(f, "partial", file_rows), p));
+    if (res.has_partials)
+      res.partial_rel_l2.push_back(reference::rel_l2(dump::read_bf16_rows(f, "partial", file_rows), p));
     if (!c.collective) rank_refs.push_back(std::move(p));
     res.seconds_reference += seconds_since(t);
   }
@@ -222,8 +223,9 @@ void nan_diagnosis(const Ctx& c, const Sampled& s, VerifyResult& res) {
 std::string rank_list(const std::vector<int64_t>& by_rank, const char* what) {
   std::string list;
   for (size_t r = 0; r < by_rank.size(); ++r)
-    if (by_rank[r]) list += (list.empty() ? "" : ", ") + std::string(what) + " " + std::to_string(r) + ": " +
-                            std::to_string(by_rank[r]);
+    if (by_rank[r])
+      list +=
+          (list.empty() ? "" : ", ") + std::string(what) + " " + std::to_string(r) + ": " + std::to_string(by_rank[r]);
   return list;
 }
 
@@ -233,9 +235,12 @@ void add_diagnoses(const Ctx& c, const Sampled& s, VerifyResult& res) {
   if (res.output_to_reference_ratio && s.ratio_residual < 0.05) {
     const double k = *res.output_to_reference_ratio;
     std::string which;
-    if (near(k, 4.0)) which = "both operands decoded 2x too large: e4m3fnuz codes read as e4m3fn (the fp8 format mix-up)";
-    else if (near(k, 0.25)) which = "both operands decoded 2x too small: e4m3fn codes read as e4m3fnuz (the fp8 format mix-up)";
-    else if (near(k, 2.0) || near(k, 0.5)) which = "one operand decoded in the other fp8 format (e4m3fn vs e4m3fnuz) or one scale off by 2x";
+    if (near(k, 4.0))
+      which = "both operands decoded 2x too large: e4m3fnuz codes read as e4m3fn (the fp8 format mix-up)";
+    else if (near(k, 0.25))
+      which = "both operands decoded 2x too small: e4m3fn codes read as e4m3fnuz (the fp8 format mix-up)";
+    else if (near(k, 2.0) || near(k, 0.5))
+      which = "one operand decoded in the other fp8 format (e4m3fn vs e4m3fnuz) or one scale off by 2x";
     if (!which.empty())
       res.diagnoses.push_back("The output is " + sci(k) + "x the reference computed from the dumped operands in " +
                               to_string(c.f0.fp8) + ": " + which + ".");

@@ -36,21 +36,21 @@ struct VerifyOptions {
   // Rows of the fp32-reference relL2 (stratified over the slices); 0 = every row. The element checks (bit-exact
   // collective, NaN/inf, rank agreement, the fp8 wire's recipes) always cover every element the dump holds.
   int64_t check_rows = 256;
-  uint64_t seed = 1234;      // the row sampling
-  JudgeOptions judge;        // --profile, --floors-at-run-m; timing is never judged (a dump has no times)
+  uint64_t seed = 1234;  // the row sampling
+  JudgeOptions judge;    // --profile, --floors-at-run-m; timing is never judged (a dump has no times)
   size_t mismatches_listed = 10;
 };
 
 using Mismatch = output_check::Mismatch;
 
 struct VerifyResult {
-  std::string source;               // the directory, or the first file
-  std::vector<std::string> files;   // by rank
+  std::string source;              // the directory, or the first file
+  std::vector<std::string> files;  // by rank
   RunRecord record;
   Verdict verdict;
   bool has_partials = false, has_wire = false, row_subset = false;
-  std::vector<int64_t> rows;        // the global rows of the fp32-reference relL2
-  int64_t element_rows = 0;         // rows the element checks covered (every row the dump holds)
+  std::vector<int64_t> rows;  // the global rows of the fp32-reference relL2
+  int64_t element_rows = 0;   // rows the element checks covered (every row the dump holds)
   // Bit-exactness against the collective over the dumped partials (the fp8 wire's gathered views: against the
   // quantization recipes, mori's tolerance); also without partials on the fp8 wire (the owner's rows are the
   // reduce's, never quantized). Empty when no element comparison ran.

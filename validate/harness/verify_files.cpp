@@ -14,16 +14,15 @@ using reference::Operand;
 using safetensors::shape_text;
 using safetensors::TensorInfo;
 
-
-
 void bad(const std::string& path, const std::string& what) { throw UsageError(path + ": " + what); }
 
 std::string meta_get(const RankFile& f, const std::string& key, bool required) {
   const auto it = f.meta.find(key);
   if (it != f.meta.end()) return it->second;
   if (required)
-    bad(f.file.path(), "metadata has no '" + key + "' (a gemmar dump carries rank, world, mode, quant, gather_dtype, "
-                       "gather_transport, fp8_format: see docs/verify.md)");
+    bad(f.file.path(), "metadata has no '" + key +
+                           "' (a gemmar dump carries rank, world, mode, quant, gather_dtype, "
+                           "gather_transport, fp8_format: see docs/verify.md)");
   return "";
 }
 
@@ -107,9 +106,11 @@ void read_operands(RankFile& f, const std::string& path) {
   const TensorInfo& b = f.file.tensor("b");
   for (const TensorInfo* t : {&a, &b}) {
     if (t->dtype != "F8_E4M3" && t->dtype != "U8")
-      bad(path, "tensor '" + t->name + "' has dtype " + t->dtype + ", expected F8_E4M3 (e4m3fn codes) or U8 (codes in "
-                "the metadata's fp8_format)");
-    if (t->shape.size() != 2) bad(path, "tensor '" + t->name + "' has shape " + shape_text(t->shape) + ", expected 2-D");
+      bad(path, "tensor '" + t->name + "' has dtype " + t->dtype +
+                    ", expected F8_E4M3 (e4m3fn codes) or U8 (codes in "
+                    "the metadata's fp8_format)");
+    if (t->shape.size() != 2)
+      bad(path, "tensor '" + t->name + "' has shape " + shape_text(t->shape) + ", expected 2-D");
   }
   if (a.dtype != b.dtype) bad(path, "tensors 'a' (" + a.dtype + ") and 'b' (" + b.dtype + ") have different dtypes");
   const std::string ff = meta_get(f, "fp8_format", a.dtype == "U8");
@@ -179,8 +180,9 @@ RankFile open_rank_file(const std::string& path) {
   try {
     validate_shape_config(Shape{f.m, f.n, f.k, f.world}, f.config);
   } catch (const UsageError& e) {
-    bad(path, "M=" + std::to_string(f.m) + " N=" + std::to_string(f.n) + " K=" + std::to_string(f.k) + " W=" +
-                  std::to_string(f.world) + " (from the tensors and metadata) is not a shape gemm_ar runs: " + e.what());
+    bad(path, "M=" + std::to_string(f.m) + " N=" + std::to_string(f.n) + " K=" + std::to_string(f.k) +
+                  " W=" + std::to_string(f.world) +
+                  " (from the tensors and metadata) is not a shape gemm_ar runs: " + e.what());
   }
   check_tensors(f, path);
   return f;
@@ -198,7 +200,8 @@ void check_consistent(const RankFile& f0, const RankFile& f) {
   if (f.m != f0.m) differ("M", std::to_string(f0.m), std::to_string(f.m));
   for (const char* t : {"a", "b", "a_scale", "b_scale", "out"})
     if (f.file.tensor(t).shape != f0.file.tensor(t).shape)
-      differ(std::string("tensor '") + t + "' shape", shape_text(f0.file.tensor(t).shape), shape_text(f.file.tensor(t).shape));
+      differ(std::string("tensor '") + t + "' shape", shape_text(f0.file.tensor(t).shape),
+             shape_text(f.file.tensor(t).shape));
   if (f.rows != f0.rows) differ("tensor 'rows'", "rows", "rows");
   if (f.partial != f0.partial)
     bad(f.file.path(), std::string(f.partial ? "has" : "has no") + " tensor 'partial' but " + f0.file.path() +
@@ -236,7 +239,8 @@ reference::RankOperands read_operands(const RankFile& f, const std::vector<int64
   return op;
 }
 
-std::vector<uint16_t> read_bf16_rows(const RankFile& f, const std::string& name, const std::vector<int64_t>& file_rows) {
+std::vector<uint16_t> read_bf16_rows(const RankFile& f, const std::string& name,
+                                     const std::vector<int64_t>& file_rows) {
   const int64_t N = f.n;
   std::vector<uint16_t> out(file_rows.size() * size_t(N));
   const uint8_t* p = f.file.data(f.file.tensor(name));
@@ -244,7 +248,6 @@ std::vector<uint16_t> read_bf16_rows(const RankFile& f, const std::string& name,
     std::memcpy(&out[i * size_t(N)], p + file_rows[i] * N * 2, size_t(N) * 2);
   return out;
 }
-
 
 DumpRun open_run(const std::vector<std::string>& paths) {
   GEMMAR_USAGE_CHECK(!paths.empty(), "no files");

@@ -28,7 +28,7 @@ struct RankFile {
   std::map<std::string, std::string> meta;
   int64_t m = 0, n = 0, k = 0;  // m: the real M; the file holds `file_rows` rows of A, out and partial
   int64_t file_rows = 0;
-  std::vector<int64_t> rows;    // row-subset dumps: the global rows held
+  std::vector<int64_t> rows;  // row-subset dumps: the global rows held
   bool partial = false, wire = false;
 };
 

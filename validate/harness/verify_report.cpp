@@ -38,8 +38,12 @@ std::string dlist(const std::vector<double>& v) {
 nlohmann::json mismatches_json(const std::vector<Mismatch>& ms) {
   nlohmann::json mm = nlohmann::json::array();
   for (const auto& m : ms)
-    mm.push_back({{"rank", m.rank}, {"row", m.row}, {"col", m.col}, {"got", hex16(m.got)},
-                  {"expected", hex16(m.expected)}, {"got_value", reference::from_bf16(m.got)},
+    mm.push_back({{"rank", m.rank},
+                  {"row", m.row},
+                  {"col", m.col},
+                  {"got", hex16(m.got)},
+                  {"expected", hex16(m.expected)},
+                  {"got_value", reference::from_bf16(m.got)},
                   {"expected_value", reference::from_bf16(m.expected)}});
   return mm;
 }
@@ -70,8 +74,11 @@ nlohmann::json verify_results_to_json(const std::vector<VerifyResult>& results) 
                         {"wire", r.has_wire},
                         {"first_mismatches", mm},
                         {"diagnoses", r.diagnoses},
-                        {"seconds", {{"read", r.seconds_read}, {"reference", r.seconds_reference},
-                                     {"elements", r.seconds_elements}, {"total", r.seconds_total}}}};
+                        {"seconds",
+                         {{"read", r.seconds_read},
+                          {"reference", r.seconds_reference},
+                          {"elements", r.seconds_elements},
+                          {"total", r.seconds_total}}}};
     if (!r.wrong_by_rank.empty()) {
       e["wrong_by_rank"] = r.wrong_by_rank;
       e["wrong_by_slice"] = r.wrong_by_slice;
@@ -102,8 +109,8 @@ std::string verify_text(const VerifyResult& r) {
   const RunRecord& rec = r.record;
   char buf[200];
   os << "verify " << r.source << ": " << rec.shape.world << " ranks, M=" << rec.shape.m << " N=" << rec.shape.n
-     << " K=" << rec.shape.k << ", " << config_label(rec.config) << "; element checks on " << r.element_rows
-     << " rows" << (r.row_subset ? " (the rows the dump holds)" : " (every row)") << ", relL2 on " << r.rows.size()
+     << " K=" << rec.shape.k << ", " << config_label(rec.config) << "; element checks on " << r.element_rows << " rows"
+     << (r.row_subset ? " (the rows the dump holds)" : " (every row)") << ", relL2 on " << r.rows.size()
      << (r.rows.size() >= size_t(r.element_rows) ? " rows (every row)" : " sampled rows") << "; partials "
      << (r.has_partials ? "yes" : "no (the reduce is not checked bit for bit)") << "\n";
   std::snprintf(buf, sizeof buf, "  read %.2f s, reference %.2f s, element checks %.2f s, total %.2f s\n",

@@ -25,18 +25,18 @@ struct RankValidationFailure {
 };
 
 struct SweepPoint {
-  int index = 0;      // 1-based, as printed
-  std::string desc;   // "m=4096 mode=split-sdma"
+  int index = 0;     // 1-based, as printed
+  std::string desc;  // "m=4096 mode=split-sdma"
   std::string source;
-  int ok_lines = 0;   // `  ok` lines under it (one per RESULT_JSON the point printed)
+  int ok_lines = 0;                    // `  ok` lines under it (one per RESULT_JSON the point printed)
   std::optional<std::string> failure;  // the text after `FAILED: `
 };
 
 // sweep.py's stdout, when the log is one.
 struct SweepLog {
-  std::string preset;           // from `# preset P: ...`, may be empty
-  std::string out_path;         // where the records went (the .jsonl), when printed
-  int total = 0;                // N of `[i/N]`
+  std::string preset;    // from `# preset P: ...`, may be empty
+  std::string out_path;  // where the records went (the .jsonl), when printed
+  int total = 0;         // N of `[i/N]`
   std::vector<SweepPoint> points;
   std::optional<int> summary_failed;  // `K of N points FAILED:`
   bool summary_all_ok = false;        // `all N points ok -> OUT`
@@ -48,16 +48,15 @@ struct SweepLog {
 struct LogContext {
   SweepLog sweep;
   std::vector<RankValidationFailure> pending_rank_failures;  // since the last record
-  int64_t unread_gemm_ar_lines = 0;   // `[gemm_ar]` lines without `mode=`: not the benchmark's summary
-  std::string first_unread_gemm_ar;   // its source and text
-  int64_t embedded_records = 0;       // RESULT_JSON inside another line (a repr), skipped
-  bool in_failed_summary = false;     // after `K of N points FAILED:`: the indented lines name the points
+  int64_t unread_gemm_ar_lines = 0;  // `[gemm_ar]` lines without `mode=`: not the benchmark's summary
+  std::string first_unread_gemm_ar;  // its source and text
+  int64_t embedded_records = 0;      // RESULT_JSON inside another line (a repr), skipped
+  bool in_failed_summary = false;    // after `K of N points FAILED:`: the indented lines name the points
 };
 
 // Reads one line (colour-stripped, rank prefix removed) into `ctx`; true when the line was one of the shapes
 // above (so the caller does not read it again as anything else).
-bool read_context_line(const std::string& payload, std::optional<int> rank, const std::string& source,
-                       LogContext& ctx);
+bool read_context_line(const std::string& payload, std::optional<int> rank, const std::string& source, LogContext& ctx);
 // A `[rank R] (GEMM )VALIDATION FAILED relL2=X` line, if this is one.
 std::optional<RankValidationFailure> rank_validation_line(const std::string& payload, const std::string& source);
 // True when RESULT_JSON in `line` sits inside another line's text (a Python repr: preceded by an escaped

@@ -146,9 +146,12 @@ nlohmann::json human_line_object(const std::string& line, const std::string& sou
       if (value.empty() || *end != '\0') bad(key, tok.substr(eq + 1), "a number");
       j[key.rfind("max_rank_time", 0) == 0 ? "max_rank_time_us" : "rel_l2"] = v;
     } else if (key == "validated") {
-      if (value == "True" || value == "true" || value == "1") j[key] = true;
-      else if (value == "False" || value == "false" || value == "0") j[key] = false;
-      else bad(key, value, "True or False");
+      if (value == "True" || value == "true" || value == "1")
+        j[key] = true;
+      else if (value == "False" || value == "false" || value == "0")
+        j[key] = false;
+      else
+        bad(key, value, "True or False");
     } else if (key == "mode" || key == "quant" || key == "gather_dtype" || key == "gather_transport" ||
                key == "timing" || key == "stop_after" || key == "fence" || key == "gemm_impl") {
       j[key] = value;
@@ -173,9 +176,12 @@ struct JsonBlock {
     if (!too_long) text += line + "\n";
     for (const char c : line) {
       if (in_string) {
-        if (escape) escape = false;
-        else if (c == '\\') escape = true;
-        else if (c == '"') in_string = false;
+        if (escape)
+          escape = false;
+        else if (c == '\\')
+          escape = true;
+        else if (c == '"')
+          in_string = false;
       } else if (c == '"') {
         in_string = true;
       } else if (c == '{' || c == '[') {
@@ -297,8 +303,9 @@ std::optional<LogFailure> failure_in_line(const std::string& raw_line, const std
   }
   if (line.find("hsaKmtCreateQueueExt") != std::string::npos) {
     f.kind = "stale_queue";
-    f.what = "hsaKmtCreateQueueExt failed: the stale-queue signature (a previous run's ranks still hold "
-             "copy-engine queues); wait about 10 s between back-to-back runs";
+    f.what =
+        "hsaKmtCreateQueueExt failed: the stale-queue signature (a previous run's ranks still hold "
+        "copy-engine queues); wait about 10 s between back-to-back runs";
     return f;
   }
   for (size_t pos = line.find("exitcode"); pos != std::string::npos; pos = line.find("exitcode", pos + 1)) {
@@ -476,8 +483,8 @@ class LineReader {
     std::optional<double> t;
     if (const auto it = j.find("max_rank_time_us"); it != j.end() && it->is_number() && it->get<double>() >= 0)
       t = it->get<double>();
-    recent_.push_back({mode->get<std::string>(), shape_dim(j, "m", -1), shape_dim(j, "n", -1), shape_dim(j, "k", -1),
-                      t, lineno_});
+    recent_.push_back(
+        {mode->get<std::string>(), shape_dim(j, "m", -1), shape_dim(j, "n", -1), shape_dim(j, "k", -1), t, lineno_});
     if (recent_.size() > 32) recent_.pop_front();
   }
   // A `[gemm_ar]` line that is not the benchmark's summary, or a RESULT_JSON quoted inside another line.
@@ -485,7 +492,8 @@ class LineReader {
     if (payload.find(kMarker) != std::string::npos) {
       ++st_.context.embedded_records;
     } else if (payload.find(kHumanMarker) != std::string::npos) {
-      if (st_.context.unread_gemm_ar_lines++ == 0) st_.context.first_unread_gemm_ar = source + ": " + clip(payload, 120);
+      if (st_.context.unread_gemm_ar_lines++ == 0)
+        st_.context.first_unread_gemm_ar = source + ": " + clip(payload, 120);
     }
   }
   // A record (valid or not) takes the `[rank R] VALIDATION FAILED` lines printed since the previous one.
@@ -647,7 +655,8 @@ LogReadStats read_log_file(const std::string& path, const std::function<void(Log
 
 std::vector<LogEntry> read_log_entries(const std::string& path, const LogReadOptions& opt) {
   std::vector<LogEntry> out;
-  read_log_file(path, [&](LogEntry&& e) { out.push_back(std::move(e)); }, opt);
+  read_log_file(
+      path, [&](LogEntry&& e) { out.push_back(std::move(e)); }, opt);
   return out;
 }
 

@@ -29,7 +29,7 @@ struct LogEntry {
   // an array element, e.g. --json-out) | "other" (a RESULT_JSON object that is no run: the op worker's
   // `{"case": ...}` records; neither record nor error, judged by their own fields)
   std::string kind;
-  std::optional<int> rank;          // the torchrun prefix's rank ([rank3]: / [default3]:), when present
+  std::optional<int> rank;  // the torchrun prefix's rank ([rank3]: / [default3]:), when present
   // `[rank R] (GEMM )VALIDATION FAILED` lines printed since the previous record: they belong to this one
   // (bench_gemm_ar.py prints them before rank 0's RESULT_JSON). Also in record->raw["rank_validation_failures"].
   std::vector<RankValidationFailure> rank_failures;
@@ -37,10 +37,10 @@ struct LogEntry {
 
 // A line showing that the benchmark run itself failed, whatever its RESULT_JSON lines say.
 struct LogFailure {
-  std::string source;  // "file:line"
-  std::string kind;    // "traceback" | "child_failed" | "exit_code" | "stale_queue" | "signal"
-  std::string what;    // one sentence: what it means and what to do
-  std::string line;    // the line itself (colour-stripped, at most 200 bytes)
+  std::string source;            // "file:line"
+  std::string kind;              // "traceback" | "child_failed" | "exit_code" | "stale_queue" | "signal"
+  std::string what;              // one sentence: what it means and what to do
+  std::string line;              // the line itself (colour-stripped, at most 200 bytes)
   std::optional<int> exit_code;  // kind exit_code: the code, and the rank torchrun names, when it does
   std::optional<int> exit_rank;
   std::string exception;  // kind traceback / child_failed: the exception line that ends the traceback
@@ -48,7 +48,7 @@ struct LogFailure {
 
 struct LogReadOptions {
   size_t max_line_bytes = size_t(1) << 20;  // longer lines are not buffered: INVALID_RECORD if a candidate
-  RecordDefaults defaults;                   // world_size for records without one (--world)
+  RecordDefaults defaults;                  // world_size for records without one (--world)
 };
 
 struct LogReadStats {
@@ -72,8 +72,7 @@ std::vector<LogEntry> read_log_entries(const std::string& path, const LogReadOpt
 
 // One line: nullopt when it is not a candidate (noise); else the entry. Stateless (no cross-rank merging).
 // Exposed for tests and fuzzing.
-std::optional<LogEntry> parse_log_line(const std::string& line, const std::string& source,
-                                       const LogReadOptions& = {});
+std::optional<LogEntry> parse_log_line(const std::string& line, const std::string& source, const LogReadOptions& = {});
 // One line: the failure it shows, if any (after colour stripping). Exposed for tests.
 std::optional<LogFailure> failure_in_line(const std::string& line, const std::string& source);
 // Removes ANSI escape sequences (SGR colours and other CSI sequences).

@@ -27,8 +27,8 @@ void check_nesting(const std::string& p) {
       if (i + 1 < p.size() && p[i + 1] == ']') ++i;  // a leading ']' is literal
     } else if (c == '(') {
       if (++depth > PhaseRegex::kMaxNesting)
-        throw PhaseRegexError("groups nested deeper than " + std::to_string(PhaseRegex::kMaxNesting) +
-                              " at offset " + std::to_string(i));
+        throw PhaseRegexError("groups nested deeper than " + std::to_string(PhaseRegex::kMaxNesting) + " at offset " +
+                              std::to_string(i));
     } else if (c == ')') {
       if (depth > 0) --depth;
     }

@@ -84,7 +84,6 @@ auto parse_enum_field(const nlohmann::json& j, const std::string& key, const std
   }
 }
 
-
 // A time a run took: finite and positive, else the record cannot describe a real run.
 void check_time(double t, const std::string& source, const std::string& field) {
   if (std::isnan(t)) bad_field(source, field, "is NaN: a time must be a finite positive number of us");
@@ -97,13 +96,14 @@ std::optional<int> optional_int(const nlohmann::json& j, const char* key, const 
   if (!present(j, key)) return std::nullopt;
   const int64_t v = get_int(j, key, source);
   if (v < lo || v > hi)
-    bad_field(source, key, "is " + std::to_string(v) + ", not in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    bad_field(source, key,
+              "is " + std::to_string(v) + ", not in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
   return int(v);
 }
 
 // Knobs gemmar keeps in raw only, type-checked so a record that claims them is well-formed.
-void check_knob(const nlohmann::json& j, const char* key, const std::string& source, bool allow_string,
-                bool allow_bool, bool allow_int, bool allow_int_array) {
+void check_knob(const nlohmann::json& j, const char* key, const std::string& source, bool allow_string, bool allow_bool,
+                bool allow_int, bool allow_int_array) {
   if (!present(j, key)) return;
   const auto& v = j.at(key);
   if (allow_string && v.is_string()) return;
@@ -165,10 +165,12 @@ std::string racy_publish_reason(const RunRecord& r) {
   const ModeTraits& t = traits(r.config.mode);
   if (!t.fused || !t.scatter_by_copy_engine) return "";
   if (r.fence && r.fence->rfind("raw-wt", 0) == 0)
-    return "fence=" + *r.fence + " is a write-through fence bench_gemm_ar.py keeps only to reproduce its race "
+    return "fence=" + *r.fence +
+           " is a write-through fence bench_gemm_ar.py keeps only to reproduce its race "
            "(its docstring: \"Every raw-wt fence mode is known-racy\")";
   if (r.chunks && *r.chunks > 1 && !r.quant_inference.empty())  // quant not printed: a pre-fix version
-    return "chunks=" + std::to_string(*r.chunks) + " on a benchmark version from before the --quant flag, when "
+    return "chunks=" + std::to_string(*r.chunks) +
+           " on a benchmark version from before the --quant flag, when "
            "chunks > 1 \"produced wrong output about 3 runs in 10\" (aiter's under-counted s_waitcnt, fixed with "
            "the switch to 8 chunks: mori python/mori/ops/gemm_ar/README.md, \"The chunks race\")";
   return "";
@@ -218,12 +220,14 @@ void read_config(const nlohmann::json& j, const std::string& source, RunRecord& 
     r.config.quant = parse_enum_field(j, "quant", source, parse_quant);
   } else if (has_benchmark_keys(j)) {
     r.config.quant = Quant::Ptpc;
-    r.quant_inference = "quant not printed: ptpc inferred (bench_gemm_ar.py before its --quant flag, e.g. ROCm/mori "
-                        "@0b26ebf8, made only per-token/per-channel operands)";
+    r.quant_inference =
+        "quant not printed: ptpc inferred (bench_gemm_ar.py before its --quant flag, e.g. ROCm/mori "
+        "@0b26ebf8, made only per-token/per-channel operands)";
   } else {
     r.quant_known = false;
-    r.quant_inference = "quant not printed and not inferable from the record's keys: quant unknown (floors taken "
-                        "at blockscale; no baseline matches it)";
+    r.quant_inference =
+        "quant not printed and not inferable from the record's keys: quant unknown (floors taken "
+        "at blockscale; no baseline matches it)";
   }
   if (present(j, "gather_dtype")) r.config.gather_dtype = parse_enum_field(j, "gather_dtype", source, parse_wire);
   if (present(j, "gather_transport"))
@@ -253,7 +257,8 @@ void read_times(const nlohmann::json& j, const std::string& source, RunRecord& r
     if (int64_t(r.per_rank_time_us.size()) != r.shape.world)
       bad_field(source, "per_rank_time_us",
                 "has " + std::to_string(r.per_rank_time_us.size()) + " entries but world_size is " +
-                    std::to_string(r.shape.world) + (r.world_assumed ? " (assumed: the record has none; --world sets it)" : "") +
+                    std::to_string(r.shape.world) +
+                    (r.world_assumed ? " (assumed: the record has none; --world sets it)" : "") +
                     ": one time per rank");
     const double mx = *std::max_element(r.per_rank_time_us.begin(), r.per_rank_time_us.end());
     if (r.max_rank_time_us && std::fabs(mx - *r.max_rank_time_us) > 1e-6 * std::max(mx, *r.max_rank_time_us))
@@ -266,7 +271,8 @@ void read_times(const nlohmann::json& j, const std::string& source, RunRecord& r
     if (r.per_rank_time_us[size_t(*r.critical_rank)] != mx)
       bad_field(source, "critical_rank",
                 "is " + std::to_string(*r.critical_rank) + " but rank " + std::to_string(*r.critical_rank) + " took " +
-                    number_text(r.per_rank_time_us[size_t(*r.critical_rank)]) + " us, not the slowest " + number_text(mx));
+                    number_text(r.per_rank_time_us[size_t(*r.critical_rank)]) + " us, not the slowest " +
+                    number_text(mx));
   }
 }
 
@@ -288,7 +294,8 @@ void read_benchmark_run(const nlohmann::json& j, const std::string& source, RunR
   if (j.contains("rel_l2")) {
     // Python writes float('nan') as NaN, but a None (no check ran) as null: both mean "not validated".
     r.rel_l2 = j.at("rel_l2").is_null() ? std::numeric_limits<double>::quiet_NaN() : get_number(j, "rel_l2", source);
-    if (*r.rel_l2 < 0) bad_field(source, "rel_l2", "is " + number_text(*r.rel_l2) + ": a relative error cannot be negative");
+    if (*r.rel_l2 < 0)
+      bad_field(source, "rel_l2", "is " + number_text(*r.rel_l2) + ": a relative error cannot be negative");
   }
   if (present(j, "validated")) r.validated = get_bool(j, "validated", source);
   if (present(j, "timing")) {
@@ -344,7 +351,8 @@ void read_phases(const nlohmann::json& j, const std::string& source, RunRecord& 
 void read_seed(const nlohmann::json& j, const std::string& source, RunRecord& r) {
   const auto& v = j.at("seed");
   if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
-    bad_field(source, "seed", std::string("must be a non-negative integer, got ") + (v.is_number() ? v.dump() : type_name(v)));
+    bad_field(source, "seed",
+              std::string("must be a non-negative integer, got ") + (v.is_number() ? v.dump() : type_name(v)));
   r.seed = v.get<uint64_t>();
 }
 
@@ -362,13 +370,16 @@ void read_guard(const nlohmann::json& j, const std::string& source, RunRecord& r
 
 void read_nondeterministic(const nlohmann::json& j, const std::string& source, RunRecord& r) {
   const auto& v = j.at("nondeterministic_iterations");
-  if (!v.is_array()) bad_field(source, "nondeterministic_iterations", std::string("must be an array, got ") + type_name(v));
+  if (!v.is_array())
+    bad_field(source, "nondeterministic_iterations", std::string("must be an array, got ") + type_name(v));
   for (size_t i = 0; i < v.size(); ++i) {
     const std::string where = "nondeterministic_iterations[" + std::to_string(i) + "]";
     if (!v[i].is_object()) bad_field(source, where, std::string("must be an object, got ") + type_name(v[i]));
     NondeterministicIteration nd;
-    if (present(v[i], "iteration")) nd.iteration = int(std::clamp<int64_t>(get_int(v[i], "iteration", source), 0, 1 << 30));
-    if (present(v[i], "repeat_of")) nd.repeat_of = int(std::clamp<int64_t>(get_int(v[i], "repeat_of", source), 0, 1 << 30));
+    if (present(v[i], "iteration"))
+      nd.iteration = int(std::clamp<int64_t>(get_int(v[i], "iteration", source), 0, 1 << 30));
+    if (present(v[i], "repeat_of"))
+      nd.repeat_of = int(std::clamp<int64_t>(get_int(v[i], "repeat_of", source), 0, 1 << 30));
     if (present(v[i], "ranks"))
       for (double x : get_number_array(v[i], "ranks", source)) nd.ranks.push_back(int(std::clamp(x, -1.0, 1e6)));
     r.nondeterministic_iterations.push_back(nd);

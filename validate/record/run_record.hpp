@@ -45,11 +45,11 @@ struct RunRecord {
   Config config;
   std::optional<double> max_rank_time_us;
   std::vector<double> per_rank_time_us;
-  std::optional<double> rel_l2;     // the benchmark's (minimum over ranks when validated)
+  std::optional<double> rel_l2;  // the benchmark's (minimum over ranks when validated)
   std::optional<bool> validated;
-  std::string timing;               // "graph" | "eager" (empty: not printed, graph assumed)
+  std::string timing;                     // "graph" | "eager" (empty: not printed, graph assumed)
   std::optional<std::string> stop_after;  // "all", or the last phase run ("scatter"): a partial run
-  std::optional<int> critical_rank;  // the slowest rank (argmax of per_rank_time_us)
+  std::optional<int> critical_rank;       // the slowest rank (argmax of per_rank_time_us)
   // The benchmark's kernel knobs (bench_gemm_ar.py prints them; null or absent when they do not apply).
   std::optional<int> chunks;         // pushes per destination in a fused epilogue (> 1: known racy)
   std::optional<std::string> fence;  // release before the epilogue push (raw-wt*: known racy)
@@ -63,7 +63,7 @@ struct RunRecord {
   bool quant_known = true;
   std::string quant_inference;  // the note saying which (empty when quant was printed)
   // --- gemmar's optional fields (any producer may add them).
-  std::optional<int> pull_blocks;   // defaults to config.pull_blocks (64) when absent
+  std::optional<int> pull_blocks;  // defaults to config.pull_blocks (64) when absent
   std::vector<double> per_rank_rel_l2;
   std::map<std::string, double> phases_us;
   std::optional<std::string> profile;
@@ -78,7 +78,7 @@ struct RunRecord {
   // Output elements (all ranks' views) the element-wise checks compared: wrong_elements, nonfinite_elements and
   // disagreeing_elements count among these (every element by default; relL2 samples checked_rows rows).
   std::optional<int64_t> checked_elements;
-  std::optional<int64_t> nonfinite_elements;    // NaN or inf in any view
+  std::optional<int64_t> nonfinite_elements;  // NaN or inf in any view
   // Elements where ranks' views differ although the collective makes them equal (the bf16 wire: every view; the
   // fp8 wire: every view but the slice owner's), counted per differing view against the majority.
   std::optional<int64_t> disagreeing_elements;
@@ -91,18 +91,19 @@ struct RunRecord {
   // The fp8 wire's quantization recipe that reproduces the gathered views exactly (reference/quant.hpp
   // WireRecipe), or how they were accepted within mori's tolerance.
   std::optional<std::string> wire_recipe;
-  std::optional<double> rel_l2_all_views;    // relL2 over every rank's view of the checked rows
+  std::optional<double> rel_l2_all_views;  // relL2 over every rank's view of the checked rows
   std::optional<double> rel_l2_all_views_stderr;
   std::optional<uint64_t> seed;
-  std::optional<std::string> inject;   // the fault injected on purpose ("none" when clean)
-  std::optional<std::string> device;   // e.g. "NVIDIA H200 (8 ranks on 1 device)"
+  std::optional<std::string> inject;  // the fault injected on purpose ("none" when clean)
+  std::optional<std::string> device;  // e.g. "NVIDIA H200 (8 ranks on 1 device)"
   // --- The GEMM that computed the partials ("gemmar" | "cublaslt", as the benchmark's --gemm-impl), and for a
   // fused run the unfused baseline measured in the same run: what it was and its time. RESULT_JSON also
   // carries fused_vs_unfused = unfused_baseline_us / max_rank_time_us (> 1: fusing pays).
   std::optional<std::string> gemm_impl;
   std::optional<std::string> unfused_baseline;
   std::optional<double> unfused_baseline_us;
-  // --- Per-iteration checks (docs/reliability.md; run, validate): each checked iteration (0, check_every, 2*check_every,
+  // --- Per-iteration checks (docs/reliability.md; run, validate): each checked iteration (0, check_every,
+  // 2*check_every,
   // ...) ran on its own inputs; wrong_elements is their sum. stale_elements: wrong elements of an iteration
   // that hold what the previous iteration's inputs give there. nondeterministic_iterations: repeats of the
   // same inputs whose bits differ. straggle_us: the random per-rank delays' bound, when injected.
@@ -112,8 +113,8 @@ struct RunRecord {
   std::optional<int64_t> stale_elements;
   std::vector<NondeterministicIteration> nondeterministic_iterations;
   std::optional<double> straggle_us;
-  std::optional<GuardReport> guard;     // `--guard`: what the per-call guard found
-  nlohmann::json raw;                   // the whole input object (fields gemmar does not model are kept)
+  std::optional<GuardReport> guard;  // `--guard`: what the per-call guard found
+  nlohmann::json raw;                // the whole input object (fields gemmar does not model are kept)
 };
 
 struct RecordDefaults {

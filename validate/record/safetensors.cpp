@@ -35,9 +35,8 @@ int64_t TensorInfo::numel() const {
 
 size_t dtype_size(const std::string& d) {
   static const std::map<std::string, size_t> sizes{
-      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E4M3", 1}, {"F8_E5M2", 1}, {"F8_E8M0", 1}, {"I16", 2},
-      {"U16", 2},  {"F16", 2}, {"BF16", 2}, {"I32", 4},    {"U32", 4},     {"F32", 4},     {"I64", 8},
-      {"U64", 8},  {"F64", 8}};
+      {"BOOL", 1}, {"U8", 1},   {"I8", 1},  {"F8_E4M3", 1}, {"F8_E5M2", 1}, {"F8_E8M0", 1}, {"I16", 2}, {"U16", 2},
+      {"F16", 2},  {"BF16", 2}, {"I32", 4}, {"U32", 4},     {"F32", 4},     {"I64", 8},     {"U64", 8}, {"F64", 8}};
   const auto it = sizes.find(d);
   return it == sizes.end() ? 0 : it->second;
 }
@@ -93,7 +92,8 @@ const uint8_t* map_file(const std::string& path, uint64_t& size) {
 uint64_t header_length(const std::string& path, const uint8_t* map, uint64_t size) {
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | map[i];
-  if (n > kMaxHeaderBytes) bad(path, "header length " + std::to_string(n) + " is not plausible (not a safetensors file?)");
+  if (n > kMaxHeaderBytes)
+    bad(path, "header length " + std::to_string(n) + " is not plausible (not a safetensors file?)");
   if (8 + n > size)
     bad(path, "header length " + std::to_string(n) + " runs past the end of the " + std::to_string(size) +
                   "-byte file (truncated, or not a safetensors file)");
@@ -116,7 +116,8 @@ std::map<std::string, std::string> read_metadata(const std::string& path, const 
   if (!v.is_object()) bad(path, "__metadata__ is not an object");
   std::map<std::string, std::string> out;
   for (auto m2 = v.begin(); m2 != v.end(); ++m2) {
-    if (!m2.value().is_string()) bad(path, "__metadata__ '" + m2.key() + "' is not a string (safetensors metadata values are strings)");
+    if (!m2.value().is_string())
+      bad(path, "__metadata__ '" + m2.key() + "' is not a string (safetensors metadata values are strings)");
     out[m2.key()] = m2.value().get<std::string>();
   }
   return out;
@@ -124,7 +125,8 @@ std::map<std::string, std::string> read_metadata(const std::string& path, const 
 
 // One tensor's header entry: a known dtype, a plausible shape, and data_offsets that span exactly its bytes
 // inside the `buffer` bytes of data.
-TensorInfo read_tensor_info(const std::string& path, const std::string& name, const nlohmann::json& v, uint64_t buffer) {
+TensorInfo read_tensor_info(const std::string& path, const std::string& name, const nlohmann::json& v,
+                            uint64_t buffer) {
   const std::string where = "tensor '" + name + "'";
   if (!v.is_object()) bad(path, where + ": header entry is not an object");
   TensorInfo t;
@@ -162,12 +164,15 @@ TensorInfo read_tensor_info(const std::string& path, const std::string& name, co
 void check_tiling(const std::string& path, const std::map<std::string, TensorInfo>& tensors, uint64_t buffer) {
   std::vector<const TensorInfo*> by_offset;
   for (const auto& [name, t] : tensors) by_offset.push_back(&t);
-  std::sort(by_offset.begin(), by_offset.end(),
-            [](const TensorInfo* a, const TensorInfo* b) { return a->begin != b->begin ? a->begin < b->begin : a->end < b->end; });
+  std::sort(by_offset.begin(), by_offset.end(), [](const TensorInfo* a, const TensorInfo* b) {
+    return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
+  });
   uint64_t at = 0;
   for (const TensorInfo* t : by_offset) {
     if (t->begin < at) bad(path, "tensor '" + t->name + "' overlaps the tensor before it (the header lies)");
-    if (t->begin > at) bad(path, "tensor '" + t->name + "': a hole of " + std::to_string(t->begin - at) + " bytes before it (the header lies)");
+    if (t->begin > at)
+      bad(path, "tensor '" + t->name + "': a hole of " + std::to_string(t->begin - at) +
+                    " bytes before it (the header lies)");
     at = t->end;
   }
   if (at != buffer)

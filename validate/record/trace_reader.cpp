@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <unordered_map>
 #include <sstream>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -79,7 +79,7 @@ struct Accumulator {
   const std::vector<PhasePattern>& patterns;
   std::vector<PhaseRegex> res;
   // A trace repeats the same few kernel names every iteration: match each distinct name once.
-  std::unordered_map<std::string, int> phase_of_name;  // -> pattern index, -1 unmatched
+  std::unordered_map<std::string, int> phase_of_name;               // -> pattern index, -1 unmatched
   std::map<std::string, std::map<std::string, double>> per_device;  // device -> phase -> summed us
   std::map<std::string, int> gemm_count;
   TracePhases out;
@@ -137,7 +137,8 @@ void read_csv(std::istream& in, const std::string& path, Accumulator& acc) {
   const int name_c = col("Kernel_Name"), start_c = col("Start_Timestamp"), end_c = col("End_Timestamp");
   const int dev_c = col("Agent_Id");
   if (name_c < 0 || start_c < 0 || end_c < 0)
-    throw UsageError(path + ":1: not a rocprofv3 kernel trace (needs columns Kernel_Name, Start_Timestamp, "
+    throw UsageError(path +
+                     ":1: not a rocprofv3 kernel trace (needs columns Kernel_Name, Start_Timestamp, "
                      "End_Timestamp)");
   int64_t lineno = 1;
   while (std::getline(in, line)) {
@@ -155,8 +156,7 @@ void read_csv(std::istream& in, const std::string& path, Accumulator& acc) {
     } catch (const std::exception&) {
       throw UsageError(path + ":" + std::to_string(lineno) + ": Start_Timestamp/End_Timestamp are not numbers");
     }
-    if (t1 < t0)
-      throw UsageError(path + ":" + std::to_string(lineno) + ": End_Timestamp is before Start_Timestamp");
+    if (t1 < t0) throw UsageError(path + ":" + std::to_string(lineno) + ": End_Timestamp is before Start_Timestamp");
     acc.add({dev_c >= 0 ? f[size_t(dev_c)] : "0", f[size_t(name_c)], (t1 - t0) * 1e-3});
   }
 }
@@ -169,8 +169,10 @@ void read_chrome(std::istream& in, const std::string& path, Accumulator& acc) {
     throw UsageError(path + ": not valid JSON (" + std::string(e.what()) + ")");
   }
   const nlohmann::json* events = nullptr;
-  if (j.is_object() && j.contains("traceEvents")) events = &j["traceEvents"];
-  else if (j.is_array()) events = &j;
+  if (j.is_object() && j.contains("traceEvents"))
+    events = &j["traceEvents"];
+  else if (j.is_array())
+    events = &j;
   if (!events || !events->is_array()) throw UsageError(path + ": a Chrome trace needs a \"traceEvents\" array");
   for (size_t i = 0; i < events->size(); ++i) {
     const auto& e = (*events)[i];
@@ -236,7 +238,8 @@ std::vector<PhasePattern> load_phase_map(const std::string& path) {
       if (l.empty() || l[0] == '#') continue;
       const size_t eq = l.find('=');
       if (eq == std::string::npos || eq == 0 || eq + 1 == l.size())
-        throw UsageError("--phase-map " + path + ":" + std::to_string(lineno) + ": expected phase=REGEX, got '" + l + "'");
+        throw UsageError("--phase-map " + path + ":" + std::to_string(lineno) + ": expected phase=REGEX, got '" + l +
+                         "'");
       out.push_back({trim(l.substr(0, eq)), trim(l.substr(eq + 1))});
     }
   }
@@ -261,7 +264,8 @@ void apply_phase_override(std::vector<PhasePattern>& patterns, const std::string
 
 TracePhases read_trace(const std::string& path, const std::vector<PhasePattern>& patterns) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw UsageError("--trace " + path + ": is a directory, not a trace file");
+  if (std::filesystem::is_directory(path, ec))
+    throw UsageError("--trace " + path + ": is a directory, not a trace file");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw UsageError("--trace " + path + ": cannot open (" + std::strerror(errno) + ")");
   Accumulator acc{patterns, {}, {}, {}, {}, {}};

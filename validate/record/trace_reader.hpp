@@ -22,9 +22,9 @@ std::vector<PhasePattern> load_phase_map(const std::string& path);
 void apply_phase_override(std::vector<PhasePattern>& patterns, const std::string& spec);
 
 struct TracePhases {
-  std::string format;                     // "rocprofv3-csv" | "chrome-trace"
+  std::string format;                       // "rocprofv3-csv" | "chrome-trace"
   std::map<std::string, double> phases_us;  // per iteration, max over devices
-  int iterations = 0;                     // gemm launches per device (1 when the trace has no gemm)
+  int iterations = 0;                       // gemm launches per device (1 when the trace has no gemm)
   int devices = 0;
   int kernels_matched = 0, kernels_unmatched = 0;
   std::vector<std::string> unmatched_names;  // the first few, for the message

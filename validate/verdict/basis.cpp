@@ -2,9 +2,9 @@
 // silent-transfer signatures, the per-rank spread), the timing basis (the model's prediction as this run ran it),
 // the phases against their ceilings and the matching baseline runs. The rules (rules.cpp) only read them.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
-#include <cctype>
 #include <sstream>
 
 #include "validate/verdict/judge_basis.hpp"
@@ -84,8 +84,8 @@ void floor_band(const RunRecord& r, const Expectations& e, NumericsBasis& n) {
     n.tol = std::max(kFloorMargin, kFloorSigmas * *n.sigma / *n.expected);
     n.upper = std::min(n.upper, *n.expected * (1.0 + n.tol));
   }
-  n.floor_txt = n.expected ? ("the " + n.wire + " floor " + sci(*n.expected))
-                           : ("the benchmark's bound " + sci(n.accept_max));
+  n.floor_txt =
+      n.expected ? ("the " + n.wire + " floor " + sci(*n.expected)) : ("the benchmark's bound " + sci(n.accept_max));
 }
 
 // SILENT_TRANSFER's signatures: slices at relL2 >= kSliceOffRelL2 (NaN is not "never arrived": a slice of

@@ -47,8 +47,9 @@ auto cached(Map& map, const std::string& key, Make make) {
 }
 
 std::shared_ptr<const model::Profile> profile_for(const std::string& name) {
-  return cached(model_cache().profiles, name,
-                [&] { return std::shared_ptr<const model::Profile>(std::make_shared<model::Profile>(model::load_profile(name))); });
+  return cached(model_cache().profiles, name, [&] {
+    return std::shared_ptr<const model::Profile>(std::make_shared<model::Profile>(model::load_profile(name)));
+  });
 }
 
 model::Prediction predict_cached(const std::string& pname, const model::Profile& p, const Shape& s, const Config& cfg) {
@@ -99,7 +100,7 @@ Expectations expectations_for(const RunRecord& r, const JudgeOptions& o) {
   }
 
   e.profile_from_options = o.profile.has_value();
-  e.profile_name = o.profile ? *o.profile
+  e.profile_name = o.profile   ? *o.profile
                    : r.profile ? *r.profile
                                : default_profile(r.backend.value_or("gpu"), r.device.value_or(""), 1);
   try {

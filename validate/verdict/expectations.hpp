@@ -44,8 +44,8 @@ struct Expectations {
   std::optional<model::Prediction> prediction;
   std::string model_error;
   std::optional<model::Sweep> pull_sweep;  // for configs with a pull (fp8 wire over CU loads)
-  double pull_sweep_best_us = 0;   // the model's total at the optimum
-  double pull_at_grid_us = 0;      // the model's total at the record's own grid
+  double pull_sweep_best_us = 0;           // the model's total at the optimum
+  double pull_at_grid_us = 0;              // the model's total at the record's own grid
   bool judge_timing = true;
   std::vector<RunRecord> baseline;
 };

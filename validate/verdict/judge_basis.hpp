@@ -17,8 +17,8 @@ namespace gemmar::verdict_detail {
 struct NumericsBasis {
   bool judged = false;  // false for a run that stopped early: the numerics of an incomplete output mean nothing
   bool collective = false, fp8 = false;
-  bool rel_ok = false;  // rel_l2 present and finite
-  std::string wire;     // "fp8" | "bf16"
+  bool rel_ok = false;          // rel_l2 present and finite
+  std::string wire;             // "fp8" | "bf16"
   std::optional<double> worst;  // the worst rank's relL2 (the benchmark's rel_l2 is the minimum over ranks)
   int worst_rank = -1;
   std::optional<double> floor_bf16, floor_fp8, expected, sigma;

@@ -94,7 +94,9 @@ Verdict sweep_verdict(const SweepLog& sw, const std::string& name) {
     std::string msg = "sweep.py" + preset + ": " + std::to_string(count) + " of " + std::to_string(sw.total) +
                       " points FAILED" + (failed.empty() ? " (their lines are not in this log)" : ": " + failed) +
                       ". sweep.py exits with the number of failed points; rerun a failed point alone to see its "
-                      "whole output" + (sw.out_path.empty() ? "" : ", and judge the points that ran with gemmar check " + sw.out_path) + ".";
+                      "whole output" +
+                      (sw.out_path.empty() ? "" : ", and judge the points that ran with gemmar check " + sw.out_path) +
+                      ".";
     return log_entry(where, false, "SWEEP_FAILED", Severity::Error, msg);
   }
   const int seen = int(sw.points.size());
@@ -104,8 +106,10 @@ Verdict sweep_verdict(const SweepLog& sw, const std::string& name) {
                          std::to_string(sw.total) + " with no summary line: the sweep was killed or its output cut.");
   return log_entry(where, true, "SWEEP_STDOUT", Severity::Warning,
                    "sweep.py" + preset + " stdout: all " + std::to_string(sw.total) + " points ok (" +
-                       std::to_string(ok_records) + " RESULT_JSON lines reported as ok). This stdout holds no records: "
-                       "they are in " + (sw.out_path.empty() ? "the sweep's --out .jsonl" : sw.out_path) +
+                       std::to_string(ok_records) +
+                       " RESULT_JSON lines reported as ok). This stdout holds no records: "
+                       "they are in " +
+                       (sw.out_path.empty() ? "the sweep's --out .jsonl" : sw.out_path) +
                        "; run gemmar check on that file to judge them.");
 }
 
@@ -116,9 +120,8 @@ Verdict other_record_verdict(const LogEntry& e) {
   v.record.raw = e.raw;
   v.context.invalid = true;
   v.context.other_record = true;
-  const std::string c = e.raw.is_object() && e.raw.contains("case") && e.raw["case"].is_string()
-                            ? e.raw["case"].get<std::string>()
-                            : "";
+  const std::string c =
+      e.raw.is_object() && e.raw.contains("case") && e.raw["case"].is_string() ? e.raw["case"].get<std::string>() : "";
   if (c.empty()) {
     std::string keys;
     if (e.raw.is_object())
@@ -135,21 +138,25 @@ Verdict other_record_verdict(const LogEntry& e) {
       bad += (bad.empty() ? "" : ", ") + k + "=" + num(val.get<double>()) + " (>= 3e-3)";
   }
   if (bad.empty()) {
-    v.context.notes = std::vector<std::string>({"op worker case " + c + ": every check passes (booleans true, relL2 "
+    v.context.notes = std::vector<std::string>({"op worker case " + c +
+                                                ": every check passes (booleans true, relL2 "
                                                 "below test_gemm_ar_op.py's FP8_FLOOR 3e-3)"});
     return v;
   }
   std::string msg = "op worker case " + c + " failed test_gemm_ar_op.py's checks: " + bad + ".";
   const double rel = e.raw.value("rel_l2", 0.0);
   if (c == "scale_order" && rel >= 0.17 && rel <= 0.32)
-    msg += " relL2 " + num(rel) + " is the wrong-scale-order signature (0.26 before mori's fix: the column-major "
+    msg += " relL2 " + num(rel) +
+           " is the wrong-scale-order signature (0.26 before mori's fix: the column-major "
            "[M, K/128] A scale flattened with reshape(-1)): check _flatten_a_scale.";
   if (c == "self_test" && e.raw.value("detects_missing_scatter", true) == false)
-    msg += " The self-test's check has no teeth: it cannot see an inert scatter (a mori built with "
-           "BUILD_CCO_SDMA=OFF would pass it).";
+    msg +=
+        " The self-test's check has no teeth: it cannot see an inert scatter (a mori built with "
+        "BUILD_CCO_SDMA=OFF would pass it).";
   if (c == "self_test" && e.raw.value("passes_on_working_stack", true) == false)
-    msg += " The self-test fails on this stack: check that mori was built with BUILD_CCO_SDMA=ON and that "
-           "MORI_ENABLE_SDMA=1 is set.";
+    msg +=
+        " The self-test fails on this stack: check that mori was built with BUILD_CCO_SDMA=ON and that "
+        "MORI_ENABLE_SDMA=1 is set.";
   v.pass = false;
   v.findings.push_back({"SELF_TEST_FAILED", Severity::Error, msg});
   return v;

@@ -22,10 +22,13 @@ using Hits = std::optional<Hit>;
 // NaN: an output off by a power of two (relL2 |2^j - 1|: 1 for 2x, 3 for 4x, 0.5 and 0.75 the other way) or
 // holding NaN is the signature. Empty when rel_l2 shows neither.
 std::string fnuz_hint(std::optional<double> rel_l2) {
-  const std::string fix = "if the operands are e4m3fnuz (gfx942, MI300X) they were read as e4m3fn (or the "
-                          "reverse): check the fp8 dtype the kernels and the reference use";
-  if (!rel_l2 || std::isnan(*rel_l2)) return "NaN in the output is what e4m3fnuz's +-240 codes become when read "
-                                             "as e4m3fn (its NaN code): " + fix;
+  const std::string fix =
+      "if the operands are e4m3fnuz (gfx942, MI300X) they were read as e4m3fn (or the "
+      "reverse): check the fp8 dtype the kernels and the reference use";
+  if (!rel_l2 || std::isnan(*rel_l2))
+    return "NaN in the output is what e4m3fnuz's +-240 codes become when read "
+           "as e4m3fn (its NaN code): " +
+           fix;
   for (const double pattern : {1.0, 3.0, 0.5, 0.75})
     if (std::fabs(*rel_l2 - pattern) <= 0.05 * pattern)
       return "relL2 " + sci(*rel_l2) + " is an output off by a power of two (relL2 " + sci(pattern) +
@@ -43,10 +46,14 @@ bool benchmark_skips_validation(const RunRecord& r, const NumericsBasis& n) {
 Hits not_validated(const RunRecord& r, const Basis& b) {
   if (benchmark_skips_validation(r, b.num)) return {};
   std::vector<std::string> why;
-  if (!r.rel_l2) why.push_back("carries no rel_l2");
-  else if (!b.num.rel_ok) why.push_back("has rel_l2 " + sci(*r.rel_l2) + " (the output holds NaN/inf or the check was skipped)");
-  if (!r.validated) why.push_back("carries no validated field (the benchmark's check was skipped)");
-  else if (!*r.validated) why.push_back("has validated=false (the benchmark's own bound rejected it)");
+  if (!r.rel_l2)
+    why.push_back("carries no rel_l2");
+  else if (!b.num.rel_ok)
+    why.push_back("has rel_l2 " + sci(*r.rel_l2) + " (the output holds NaN/inf or the check was skipped)");
+  if (!r.validated)
+    why.push_back("carries no validated field (the benchmark's check was skipped)");
+  else if (!*r.validated)
+    why.push_back("has validated=false (the benchmark's own bound rejected it)");
   if (why.empty()) return {};
   std::string msg = "The run ";
   for (size_t i = 0; i < why.size(); ++i) msg += (i ? " and " : "") + why[i];
@@ -157,22 +164,25 @@ std::string silent_slices_text(const RunRecord& r, const NumericsBasis& n, const
     std::snprintf(above, sizeof above,
                   "every slice is off and relL2 %.3f is above the 1.000 of an all-zero output, more than "
                   "missing shares can give: the output holds another run's data (stale, never written by "
-                  "this run) or the ", *n.worst);
+                  "this run) or the ",
+                  *n.worst);
     cause = std::string(above) + fix;
   } else if (all_off) {
-    cause = fix + "; every slice is off, so also check that this run wrote its output at all (a stale "
-                  "buffer from an earlier run reads the same)";
+    cause = fix +
+            "; every slice is off, so also check that this run wrote its output at all (a stale "
+            "buffer from an earlier run reads the same)";
   }
-  return std::to_string(off.size()) + " of " + std::to_string(r.per_slice_rel_l2.size()) + " slices (owners " +
-         list + ") have relL2 >= " + sci(kSliceOffRelL2) + " against " + n.floor_txt + ": " + cause + ".";
+  return std::to_string(off.size()) + " of " + std::to_string(r.per_slice_rel_l2.size()) + " slices (owners " + list +
+         ") have relL2 >= " + sci(kSliceOffRelL2) + " against " + n.floor_txt + ": " + cause + ".";
 }
 
 Hits silent_transfer(const RunRecord& r, const Basis& b) {
   const NumericsBasis& n = b.num;
   if (!n.silent) return {};
-  const std::string fix = traits(b.eff.mode).scatter_by_copy_engine
-                              ? "copy-engine puts did nothing: check the host library was built with SDMA queues"
-                              : "peer stores never landed: check the peer windows are mapped and the barrier waits for them";
+  const std::string fix =
+      traits(b.eff.mode).scatter_by_copy_engine
+          ? "copy-engine puts did nothing: check the host library was built with SDMA queues"
+          : "peer stores never landed: check the peer windows are mapped and the barrier waits for them";
   if (!n.slices_off.empty()) return Hit{silent_slices_text(r, n, fix)};
   const std::string fnuz = fnuz_hint(*n.worst);
   const int W = r.shape.world, j = n.missing_slices;
@@ -210,9 +220,10 @@ Hits wire_not_used(const RunRecord&, const Basis& b) {
   if (!wire_not_used_at(n)) return {};
   const double x = *n.worst;
   if (n.floor_bf16 && n.floor_fp8)
-    return Hit{"This fp8-wire run has rel_l2 " + sci(x) + ", at the bf16 floor " + sci(*n.floor_bf16) +
-               " rather than the fp8 floor " + sci(*n.floor_fp8) +
-               ": the fp8 wire never engaged, check that gather_dtype reaches the kernels and the quantize kernel runs."};
+    return Hit{
+        "This fp8-wire run has rel_l2 " + sci(x) + ", at the bf16 floor " + sci(*n.floor_bf16) +
+        " rather than the fp8 floor " + sci(*n.floor_fp8) +
+        ": the fp8 wire never engaged, check that gather_dtype reaches the kernels and the quantize kernel runs."};
   return Hit{"This fp8-wire run has rel_l2 " + sci(x) + ", below the benchmark's fp8 lower bound " +
              sci(kFp8AcceptMin) + ": the fp8 wire never engaged, check that gather_dtype reaches the kernels."};
 }
@@ -244,9 +255,10 @@ Hits rank_divergence_numerics(const RunRecord& r, const Basis& b) {
 Hits racy_publish_rule(const RunRecord& r, const Basis&) {
   const std::string why = racy_publish_reason(r);
   if (why.empty()) return {};
-  return Hit{why + ": the copy engine may read C before the GEMM's stores land, so a pass today says nothing about "
-                   "the next run; use the default fence and chunks of a current mori, or run it many times and "
-                   "compare rel_l2."};
+  return Hit{why +
+             ": the copy engine may read C before the GEMM's stores land, so a pass today says nothing about "
+             "the next run; use the default fence and chunks of a current mori, or run it many times and "
+             "compare rel_l2."};
 }
 
 // --- INVALID_RECORD: the record's profile field names no usable profile.
@@ -259,15 +271,17 @@ Hits unusable_profile(const RunRecord&, const Basis& b) {
 Hits partial_run(const RunRecord& r, const Basis& b) {
   if (!is_partial(r) || !b.e.profile) return {};
   if (!b.timing)
-    return Hit{"stop_after=" + *r.stop_after + ": the run stopped after the reduce-scatter; its output is "
+    return Hit{"stop_after=" + *r.stop_after +
+               ": the run stopped after the reduce-scatter; its output is "
                "incomplete (numerics not judged)."};
   const model::Prediction& prefix = b.timing->pred;
   std::string phases;
   for (const auto& ph : prefix.phases)
     if (ph.name != "skew") phases += (phases.empty() ? "" : "+") + ph.name;
-  return Hit{"stop_after=" + *r.stop_after + ": the run stopped after the reduce-scatter, so its output is "
-             "incomplete (numerics not judged) and its time is judged on the phases it ran, " + phases + " (model " +
-             us(prefix.total_us) + ", lower bound " + us(prefix.lower_bound_us) +
+  return Hit{"stop_after=" + *r.stop_after +
+             ": the run stopped after the reduce-scatter, so its output is "
+             "incomplete (numerics not judged) and its time is judged on the phases it ran, " +
+             phases + " (model " + us(prefix.total_us) + ", lower bound " + us(prefix.lower_bound_us) +
              "); it does not compare with full runs."};
 }
 
@@ -311,7 +325,8 @@ std::string rank_lines_detail(const RunRecord& r, const NumericsBasis& n, double
       worst_failed = std::max(worst_failed, x);
       gemm_lines = gemm_lines || f.value("gemm_only", false);
       ranks += (ranks.empty() ? "" : ", ") + std::to_string(f.value("rank", 0));
-      values += (values.empty() ? "" : ", ") + sci(x) + (n.expected ? " (" + ratio(x / *n.expected) + " the floor)" : "");
+      values +=
+          (values.empty() ? "" : ", ") + sci(x) + (n.expected ? " (" + ratio(x / *n.expected) + " the floor)" : "");
     }
     if (list.empty()) return "";
     return std::string(list.size() == 1 ? " Rank " : " Ranks ") + ranks + " printed " +
@@ -338,7 +353,8 @@ void explain_not_validated(const RunRecord& r, const Basis& b, std::vector<Findi
   std::string detail = rank_lines_detail(r, b.num, worst_failed, gemm_lines);
   const double sig = std::max(worst_failed, r.rel_l2 && std::isfinite(*r.rel_l2) ? *r.rel_l2 : 0.0);
   if ((!has_collective(b.cfg.mode) || gemm_lines) && quant_traits(b.cfg.quant).a.k_major && sig >= 0.17 && sig <= 0.32)
-    detail += " relL2 " + sci(sig) + " on the GEMM alone is mori's wrong-scale-order signature: the A 1x128 "
+    detail += " relL2 " + sci(sig) +
+              " on the GEMM alone is mori's wrong-scale-order signature: the A 1x128 "
               "scale read in the other order (column-major [M, K/128] flattened with reshape(-1) gave 0.26; "
               "tests/python/cco/test_gemm_ar_op.py @1531cfe8, README \"Scales\"): check how the scales were "
               "laid out, not the collective.";
@@ -415,11 +431,16 @@ const std::vector<Rule>& rules() {
 
 bool runs(Needs needs, const Basis& b) {
   switch (needs) {
-    case Needs::Output: return b.num.judged;
-    case Needs::Record: return true;
-    case Needs::Model: return b.timing.has_value();
-    case Needs::ModelAndTime: return b.timing && b.time_us;
-    case Needs::Time: return b.time_us.has_value();
+    case Needs::Output:
+      return b.num.judged;
+    case Needs::Record:
+      return true;
+    case Needs::Model:
+      return b.timing.has_value();
+    case Needs::ModelAndTime:
+      return b.timing && b.time_us;
+    case Needs::Time:
+      return b.time_us.has_value();
   }
   return false;
 }
@@ -439,8 +460,9 @@ Severity grade(const Rule& rule, const Hit& hit, const Basis& b, std::string& ms
   if (rule.grading == Grading::WithinSpread && hit.minor) return Severity::Warning;
   if (rule.grading == Grading::SharedDevice) {
     if (!b.shared_device) return rule.severity;
-    msg += " (a warning: the ranks share one device and are scheduled together, so a spread says nothing about "
-           "one rank's GPU or link)";
+    msg +=
+        " (a warning: the ranks share one device and are scheduled together, so a spread says nothing about "
+        "one rank's GPU or link)";
     return Severity::Warning;
   }
   if (p && !p->calibrated) {
@@ -454,9 +476,10 @@ Severity grade(const Rule& rule, const Hit& hit, const Basis& b, std::string& ms
     return Severity::Warning;
   }
   if (rule.grading == Grading::ModelBasis && p && p->basis == model::Profile::Basis::Ceiling) {
-    msg += " (a warning: profile " + name + " models the hardware's ceilings, not an implementation, so slower "
-           "means below the ceiling, not broken" + efficiency_text(b) +
-           (p->basis_stated ? "" : "; " + p->basis_source) +
+    msg += " (a warning: profile " + name +
+           " models the hardware's ceilings, not an implementation, so slower "
+           "means below the ceiling, not broken" +
+           efficiency_text(b) + (p->basis_stated ? "" : "; " + p->basis_source) +
            "; a slowdown against an earlier run fails with --baseline)";
     return Severity::Warning;
   }
@@ -465,21 +488,30 @@ Severity grade(const Rule& rule, const Hit& hit, const Basis& b, std::string& ms
 
 const char* grading_text(Grading g) {
   switch (g) {
-    case Grading::Fixed: return "";
-    case Grading::ModelBasis: return "warning on an uncalibrated profile or a ceiling profile";
-    case Grading::SharedDevice: return "warning when the ranks share one device";
-    case Grading::WithinSpread: return "warning when within the run-to-run spread or on an uncalibrated profile";
+    case Grading::Fixed:
+      return "";
+    case Grading::ModelBasis:
+      return "warning on an uncalibrated profile or a ceiling profile";
+    case Grading::SharedDevice:
+      return "warning when the ranks share one device";
+    case Grading::WithinSpread:
+      return "warning when within the run-to-run spread or on an uncalibrated profile";
   }
   return "";
 }
 
 const char* needs_text(Needs n) {
   switch (n) {
-    case Needs::Output: return "output";
-    case Needs::Record: return "record";
-    case Needs::Model: return "model";
-    case Needs::ModelAndTime: return "model+time";
-    case Needs::Time: return "time";
+    case Needs::Output:
+      return "output";
+    case Needs::Record:
+      return "record";
+    case Needs::Model:
+      return "model";
+    case Needs::ModelAndTime:
+      return "model+time";
+    case Needs::Time:
+      return "time";
   }
   return "";
 }

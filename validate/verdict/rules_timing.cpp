@@ -39,8 +39,8 @@ SlowPhase slow_phase(const std::map<std::string, double>& measured, const model:
   }
   if (!worst) return {};
   const double t = measured.at(worst->name);
-  return {worst->name, "the " + worst->name + " phase took " + us(t) + " against the model's " + us(worst->us) +
-                           " (+" + us(worst_excess) + ", " + pct(worst_excess / worst->us) + ", " + worst->bound +
+  return {worst->name, "the " + worst->name + " phase took " + us(t) + " against the model's " + us(worst->us) + " (+" +
+                           us(worst_excess) + ", " + pct(worst_excess / worst->us) + ", " + worst->bound +
                            "-bound in the model)"};
 }
 
@@ -75,8 +75,8 @@ Hits grid_off_optimum(const RunRecord&, const Basis& b) {
   return Hit{"Wrong grid, not wrong transport: the pull kernel ran with " + std::to_string(g) +
                  " blocks, outside the model's optimum band [" + std::to_string(sw->band_lo) + ", " +
                  std::to_string(sw->band_hi) + "], which costs " + us(cost) + " (" + pct(frac) + ") over " +
-                 std::to_string(sw->optimum) + " blocks: set MORI_GEMM_AR_PULL_BLOCKS=" +
-                 std::to_string(sw->optimum) + ".",
+                 std::to_string(sw->optimum) + " blocks: set MORI_GEMM_AR_PULL_BLOCKS=" + std::to_string(sw->optimum) +
+                 ".",
              !(frac > b.e.profile->run_to_run_spread)};
 }
 
@@ -84,10 +84,11 @@ Hits grid_off_optimum(const RunRecord&, const Basis& b) {
 Hits eager_timing(const RunRecord&, const Basis& b) {
   const TimingBasis& tb = *b.timing;
   if (!tb.eager) return {};
-  return Hit{"timing=eager: each of the " + std::to_string(tb.launches) + " kernels paid its launch (graph replay "
-             "hides it), so the time is judged against the model plus " + std::to_string(tb.launches) + " x " +
-             us(b.e.profile->params.gemm.launch_us) + " = " + us(tb.pred.total_us + tb.launch_extra) +
-             "; eager and graph times do not compare (quote graph times)."};
+  return Hit{"timing=eager: each of the " + std::to_string(tb.launches) +
+             " kernels paid its launch (graph replay "
+             "hides it), so the time is judged against the model plus " +
+             std::to_string(tb.launches) + " x " + us(b.e.profile->params.gemm.launch_us) + " = " +
+             us(tb.pred.total_us + tb.launch_extra) + "; eager and graph times do not compare (quote graph times)."};
 }
 
 // --- FASTER_THAN_PHYSICS: below the time moving the run's bytes takes at the profile's peak rates, on every
@@ -124,9 +125,8 @@ Hits slower_than_model(const RunRecord& r, const Basis& b) {
   const double t = *b.time_us;
   const double expected_total = tb.pred.total_us + tb.launch_extra;
   if (t <= expected_total * (1.0 + band)) return {};
-  const std::string msg = us(t) + " is " + pct(t / expected_total - 1.0) + " over the model's " +
-                          us(expected_total) + (tb.eager ? " (eager: with the launches)" : "") + " (band " +
-                          pct(band).substr(1) + ")";
+  const std::string msg = us(t) + " is " + pct(t / expected_total - 1.0) + " over the model's " + us(expected_total) +
+                          (tb.eager ? " (eager: with the launches)" : "") + " (band " + pct(band).substr(1) + ")";
   // With phases in the record the slow phase is named; only when it is the pull (or the record has no
   // phases) can the pull grid be the explanation.
   const SlowPhase sp = slow_phase(r.phases_us, tb.pred, band);
@@ -146,8 +146,8 @@ Hits rank_divergence_time(const RunRecord& r, const Basis& b) {
   const double spreads = kRankTimeSpreads * b.e.profile->run_to_run_spread;
   const double lim = b.shared_device ? std::max(spreads, kSharedDeviceRankSpread) : spreads;
   if (!(med > 0) || !(*mx > med * (1.0 + lim))) return {};
-  const std::string basis = b.shared_device ? " = the spread of healthy runs with the ranks on one device"
-                                            : " = 3x the run-to-run spread";
+  const std::string basis =
+      b.shared_device ? " = the spread of healthy runs with the ranks on one device" : " = 3x the run-to-run spread";
   return Hit{"Rank " + std::to_string(mx - times.begin()) + " took " + us(*mx) + " against the ranks' median " +
              us(med) + " (" + pct(*mx / med - 1.0) + ", beyond " + pct(lim).substr(1) + basis + "; fastest rank " +
              us(*std::min_element(times.begin(), times.end())) +
@@ -171,8 +171,8 @@ Hits quant_mismatch(const RunRecord& r, const Basis& b) {
   if (!b.baseline || !b.baseline->same.empty() || b.baseline->other_quant.empty()) return {};
   const RunRecord& base = *b.baseline->other_quant.front();
   const double bt = *base.max_rank_time_us, t = *b.time_us;
-  return Hit{"The baseline has this shape and config only as " + quant_label(base, base.config) + " (" +
-             base.source + ", " + us(bt) + ", this " + quant_label(r, b.cfg) + " run " + pct(t / bt - 1.0) +
+  return Hit{"The baseline has this shape and config only as " + quant_label(base, base.config) + " (" + base.source +
+             ", " + us(bt) + ", this " + quant_label(r, b.cfg) + " run " + pct(t / bt - 1.0) +
              "), so the difference may be the quant mode, not machine drift: compare against a " +
              quant_label(r, b.cfg) + " baseline" +
              (r.quant_known && base.quant_known ? "" : " (a record that does not print its quant cannot be matched)") +

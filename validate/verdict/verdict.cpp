@@ -36,7 +36,8 @@ std::vector<std::string> notes_of(const RunRecord& r, const Basis& b) {
                     " kernels matched to phases, " + std::to_string(tr.value("kernels_unmatched", 0)) + " unmatched";
     if (tr.contains("unmatched_names") && tr["unmatched_names"].is_array() && !tr["unmatched_names"].empty()) {
       n += ":";
-      for (const auto& name : tr["unmatched_names"]) n += " " + (name.is_string() ? name.get<std::string>() : name.dump());
+      for (const auto& name : tr["unmatched_names"])
+        n += " " + (name.is_string() ? name.get<std::string>() : name.dump());
     }
     notes.push_back(n + ")");
   }
@@ -59,7 +60,8 @@ void numerics_context(const Basis& b, VerdictContext& c) {
   if (!n.judged) return;
   if (n.collective && b.e.floors) {
     const FloorExpectation& fl = *b.e.floors;
-    c.floors = FloorsContext{fl.bf16, fl.fp8, fl.bf16_stderr, fl.fp8_stderr, fl.rows_evaluated, fl.derived_at_m, n.wire};
+    c.floors =
+        FloorsContext{fl.bf16, fl.fp8, fl.bf16_stderr, fl.fp8_stderr, fl.rows_evaluated, fl.derived_at_m, n.wire};
   }
   NumericsContext nc;
   nc.upper = n.upper;
@@ -79,14 +81,21 @@ void timing_context(const RunRecord& r, const Basis& b, VerdictContext& c) {
     const auto mx = std::max_element(t.begin(), t.end());
     const auto mn = std::min_element(t.begin(), t.end());
     const double med = median(t);
-    c.per_rank_time = PerRankTimeContext{r.critical_rank.value_or(int(mx - t.begin())), *mx, *mn, med, *mx - *mn,
-                                         med > 0 ? *mx / med - 1.0 : 0.0};
+    c.per_rank_time = PerRankTimeContext{
+        r.critical_rank.value_or(int(mx - t.begin())), *mx, *mn, med, *mx - *mn, med > 0 ? *mx / med - 1.0 : 0.0};
   }
   if (!b.timing) return;
   const model::Profile& prof = *b.e.profile;
   const TimingBasis& tb = *b.timing;
-  ModelContext m{b.e.profile_name, prof.calibrated, model::to_string(prof.basis), tb.pred.total_us,
-                 tb.pred.lower_bound_us, prof.band(b.cfg.mode), prof.run_to_run_spread, b.cfg.pull_blocks, tb.partial,
+  ModelContext m{b.e.profile_name,
+                 prof.calibrated,
+                 model::to_string(prof.basis),
+                 tb.pred.total_us,
+                 tb.pred.lower_bound_us,
+                 prof.band(b.cfg.mode),
+                 prof.run_to_run_spread,
+                 b.cfg.pull_blocks,
+                 tb.partial,
                  std::nullopt};
   if (tb.eager) m.eager_launch_us = tb.launch_extra;
   c.model = m;
@@ -169,9 +178,13 @@ nlohmann::json to_json(const VerdictContext& c) {
   }
   nlohmann::json j = {{"config", c.config}, {"pull_blocks", c.pull_blocks}};
   if (c.floors)
-    j["floors"] = {{"bf16", c.floors->bf16}, {"fp8", c.floors->fp8}, {"bf16_stderr", c.floors->bf16_stderr},
-                   {"fp8_stderr", c.floors->fp8_stderr}, {"rows_evaluated", c.floors->rows_evaluated},
-                   {"wire", c.floors->wire}, {"derived_at_m", c.floors->derived_at_m}};
+    j["floors"] = {{"bf16", c.floors->bf16},
+                   {"fp8", c.floors->fp8},
+                   {"bf16_stderr", c.floors->bf16_stderr},
+                   {"fp8_stderr", c.floors->fp8_stderr},
+                   {"rows_evaluated", c.floors->rows_evaluated},
+                   {"wire", c.floors->wire},
+                   {"derived_at_m", c.floors->derived_at_m}};
   if (c.numerics) {
     nlohmann::json& n = j["numerics"] = {{"upper", c.numerics->upper}, {"accept_max", c.numerics->accept_max}};
     if (c.numerics->expected_floor) {
@@ -183,22 +196,31 @@ nlohmann::json to_json(const VerdictContext& c) {
   if (c.per_rank_rel_l2_spread) j["per_rank_rel_l2_spread"] = *c.per_rank_rel_l2_spread;
   if (c.model) {
     const ModelContext& m = *c.model;
-    j["model"] = {{"profile", m.profile}, {"calibrated", m.calibrated}, {"calibration", m.calibration},
-                  {"total_us", m.total_us}, {"lower_bound_us", m.lower_bound_us}, {"model_band", m.model_band},
-                  {"run_to_run_spread", m.run_to_run_spread}, {"pull_blocks", m.pull_blocks}};
+    j["model"] = {{"profile", m.profile},
+                  {"calibrated", m.calibrated},
+                  {"calibration", m.calibration},
+                  {"total_us", m.total_us},
+                  {"lower_bound_us", m.lower_bound_us},
+                  {"model_band", m.model_band},
+                  {"run_to_run_spread", m.run_to_run_spread},
+                  {"pull_blocks", m.pull_blocks}};
     if (m.partial) j["model"]["partial"] = true;
     if (m.eager_launch_us) j["model"]["eager_launch_us"] = *m.eager_launch_us;
   }
   if (c.pull_sweep)
-    j["pull_sweep"] = {{"optimum", c.pull_sweep->optimum}, {"band", {c.pull_sweep->band_lo, c.pull_sweep->band_hi}},
+    j["pull_sweep"] = {{"optimum", c.pull_sweep->optimum},
+                       {"band", {c.pull_sweep->band_lo, c.pull_sweep->band_hi}},
                        {"best_us", c.pull_sweep->best_us}};
   for (const auto& [name, e] : c.phase_efficiency)
-    j["phase_efficiency"][name] = {{"measured_us", e.measured_us}, {"ceiling_us", e.ceiling_us},
-                                   {"model_us", e.model_us}, {"efficiency", e.efficiency}};
+    j["phase_efficiency"][name] = {{"measured_us", e.measured_us},
+                                   {"ceiling_us", e.ceiling_us},
+                                   {"model_us", e.model_us},
+                                   {"efficiency", e.efficiency}};
   if (c.per_rank_time) {
     const PerRankTimeContext& p = *c.per_rank_time;
-    j["per_rank_time"] = {{"critical_rank", p.critical_rank}, {"max_us", p.max_us}, {"min_us", p.min_us},
-                          {"median_us", p.median_us}, {"spread_us", p.spread_us}, {"over_median", p.over_median}};
+    j["per_rank_time"] = {
+        {"critical_rank", p.critical_rank}, {"max_us", p.max_us},       {"min_us", p.min_us},
+        {"median_us", p.median_us},         {"spread_us", p.spread_us}, {"over_median", p.over_median}};
   }
   if (c.baseline)
     j["baseline"] = {{"source", c.baseline->source}, {"runs", c.baseline->runs}, {"time_us", c.baseline->time_us}};
@@ -224,9 +246,12 @@ struct Tally {
 Tally tally(const std::vector<Verdict>& vs) {
   Tally t;
   for (const auto& v : vs) {
-    if (v.context.log_level) ++t.log;
-    else if (v.context.other_record) ++t.other;
-    else (v.pass ? t.run_pass : t.run_fail)++;
+    if (v.context.log_level)
+      ++t.log;
+    else if (v.context.other_record)
+      ++t.other;
+    else
+      (v.pass ? t.run_pass : t.run_fail)++;
   }
   return t;
 }
@@ -268,9 +293,15 @@ nlohmann::json to_json(const std::vector<Verdict>& vs) {
   }
   const Tally t = tally(vs);
   return {{"runs", runs},
-          {"summary", {{"runs", t.run_pass + t.run_fail}, {"pass", pass}, {"fail", fail}, {"entries", vs.size()},
-                       {"runs_pass", t.run_pass}, {"runs_fail", t.run_fail}, {"other_records", t.other},
-                       {"log_findings", t.log}}}};
+          {"summary",
+           {{"runs", t.run_pass + t.run_fail},
+            {"pass", pass},
+            {"fail", fail},
+            {"entries", vs.size()},
+            {"runs_pass", t.run_pass},
+            {"runs_fail", t.run_fail},
+            {"other_records", t.other},
+            {"log_findings", t.log}}}};
 }
 
 namespace {
@@ -302,7 +333,8 @@ std::array<std::string, 7> table_row(const Verdict& v) {
 void row_details(const Verdict& v, std::ostream& os) {
   if (!v.context.phase_efficiency.empty()) {
     os << "    vs ceiling:";
-    for (const auto& [name, e] : v.context.phase_efficiency) os << " " << name << " " << int(std::lround(e.efficiency * 100)) << "%";
+    for (const auto& [name, e] : v.context.phase_efficiency)
+      os << " " << name << " " << int(std::lround(e.efficiency * 100)) << "%";
     os << '\n';
   }
   if (v.record.unfused_baseline_us && v.record.max_rank_time_us && *v.record.max_rank_time_us > 0) {
@@ -313,7 +345,8 @@ void row_details(const Verdict& v, std::ostream& os) {
   }
   if (const auto& pr = v.context.per_rank_time) {
     char buf[200];
-    std::snprintf(buf, sizeof buf, "    ranks: slowest rank %d (%.1f us), %+.1f%% over the median %.1f us, spread %.1f us\n",
+    std::snprintf(buf, sizeof buf,
+                  "    ranks: slowest rank %d (%.1f us), %+.1f%% over the median %.1f us, spread %.1f us\n",
                   pr->critical_rank, pr->max_us, 100.0 * pr->over_median, pr->median_us, pr->spread_us);
     os << buf;
   }

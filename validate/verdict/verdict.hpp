@@ -58,7 +58,7 @@ struct BaselineContext {
   double time_us = 0;
 };
 struct VerdictContext {
-  bool invalid = false;  // an entry that is not a readable run (INVALID_RECORD, BENCHMARK_FAILED, RUNS_MISSING)
+  bool invalid = false;       // an entry that is not a readable run (INVALID_RECORD, BENCHMARK_FAILED, RUNS_MISSING)
   bool log_level = false;     // a finding about the log, not a run (BENCHMARK_FAILED, SWEEP_*, RUNS_MISSING)
   bool other_record = false;  // another producer's record (the op worker's cases): judged by its own fields
   std::string config;
@@ -101,7 +101,7 @@ Verdict judge(const RunRecord&, const Expectations&);
 Verdict judge(const RunRecord&, const JudgeOptions&);
 std::vector<Verdict> judge_all(const std::vector<RunRecord>&, const JudgeOptions&);
 
-nlohmann::json to_json(const std::vector<Verdict>&);  // {"runs": [...]} as docs/spec.md section 4
+nlohmann::json to_json(const std::vector<Verdict>&);     // {"runs": [...]} as docs/spec.md section 4
 std::string verdict_table(const std::vector<Verdict>&);  // the human table
 
 // A record that could not be read (bad JSON, missing or wrong-typed field): a failing verdict with one
@@ -116,8 +116,8 @@ std::string to_string(Severity);  // "error" | "warning"
 
 // The thresholds the rules use (docs/check.md explains each); exposed so tests and reports quote the same.
 namespace verdict_rules {
-inline constexpr double kBf16AcceptMax = 3e-3;     // the benchmark's own bf16 bound (outer guard)
-inline constexpr double kFp8AcceptMin = 5e-3;      // the benchmark's fp8 bounds (outer guard)
+inline constexpr double kBf16AcceptMax = 3e-3;  // the benchmark's own bf16 bound (outer guard)
+inline constexpr double kFp8AcceptMin = 5e-3;   // the benchmark's fp8 bounds (outer guard)
 inline constexpr double kFp8AcceptMax = 4e-2;
 inline constexpr double kFloorMargin = 0.20;       // relative allowance above/below the derived floor
 inline constexpr double kFloorSigmas = 4.0;        // floor stderr multiples, when larger than the margin
@@ -132,8 +132,8 @@ inline constexpr double kRankTimeSpreads = 3.0;    // per-rank time: this many r
 // collective modes at most 1.3%, docs/results/h200-1gpu-2026-12-0*); beyond this it is a warning there, since no
 // rank can have a throttled GPU or a slow link of its own.
 inline constexpr double kSharedDeviceRankSpread = 0.10;
-inline constexpr int64_t kFloorCanonicalM = 16384;  // floors are per-row statistics: derived once at this M
-inline constexpr double kFasterThanModel = 0.25;   // a run this far under the model (above the lower bound)
+inline constexpr int64_t kFloorCanonicalM = 16384;    // floors are per-row statistics: derived once at this M
+inline constexpr double kFasterThanModel = 0.25;      // a run this far under the model (above the lower bound)
 inline constexpr double kNondeterministicRel = 1e-6;  // same config, same data: rel_l2 must repeat to this
 // The benchmark's own acceptance of one rank's relL2: bf16 below kBf16AcceptMax; fp8 strictly inside
 // (kFp8AcceptMin, kFp8AcceptMax), the lower bound proving the fp8 wire was used. NaN is never accepted.

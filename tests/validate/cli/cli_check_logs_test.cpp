@@ -69,7 +69,8 @@ TEST(CheckLogs, ImpossibleValuesPartialEagerRacyAndRepeats) {
   EXPECT_EQ(p.rc, 0) << p.out << p.err;
   const std::string all = p.out;
   for (const char* code : {"PARTIAL_RUN", "EAGER_TIMING", "RACY_PUBLISH"}) EXPECT_TRUE(has(all, code)) << code;
-  for (const char* code : {"SILENT_TRANSFER", "FASTER_THAN_PHYSICS", "NOT_VALIDATED"}) EXPECT_FALSE(has(all, code)) << code;
+  for (const char* code : {"SILENT_TRANSFER", "FASTER_THAN_PHYSICS", "NOT_VALIDATED"})
+    EXPECT_FALSE(has(all, code)) << code;
   const auto rep = run_gemmar({"check", kData + "repeats.log"});
   EXPECT_EQ(rep.rc, 1);
   EXPECT_TRUE(has(rep.out, "NONDETERMINISTIC")) << rep.out;
@@ -109,8 +110,9 @@ TEST(CheckLogs, PlainTraceAttachesOnlyToTheRunItsKernelsMatch) {
   EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_TRUE(has(r.out, "old_benchmark.log:7 [trace]")) << r.out;
   // No fused-sdma bf16 run at all.
-  r = run_gemmar({"check", "-", "--trace", trace},
-                 std::string(R"(RESULT_JSON {"k": 2048, "m": 16384, "mode": "split-sdma", "n": 7168, "world_size": 8})") + "\n");
+  r = run_gemmar(
+      {"check", "-", "--trace", trace},
+      std::string(R"(RESULT_JSON {"k": 2048, "m": 16384, "mode": "split-sdma", "n": 7168, "world_size": 8})") + "\n");
   EXPECT_EQ(r.rc, 2);
   EXPECT_TRUE(has(r.err, "match no run's config")) << r.err;
   EXPECT_TRUE(has(r.err, "stdin:1")) << r.err;
@@ -129,10 +131,11 @@ TEST(CheckLogs, MessagesNameTheFileOnceAndStrayArgumentsAreErrors) {
   EXPECT_EQ(r.rc, 2);
   EXPECT_FALSE(has(r.err, "gemmar check: gemmar check")) << r.err;
   const std::string dir = std::filesystem::path(kData).parent_path().string();
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"check", dir}, {"check", kData + "repeats.log", "--trace", dir},
-           {"check", kData + "repeats.log", "--baseline", dir}, {"check", kData + "repeats.log", "--phase-map", dir},
-           {"check", kData + "repeats.log", "--profile", dir}}) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{"check", dir},
+                                                                {"check", kData + "repeats.log", "--trace", dir},
+                                                                {"check", kData + "repeats.log", "--baseline", dir},
+                                                                {"check", kData + "repeats.log", "--phase-map", dir},
+                                                                {"check", kData + "repeats.log", "--profile", dir}}) {
     r = run_gemmar(args);
     EXPECT_EQ(r.rc, 2) << args.back();
     EXPECT_TRUE(has(r.err, "is a directory")) << r.err;

@@ -25,7 +25,7 @@ TEST(CheckMoriShapes, AFailedSweepStdoutFailsNamingItsPoints) {
   EXPECT_TRUE(has(r.out, "SWEEP_FAILED")) << r.out;
   EXPECT_TRUE(has(r.out, "3 of 15 points FAILED: [2/15] m=4096 mode=split-sdma: TIMEOUT after 1800s")) << r.out;
   EXPECT_TRUE(has(r.out, "stale-queue signature")) << r.out;  // point 7's last line
-  EXPECT_TRUE(has(r.out, "0 run(s)")) << r.out;                // a log finding is not a run
+  EXPECT_TRUE(has(r.out, "0 run(s)")) << r.out;               // a log finding is not a run
   EXPECT_FALSE(has(r.out, "BENCHMARK_FAILED")) << r.out;
 }
 
@@ -104,8 +104,9 @@ TEST(CheckMoriShapes, PytestReprAndPytestPrintsMakeNoRuns) {
   EXPECT_EQ(repr.rc, 0) << repr.out << repr.err;
   EXPECT_FALSE(has(repr.out, "INVALID_RECORD")) << repr.out;
   EXPECT_TRUE(has(repr.out, "1 run(s): 1 pass, 0 fail")) << repr.out;
-  const auto quoted = run_gemmar({"check", "-"}, "E   where 1 = CompletedProcess(args=[], returncode=1, "
-                                                "stdout='RESULT_JSON {\"mode\": \"fused-sdma\"}\\n', stderr='')\n");
+  const auto quoted = run_gemmar({"check", "-"},
+                                 "E   where 1 = CompletedProcess(args=[], returncode=1, "
+                                 "stdout='RESULT_JSON {\"mode\": \"fused-sdma\"}\\n', stderr='')\n");
   EXPECT_EQ(quoted.rc, 2) << quoted.out << quoted.err;
   EXPECT_TRUE(has(quoted.err, "1 RESULT_JSON only quoted inside other lines")) << quoted.err;
   const auto human = check("pytest_human.log");

@@ -26,9 +26,17 @@ std::string mxfp8_records() {
   std::string mode;
   double us = 0;
   while (in >> m >> mode >> us) {
-    const nlohmann::json j = {{"mode", mode}, {"m", m}, {"n", 5120}, {"k", 2048}, {"world_size", 4},
-                              {"quant", "mxfp8"}, {"gather_dtype", "bf16"}, {"gather_transport", "sdma"},
-                              {"max_rank_time_us", us}, {"timing", "graph"}, {"validated", true},
+    const nlohmann::json j = {{"mode", mode},
+                              {"m", m},
+                              {"n", 5120},
+                              {"k", 2048},
+                              {"world_size", 4},
+                              {"quant", "mxfp8"},
+                              {"gather_dtype", "bf16"},
+                              {"gather_transport", "sdma"},
+                              {"max_rank_time_us", us},
+                              {"timing", "graph"},
+                              {"validated", true},
                               {"rel_l2", mode == "gemm-only" ? 0.00166 : 0.00237}};
     out << "RESULT_JSON " << j.dump() << "\n";
   }
@@ -65,8 +73,15 @@ TEST(CheckMoriSweeps, EveryRunOfTheMxfp8SweepPassesWithoutATimingFinding) {
 
 TEST(CheckMoriSweeps, AFastGemmOnlyRunIsNotToldToCheckItMovedItsData) {
   // 40% under the model's mxfp8 GEMM at M = 16384 (192.7 us measured): fast, but gemm-only moves nothing.
-  const nlohmann::json j = {{"mode", "gemm-only"}, {"m", 16384}, {"n", 5120}, {"k", 2048}, {"world_size", 4},
-                            {"quant", "mxfp8"}, {"max_rank_time_us", 115.0}, {"validated", true}, {"rel_l2", 0.00166}};
+  const nlohmann::json j = {{"mode", "gemm-only"},
+                            {"m", 16384},
+                            {"n", 5120},
+                            {"k", 2048},
+                            {"world_size", 4},
+                            {"quant", "mxfp8"},
+                            {"max_rank_time_us", 115.0},
+                            {"validated", true},
+                            {"rel_l2", 0.00166}};
   const auto r = run_gemmar({"check", "-", "--profile", "mi355x"}, "RESULT_JSON " + j.dump() + "\n");
   EXPECT_NE(r.out.find("FASTER_THAN_MODEL"), std::string::npos) << r.out << r.err;
   EXPECT_EQ(r.out.find("moved all its data"), std::string::npos) << r.out;
@@ -75,8 +90,14 @@ TEST(CheckMoriSweeps, AFastGemmOnlyRunIsNotToldToCheckItMovedItsData) {
 
 TEST(CheckMoriSweeps, AFourRankRunSlowerThanItsBandFails) {
   // The sweep's W = 4 split-sdma at M = 16384 (1693.4 us), 15% slower: beyond the split-sdma band.
-  const nlohmann::json j = {{"mode", "split-sdma"}, {"m", 16384}, {"n", 5120}, {"k", 2048}, {"world_size", 4},
-                            {"quant", "blockscale"}, {"max_rank_time_us", 1693.4 * 1.15}, {"validated", true},
+  const nlohmann::json j = {{"mode", "split-sdma"},
+                            {"m", 16384},
+                            {"n", 5120},
+                            {"k", 2048},
+                            {"world_size", 4},
+                            {"quant", "blockscale"},
+                            {"max_rank_time_us", 1693.4 * 1.15},
+                            {"validated", true},
                             {"rel_l2", 0.00237}};
   const auto r = run_gemmar({"check", "-", "--profile", "mi355x"}, "RESULT_JSON " + j.dump() + "\n");
   EXPECT_EQ(r.rc, 1) << r.out << r.err;
@@ -86,10 +107,20 @@ TEST(CheckMoriSweeps, AFourRankRunSlowerThanItsBandFails) {
 TEST(CheckMoriSweeps, FuseReducePushRecordsAreJudgedWithTheirBandsAndPublish) {
   // mori's README: fence at 32 bands measured 3026.7 us. Judged as what it ran, it passes; the same time
   // without the fields (a plain fused-sdma run) is far over the model.
-  nlohmann::json j = {{"mode", "fused-sdma"}, {"m", 16384}, {"n", 7168}, {"k", 2048}, {"world_size", 8},
-                      {"quant", "blockscale"}, {"gather_dtype", "bf16"}, {"gather_transport", "sdma"},
-                      {"fuse_reduce_push", true}, {"gather_bands", 32}, {"publish", "fence"},
-                      {"max_rank_time_us", 3026.7}, {"validated", true}, {"rel_l2", 0.00235}};
+  nlohmann::json j = {{"mode", "fused-sdma"},
+                      {"m", 16384},
+                      {"n", 7168},
+                      {"k", 2048},
+                      {"world_size", 8},
+                      {"quant", "blockscale"},
+                      {"gather_dtype", "bf16"},
+                      {"gather_transport", "sdma"},
+                      {"fuse_reduce_push", true},
+                      {"gather_bands", 32},
+                      {"publish", "fence"},
+                      {"max_rank_time_us", 3026.7},
+                      {"validated", true},
+                      {"rel_l2", 0.00235}};
   auto r = run_gemmar({"check", "-", "--profile", "mi355x"}, "RESULT_JSON " + j.dump() + "\n");
   EXPECT_EQ(r.out.find("SLOWER_THAN_MODEL"), std::string::npos) << r.out << r.err;
   j["fuse_reduce_push"] = false;
@@ -107,8 +138,7 @@ TEST(CheckMoriSweeps, FuseReducePushRecordsAreJudgedWithTheirBandsAndPublish) {
 TEST(CheckMoriSweeps, ModelTakesFuseReducePushOptions) {
   const auto wt = run_gemmar({"model", "--fuse-reduce-push", "--gather-bands", "4", "--json"});
   ASSERT_EQ(wt.rc, 0) << wt.err;
-  const auto fence =
-      run_gemmar({"model", "--fuse-reduce-push", "--gather-bands", "4", "--publish", "fence", "--json"});
+  const auto fence = run_gemmar({"model", "--fuse-reduce-push", "--gather-bands", "4", "--publish", "fence", "--json"});
   ASSERT_EQ(fence.rc, 0) << fence.err;
   EXPECT_GT(nlohmann::json::parse(fence.out).at("total_us").get<double>(),
             nlohmann::json::parse(wt.out).at("total_us").get<double>() + 100);

@@ -1,8 +1,8 @@
 // `gemmar check` end to end: exit codes, stdin, --json as the only stdout, traces attached to runs.
 #include <gtest/gtest.h>
 
-#include "support/cli.hpp"
 #include <sys/wait.h>
+#include "support/cli.hpp"
 
 #include <array>
 #include <cstdio>
@@ -15,7 +15,10 @@ namespace {
 
 const std::string kData = GEMMAR_TEST_DATA_DIR;
 
-struct Out { int rc; std::string out; };
+struct Out {
+  int rc;
+  std::string out;
+};
 
 Out run(const std::string& args) {
   const std::string cmd = std::string(GEMMAR_BINARY) + " check " + args + " 2>/dev/null";
@@ -27,7 +30,6 @@ Out run(const std::string& args) {
   const int st = pclose(p);
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, s};
 }
-
 
 TEST(CheckCli, CleanLogExitsZeroAndPrintsTable) {
   const auto o = run(kData + "/check/mi355x_m16384.log");
@@ -72,13 +74,15 @@ TEST(CheckCli, MalformedRecordsFailWhileOthersAreJudged) {
 }
 
 TEST(CheckCli, BaselineOptionFlagsQuantMismatch) {
-  const auto o = run(kData + "/check/ptpc_vs_baseline.log --baseline " + kData + "/check/baseline_blockscale.log --json");
+  const auto o =
+      run(kData + "/check/ptpc_vs_baseline.log --baseline " + kData + "/check/baseline_blockscale.log --json");
   EXPECT_EQ(o.rc, 0);  // a warning: the comparison is wrong, not the run
   EXPECT_NE(o.out.find("QUANT_MISMATCH"), std::string::npos) << o.out;
 }
 
 TEST(CheckCli, TracePhasesAttachToTheRun) {
-  const auto o = run(kData + "/check/mi355x_m16384.log --trace 3=" + kData + "/check/rocprof_fused_sdma_bf16.csv --json");
+  const auto o =
+      run(kData + "/check/mi355x_m16384.log --trace 3=" + kData + "/check/rocprof_fused_sdma_bf16.csv --json");
   ASSERT_EQ(o.rc, 0) << o.out;
   const auto j = nlohmann::json::parse(o.out);
   const auto& rec = j["runs"][2]["record"];

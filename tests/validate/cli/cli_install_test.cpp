@@ -43,15 +43,14 @@ CliResult run_installed(const fs::path& prefix, const std::vector<std::string>& 
 std::set<std::string> files_with(const fs::path& dir, const std::string& ext) {
   std::set<std::string> names;
   for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.is_regular_file() && e.path().extension() == ext)
-      names.insert(e.path().lexically_relative(dir).string());
+    if (e.is_regular_file() && e.path().extension() == ext) names.insert(e.path().lexically_relative(dir).string());
   return names;
 }
 
 // The validate shape of the CLI tests (its floors derived by the ctest fixture), 2 iterations: the report is
 // what is tested here, not the emulation.
-const std::vector<std::string> kSmallValidate = {"validate", "-m", "1024", "-n", "1024", "-k", "256", "--world",
-                                                 "4", "--iterations", "2", "--check-rows", "64"};
+const std::vector<std::string> kSmallValidate = {"validate", "-m", "1024",         "-n", "1024",         "-k", "256",
+                                                 "--world",  "4",  "--iterations", "2",  "--check-rows", "64"};
 
 TEST(CliInstall, PutsTheBinaryReportPackagePythonModulesAndProfilesUnderThePrefix) {
   const fs::path p = install_prefix("install_layout");
@@ -64,8 +63,7 @@ TEST(CliInstall, PutsTheBinaryReportPackagePythonModulesAndProfilesUnderThePrefi
   EXPECT_EQ(files_with(data / "profiles", ".json"), profiles);
   for (const auto& f : profiles)
     EXPECT_EQ(slurp(data / "profiles" / f), slurp(kSource / "model" / "profiles" / f)) << f;
-  for (const auto& e : fs::recursive_directory_iterator(p))
-    EXPECT_NE(e.path().filename(), "__pycache__") << e.path();
+  for (const auto& e : fs::recursive_directory_iterator(p)) EXPECT_NE(e.path().filename(), "__pycache__") << e.path();
 }
 
 TEST(CliInstall, MovedPrefixRunsValidateWithItsReportFromItsOwnShareDirectory) {
@@ -99,21 +97,24 @@ TEST(CliInstall, WithoutItsReportPackageItFailsWithExit3NamingItsOwnDataDirector
   write_text(work / "model.json", model.out);
   fs::remove_all(p / "share" / "gemmar" / "reports");
 
-  const CliResult missing = run_installed(p, {"report", (work / "model.json").string(), "--out", (work / "r1").string()});
+  const CliResult missing =
+      run_installed(p, {"report", (work / "model.json").string(), "--out", (work / "r1").string()});
   EXPECT_EQ(missing.rc, 3) << missing.err;
   EXPECT_NE(missing.err.find((p / "share" / "gemmar" / "reports").string()), std::string::npos) << missing.err;
   EXPECT_NE(missing.err.find("GEMMAR_REPORTS_DIR"), std::string::npos) << missing.err;
   EXPECT_FALSE(fs::exists(work / "r1"));
 
-  const CliResult overridden = run_installed(p, {"report", (work / "model.json").string(), "--out", (work / "r2").string()},
-                                             {"GEMMAR_REPORTS_DIR=" + (kSource / "reports").string()});
+  const CliResult overridden =
+      run_installed(p, {"report", (work / "model.json").string(), "--out", (work / "r2").string()},
+                    {"GEMMAR_REPORTS_DIR=" + (kSource / "reports").string()});
   EXPECT_EQ(overridden.rc, 0) << overridden.err;
   EXPECT_TRUE(fs::is_regular_file(work / "r2" / "index.html"));
 }
 
 TEST(CliInstall, InstalledProfileFileIsReadByModel) {
   const fs::path p = install_prefix("install_profile");
-  const CliResult r = run_installed(p, {"model", "--profile", (p / "share/gemmar/profiles/h200.json").string(), "--json"});
+  const CliResult r =
+      run_installed(p, {"model", "--profile", (p / "share/gemmar/profiles/h200.json").string(), "--json"});
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_GT(nlohmann::json::parse(r.out)["total_us"].get<double>(), 0.0);
 }
@@ -124,8 +125,8 @@ TEST(CliInstall, InstalledBinaryHoldsNoPathToTheSourceOrBuildTreeData) {
   const fs::path p = install_prefix("install_paths");
   const std::string bin = slurp(p / "bin" / "gemmar");
   ASSERT_GT(bin.size(), 100000u);
-  for (const fs::path& d : {kSource / "reports", kSource / "python", kSource / "model" / "profiles",
-                            fs::path(GEMMAR_BUILD_DIR) / "share"})
+  for (const fs::path& d :
+       {kSource / "reports", kSource / "python", kSource / "model" / "profiles", fs::path(GEMMAR_BUILD_DIR) / "share"})
     EXPECT_EQ(bin.find(d.string()), std::string::npos) << d;
 }
 

@@ -35,9 +35,9 @@ TEST(CliRunCheck, EveryInjectedRunGetsTheSameCodesFromRunAndFromCheck) {
   int compared = 0;
   for (const std::string transport : {"sdma", "lsa"}) {
     for (const auto& fault : faults) {
-      const auto run = run_gemmar({"run", "--backend", "cpu", "-m", "1024", "-n", "1024", "-k", "256", "--world", "4",
-                                   "--mode", "fused-sdma", "--gather-dtype", "fp8", "--gather-transport", transport,
-                                   "--inject", fault});
+      const auto run =
+          run_gemmar({"run", "--backend", "cpu", "-m", "1024", "-n", "1024", "-k", "256", "--world", "4", "--mode",
+                      "fused-sdma", "--gather-dtype", "fp8", "--gather-transport", transport, "--inject", fault});
       ASSERT_TRUE(run.rc == 0 || run.rc == 1) << fault << ": " << run.err;
       const auto at = run.out.find("RESULT_JSON ");
       ASSERT_NE(at, std::string::npos) << fault << ": no RESULT_JSON line\n" << run.out;
@@ -48,8 +48,8 @@ TEST(CliRunCheck, EveryInjectedRunGetsTheSameCodesFromRunAndFromCheck) {
       ASSERT_TRUE(check.rc == 0 || check.rc == 1) << fault << ": " << check.err;
       const auto judged = nlohmann::json::parse(check.out).at("runs").at(0);
       EXPECT_EQ(judged.at("verdict"), printed.at("verdict")) << transport << " " << fault;
-      EXPECT_EQ(codes_of(judged.at("findings")), codes_of(printed.at("findings"))) << transport << " " << fault
-                                                                                   << "\n" << line;
+      EXPECT_EQ(codes_of(judged.at("findings")), codes_of(printed.at("findings"))) << transport << " " << fault << "\n"
+                                                                                   << line;
       EXPECT_EQ(check.rc, run.rc) << transport << " " << fault;
       // Faults with nothing to act on in this config: the sdma gather has no pull kernel to mis-size, and the
       // lsa gather is a CU pull, not copy-engine puts (neither silent nor unreleased puts exist there).
@@ -72,8 +72,8 @@ namespace {
 TEST(CliRunCheck, GpuOnlyFaultIsRefusedByTheCpuBackendWithItsName) {
   for (const auto& f : gemmar::fault_table()) {
     if (!f.gpu_only) continue;
-    const auto run = run_gemmar({"run", "--backend", "cpu", "-m", "1024", "-n", "1024", "-k", "256", "--world", "2",
-                                 "--inject", f.spelling});
+    const auto run = run_gemmar(
+        {"run", "--backend", "cpu", "-m", "1024", "-n", "1024", "-k", "256", "--world", "2", "--inject", f.spelling});
     EXPECT_EQ(run.rc, 2) << f.spelling << "\n" << run.out << run.err;
     EXPECT_NE(run.err.find(f.spelling), std::string::npos) << run.err;
     EXPECT_NE(run.err.find("GPU only"), std::string::npos) << run.err;

@@ -182,8 +182,8 @@ for r in range(4):
                      gather_transport=meta["gather_transport"], fp8_format="e4m3fn", pull_blocks=meta["pull_blocks"])
 )PY";
   write_text(out / "conv.py", script);
-  const std::string cmd = "python3 " + (out / "conv.py").string() + " " + py.string() + " " + d.string() + " " +
-                          (out / "dump").string();
+  const std::string cmd =
+      "python3 " + (out / "conv.py").string() + " " + py.string() + " " + d.string() + " " + (out / "dump").string();
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   const auto r = run_gemmar("verify " + (out / "dump").string() + " --json");
   ASSERT_EQ(r.rc, 0) << r.out << r.err;

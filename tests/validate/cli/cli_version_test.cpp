@@ -81,9 +81,10 @@ TEST(CliVersion, CommitIsUnknownOutsideAGitCheckoutOfTheSourceTree) {
   const fs::path d = scratch_dir("version_git");
   write_text(d / "in.cpp", "commit=@GEMMAR_GIT_COMMIT@ dirty=@GEMMAR_GIT_DIRTY@\n");
   const auto generate = [&](const fs::path& source) {
-    const CliResult r = run_program(GEMMAR_CMAKE_COMMAND, {"-DSOURCE_DIR=" + source.string(), "-DIN=" + (d / "in.cpp").string(),
-                                                           "-DOUT=" + (d / "out.cpp").string(), "-P",
-                                                           std::string(GEMMAR_TEST_SOURCE_DIR) + "/cmake/build_info.cmake"});
+    const CliResult r =
+        run_program(GEMMAR_CMAKE_COMMAND, {"-DSOURCE_DIR=" + source.string(), "-DIN=" + (d / "in.cpp").string(),
+                                           "-DOUT=" + (d / "out.cpp").string(), "-P",
+                                           std::string(GEMMAR_TEST_SOURCE_DIR) + "/cmake/build_info.cmake"});
     EXPECT_EQ(r.rc, 0) << r.err;
     return slurp(d / "out.cpp");
   };

@@ -1,5 +1,5 @@
-// `gemmar run --guard` on the CPU backend (slow tier): the per-call guard alone (GUARD_* findings in the record's `guard`
-// field) catches every fault class of common/faults.cpp that corrupts the output, on every call it applies to,
+// `gemmar run --guard` on the CPU backend (slow tier): the per-call guard alone (GUARD_* findings in the record's
+// `guard` field) catches every fault class of common/faults.cpp that corrupts the output, on every call it applies to,
 // and raises nothing over clean straggled replays of every config.
 #include <gtest/gtest.h>
 

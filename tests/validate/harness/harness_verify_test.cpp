@@ -377,11 +377,12 @@ TEST(HarnessVerify, OneWrongElementAnywhereFailsAtDefaultOptions) {
         });
         ASSERT_NE(before, 0) << "the element must not be zero already";
         const VerifyResult v = verify_dump(files_of(dir), VerifyOptions{});
-        const std::string what = name + (partials ? " with" : " without") + " partials on " +
-                                 (wire == WireDtype::Fp8 ? "fp8" : "bf16");
+        const std::string what =
+            name + (partials ? " with" : " without") + " partials on " + (wire == WireDtype::Fp8 ? "fp8" : "bf16");
         EXPECT_FALSE(std::binary_search(v.rows.begin(), v.rows.end(), row)) << what;
         EXPECT_FALSE(v.verdict.pass) << what;
-        EXPECT_TRUE(error_codes(v.verdict).count("RANK_DISAGREEMENT")) << what << ": " << codes_text(error_codes(v.verdict));
+        EXPECT_TRUE(error_codes(v.verdict).count("RANK_DISAGREEMENT"))
+            << what << ": " << codes_text(error_codes(v.verdict));
         if (partials || wire == WireDtype::Fp8) {
           EXPECT_TRUE(error_codes(v.verdict).count("COLLECTIVE_MISMATCH")) << what;
         }

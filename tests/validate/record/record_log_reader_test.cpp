@@ -19,7 +19,8 @@ const std::string kData = GEMMAR_TEST_DATA_DIR;
 std::vector<LogEntry> read_string(const std::string& text, LogReadOptions o = {}) {
   std::istringstream in(text);
   std::vector<LogEntry> out;
-  read_log(in, "t.log", [&](LogEntry&& e) { out.push_back(std::move(e)); }, o);
+  read_log(
+      in, "t.log", [&](LogEntry&& e) { out.push_back(std::move(e)); }, o);
   return out;
 }
 
@@ -58,7 +59,8 @@ TEST(CheckLogReader, MalformedLinesFailOneByOneWithFieldNamed) {
 }
 
 TEST(CheckLogReader, PythonTokensRoundTripAndStayOutOfStrings) {
-  const auto j = parse_python_json(R"({"a": NaN, "b": [Infinity, -Infinity, 1.5], "s": "NaN Infinity", "t": "x\"NaN"})");
+  const auto j =
+      parse_python_json(R"({"a": NaN, "b": [Infinity, -Infinity, 1.5], "s": "NaN Infinity", "t": "x\"NaN"})");
   EXPECT_TRUE(std::isnan(j["a"].get<double>()));
   EXPECT_TRUE(std::isinf(j["b"][0].get<double>()));
   EXPECT_LT(j["b"][1].get<double>(), 0);
@@ -88,14 +90,14 @@ TEST(CheckLogReader, RecordRoundTripsThroughJson) {
 
 TEST(CheckLogReader, WrongTypesAreRejectedNamingTheField) {
   const std::string base = R"("mode": "fused-sdma", "world_size": 8, "m": 16384, "n": 7168, "k": 2048)";
-  for (const auto& [extra, field] : std::vector<std::pair<std::string, std::string>>{
-           {R"("rel_l2": "small")", "rel_l2"},
-           {R"("validated": "yes")", "validated"},
-           {R"("per_rank_time_us": [1.0, "x"])", "per_rank_time_us[1]"},
-           {R"("phases_us": {"gemm": "fast"})", "phases_us.gemm"},
-           {R"("pull_blocks": 0)", "pull_blocks"},
-           {R"("m": 1.5)", "m"},
-           {R"("quant": "int4")", "quant"}}) {
+  for (const auto& [extra, field] :
+       std::vector<std::pair<std::string, std::string>>{{R"("rel_l2": "small")", "rel_l2"},
+                                                        {R"("validated": "yes")", "validated"},
+                                                        {R"("per_rank_time_us": [1.0, "x"])", "per_rank_time_us[1]"},
+                                                        {R"("phases_us": {"gemm": "fast"})", "phases_us.gemm"},
+                                                        {R"("pull_blocks": 0)", "pull_blocks"},
+                                                        {R"("m": 1.5)", "m"},
+                                                        {R"("quant": "int4")", "quant"}}) {
     const auto e = read_string("RESULT_JSON {" + base + ", " + extra + "}\n");
     ASSERT_EQ(e.size(), 1u);
     EXPECT_FALSE(e[0].record) << extra;
@@ -136,7 +138,8 @@ TEST(CheckLogReader, HugeFileStreamsAndOverlongLineIsCappedNotBuffered) {
   LogReadOptions o;
   o.max_line_bytes = 1 << 20;
   std::vector<LogEntry> got;
-  const auto st = read_log_file(path.string(), [&](LogEntry&& e) { got.push_back(std::move(e)); }, o);
+  const auto st = read_log_file(
+      path.string(), [&](LogEntry&& e) { got.push_back(std::move(e)); }, o);
   std::filesystem::remove_all(dir);
   EXPECT_EQ(st.lines, 100004);
   EXPECT_EQ(st.records, 2);
@@ -205,7 +208,7 @@ TEST(RecordRealLogs, OlderBenchmarkWithoutWorldSizeDefaultsToTheOption) {
   LogReadOptions o;
   o.defaults.world = 4;
   const auto four = read_log_entries(kData + "/check/old_benchmark.log", o);
-  ASSERT_EQ(four.size(), 3u);  // the [gemm_ar] echo of a broken record is not a run of its own
+  ASSERT_EQ(four.size(), 3u);    // the [gemm_ar] echo of a broken record is not a run of its own
   EXPECT_FALSE(four[0].record);  // 8 per-rank times do not fit world 4: named
   EXPECT_NE(four[0].error.find("per_rank_time_us"), std::string::npos) << four[0].error;
   EXPECT_NE(four[0].error.find("--world"), std::string::npos) << four[0].error;
@@ -225,11 +228,18 @@ TEST(RecordRealLogs, OlderBenchmarkWithoutWorldSizeDefaultsToTheOption) {
 
 TEST(RecordRealLogs, ImpossibleValuesAreInvalidNamingTheField) {
   const auto e = read_log_entries(kData + "/check/impossible_values.log");
-  const std::vector<std::string> fields = {
-      "'max_rank_time_us' is NaN", "'max_rank_time_us' is infinite", "'max_rank_time_us' is 0",
-      "'max_rank_time_us' is -5", "'rel_l2' is -0.00235", "'per_rank_time_us' has 7 entries but world_size is 8",
-      "'per_rank_time_us' has maximum 1148.8 but max_rank_time_us is 1200", "'rel_l2' appears twice",
-      "'critical_rank' is 4", "'per_rank_time_us[0]' is NaN", "'timing' is 'cudagraph'", "'stop_after' is 'gather'"};
+  const std::vector<std::string> fields = {"'max_rank_time_us' is NaN",
+                                           "'max_rank_time_us' is infinite",
+                                           "'max_rank_time_us' is 0",
+                                           "'max_rank_time_us' is -5",
+                                           "'rel_l2' is -0.00235",
+                                           "'per_rank_time_us' has 7 entries but world_size is 8",
+                                           "'per_rank_time_us' has maximum 1148.8 but max_rank_time_us is 1200",
+                                           "'rel_l2' appears twice",
+                                           "'critical_rank' is 4",
+                                           "'per_rank_time_us[0]' is NaN",
+                                           "'timing' is 'cudagraph'",
+                                           "'stop_after' is 'gather'"};
   ASSERT_EQ(e.size(), fields.size());
   for (size_t i = 0; i < e.size(); ++i) {
     EXPECT_FALSE(e[i].record) << i;
@@ -263,7 +273,8 @@ TEST(RecordRealLogs, CrashesInTheLogAreCollectedWithTheirLine) {
 TEST(RecordRealLogs, RepeatedRunsOfOneRankAreSeparateRuns) {
   // rank0 printing the same line twice is two runs (a rank prints once per run); other ranks' copies merge.
   const std::string rec = R"(RESULT_JSON {"k": 2048, "m": 4096, "mode": "gemm-only", "n": 7168, "world_size": 2})";
-  const auto e = read_string("[rank0]: " + rec + "\n[rank1]: " + rec + "\n[rank0]: " + rec + "\n[rank1]: " + rec + "\n");
+  const auto e =
+      read_string("[rank0]: " + rec + "\n[rank1]: " + rec + "\n[rank0]: " + rec + "\n[rank1]: " + rec + "\n");
   EXPECT_EQ(e.size(), 2u);
 }
 

@@ -134,8 +134,9 @@ TEST(MoriShapes, PytestOwnGemmArPrintsAreCountedNeverRuns) {
   EXPECT_EQ(r.stats.context.unread_gemm_ar_lines, 2);
   EXPECT_NE(r.stats.context.first_unread_gemm_ar.find("1148.8 us"), std::string::npos);
   // The benchmark's summary with a token that does not parse is not read either: never a failing run.
-  const auto odd = read_text("[gemm_ar] mode=fused-sdma m=4096 n=7168 k=2048 max_rank_time=n/a relL2=2.35e-03 "
-                             "validated=True\n");
+  const auto odd = read_text(
+      "[gemm_ar] mode=fused-sdma m=4096 n=7168 k=2048 max_rank_time=n/a relL2=2.35e-03 "
+      "validated=True\n");
   EXPECT_TRUE(odd.entries.empty());
   EXPECT_EQ(odd.stats.context.unread_gemm_ar_lines, 1);
 }
@@ -160,8 +161,9 @@ TEST(MoriShapes, QuantIsInferredFromTheVersionOrUnknown) {
   EXPECT_TRUE(old.entries[0].record->quant_known);
   EXPECT_NE(old.entries[0].record->quant_inference.find("ptpc inferred"), std::string::npos);
   // The benchmark's [gemm_ar] summary never prints quant, nor bench_gemm_ar.py's other keys.
-  const auto human = read_text("[gemm_ar] mode=split-sdma m=4096 n=7168 k=2048 max_rank_time=348.52us "
-                               "relL2=2.35e-03 validated=True\n");
+  const auto human = read_text(
+      "[gemm_ar] mode=split-sdma m=4096 n=7168 k=2048 max_rank_time=348.52us "
+      "relL2=2.35e-03 validated=True\n");
   ASSERT_EQ(human.entries.size(), 1u);
   ASSERT_TRUE(human.entries[0].record);
   EXPECT_FALSE(human.entries[0].record->quant_known);

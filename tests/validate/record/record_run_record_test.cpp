@@ -27,7 +27,8 @@ RunRecord full_record() {
   r.rel_l2 = 0.0251;
   r.validated = true;
   r.per_rank_rel_l2 = {0.0249, 0.0251, 0.025, 0.0249, 0.0248, 0.0250, 0.0251, 0.0249};
-  r.per_slice_rel_l2 = {0.0249, 0.0251, 0.025, 0.0249, 0.0248, 0.0250, 0.0251, std::numeric_limits<double>::quiet_NaN()};
+  r.per_slice_rel_l2 = {0.0249, 0.0251, 0.025,  0.0249,
+                        0.0248, 0.0250, 0.0251, std::numeric_limits<double>::quiet_NaN()};
   r.phases_us = {{"gemm", 900.5}, {"pull", 210.25}};
   r.profile = "h200-1gpu";
   r.backend = "gpu";

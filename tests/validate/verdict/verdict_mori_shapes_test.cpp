@@ -81,7 +81,8 @@ Verdict judged(double rel_l2, bool validated, const std::string& source) {
 }
 
 TEST(VerdictMoriShapes, AFaultyRepeatWarnsTheCleanOnesAndDoesNotFailThem) {
-  std::vector<Verdict> vs = {judged(2.3509e-3, true, "a:1"), judged(4.123e-3, false, "a:2"), judged(2.3509e-3, true, "a:3")};
+  std::vector<Verdict> vs = {judged(2.3509e-3, true, "a:1"), judged(4.123e-3, false, "a:2"),
+                             judged(2.3509e-3, true, "a:3")};
   judge_repeats(vs);
   EXPECT_TRUE(vs[0].pass && vs[2].pass) << dump(vs[0]);
   ASSERT_TRUE(find(vs[0], "NONDETERMINISTIC"));
@@ -103,7 +104,8 @@ TEST(VerdictMoriShapes, CleanRepeatsAreJudgedWithMorisOwnTolerance) {
   EXPECT_TRUE(contains(find(differ[1], "NONDETERMINISTIC")->message, "pytest.approx(rel=1e-6)"));
 }
 
-LogFailure failure(const std::string& kind, std::optional<int> code = std::nullopt, std::optional<int> rank = std::nullopt) {
+LogFailure failure(const std::string& kind, std::optional<int> code = std::nullopt,
+                   std::optional<int> rank = std::nullopt) {
   LogFailure f;
   f.source = "t.log:9";
   f.kind = kind;
@@ -115,7 +117,8 @@ LogFailure failure(const std::string& kind, std::optional<int> code = std::nullo
 }
 
 TEST(VerdictMoriShapes, RankZeroExitingOneAfterAFailedValidationIsByDesign) {
-  const std::vector<LogFailure> torchrun = {failure("exit_code", 1, 0), failure("child_failed"), failure("exit_code", 1)};
+  const std::vector<LogFailure> torchrun = {failure("exit_code", 1, 0), failure("child_failed"),
+                                            failure("exit_code", 1)};
   const auto v = benchmark_failed_verdict(torchrun, true);
   EXPECT_TRUE(v.pass);
   ASSERT_TRUE(find(v, "BENCHMARK_EXIT"));
@@ -129,8 +132,9 @@ TEST(VerdictMoriShapes, RankZeroExitingOneAfterAFailedValidationIsByDesign) {
   raised.what = "the benchmark raised " + raised.exception;
   const auto f = benchmark_failed_verdict({failure("child_failed"), raised}, true);
   ASSERT_TRUE(find(f, "BENCHMARK_FAILED"));
-  EXPECT_TRUE(contains(find(f, "BENCHMARK_FAILED")->message, "The benchmark run failed: the benchmark raised "
-                                                              "RuntimeError: gemm_ar self-test failed"));
+  EXPECT_TRUE(contains(find(f, "BENCHMARK_FAILED")->message,
+                       "The benchmark run failed: the benchmark raised "
+                       "RuntimeError: gemm_ar self-test failed"));
 }
 
 TEST(VerdictMoriShapes, SweepStdoutFailsOnFailedPointsAndSaysWhatItHolds) {

@@ -222,7 +222,8 @@ Verdict judged(double rel_l2, const std::string& source, Mode mode = Mode::Fused
 
 TEST(VerdictRealRuns, SameConfigWithDifferentRelL2IsNondeterministic) {
   std::vector<Verdict> vs = {judged(2.3509412e-3, "a:1"), judged(2.3509412e-3, "a:2"), judged(2.4187033e-3, "a:3"),
-                             judged(2.3511873e-3, "a:4", Mode::SplitSdma), judged(2.3511873e-3, "a:5", Mode::SplitSdma)};
+                             judged(2.3511873e-3, "a:4", Mode::SplitSdma),
+                             judged(2.3511873e-3, "a:5", Mode::SplitSdma)};
   judge_repeats(vs);
   for (int i = 0; i < 3; ++i) {
     ASSERT_TRUE(find(vs[size_t(i)], "NONDETERMINISTIC")) << dump(vs[size_t(i)]);

@@ -136,7 +136,7 @@ TEST(CheckVerdict, RegressionBeyondSpreadFiresAndWithinSpreadDoesNot) {
   o.baseline = load("baseline_blockscale.log");
   const auto vs = judge_all(load("regression.log"), o);
   ASSERT_EQ(vs.size(), 2u);
-  EXPECT_TRUE(has(vs[0], "REGRESSION")) << dump(vs[0]);   // +3.2%
+  EXPECT_TRUE(has(vs[0], "REGRESSION")) << dump(vs[0]);    // +3.2%
   EXPECT_FALSE(find(vs[1], "REGRESSION")) << dump(vs[1]);  // +0.5%
   EXPECT_TRUE(vs[1].pass) << dump(vs[1]);
 }
