@@ -54,13 +54,7 @@ struct Ctx {
   // The quant's K loop against blockscale's (the profile's gemm.<quant>_efficiency_ratio), one per row of
   // common/modes.hpp's quant table; blockscale, the calibrated base, has none. A quant added to the table without
   // its ratio here does not build.
-  double quant_eff() const {
-    using Gemm = decltype(p.gemm);
-    static constexpr double Gemm::*kRatio[] = {nullptr, &Gemm::ptpc_efficiency_ratio, &Gemm::mxfp8_efficiency_ratio};
-    static_assert(std::size(kRatio) == std::size(kQuantTable));
-    const auto ratio = kRatio[int(c.quant)];
-    return p.gemm.achieved_efficiency * (ratio ? p.gemm.*ratio : 1.0);
-  }
+  double quant_eff() const { return p.gemm.achieved_efficiency * p.gemm.efficiency_ratio(c.quant); }
   // One tile's K loop at the achieved MFMA rate.
   double k_loop_us() const {
     const double bm = block_m(c.quant), bn = p.gemm.tile_n;

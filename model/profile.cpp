@@ -143,11 +143,9 @@ Params parse_params(const nlohmann::json& doc, const std::string& origin) {
   p.gemm.block_k = r.number_or("gemm.block_k", R::AtLeastOne, 128.0);
   p.cache.capacity_mb = r.number_or("cache.capacity_mb", R::NonNegative, 0.0);
   p.cache.miss_slowdown = r.number_or("cache.miss_slowdown", R::NonNegative, 0.0);
-  for (const char* q : {"ptpc", "mxfp8"}) {
-    const double ratio = q[0] == 'p' ? p.gemm.ptpc_efficiency_ratio : p.gemm.mxfp8_efficiency_ratio;
-    if (p.gemm.achieved_efficiency * ratio > 1)
-      r.fail(std::string("gemm.") + q + "_efficiency_ratio", "pushes the achieved efficiency above dense peak");
-  }
+  for (const Quant q : {Quant::Ptpc, Quant::Mxfp8})
+    if (p.gemm.achieved_efficiency * p.gemm.efficiency_ratio(q) > 1)
+      r.fail("gemm." + to_string(q) + "_efficiency_ratio", "pushes the achieved efficiency above dense peak");
 
   p.hbm.peak_gbps = r.number("hbm.peak_gbps", R::Positive);
   p.hbm.efficiency = r.number("hbm.efficiency", R::Fraction);

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/modes.hpp"
+
 namespace gemmar::model {
 
 enum class Medium { Xgmi, Nvlink, Hbm };  // hbm: the W ranks are emulated on one device
@@ -27,6 +29,19 @@ struct Params {
     // state of tile waves (the first wave's pipeline fill, the last wave's drain): a fixed cost proportional to
     // K, paid before the first tile is done too (the fused path's first push) (docs/model.md "GEMM").
     double k_iter_latency_us = 0, block_k = 128;
+    // The quant's achieved MFMA efficiency against blockscale's (1 for blockscale): the one place that maps a
+    // quant to its ratio field, for the model and the profile's checks.
+    double efficiency_ratio(Quant q) const {
+      switch (q) {
+        case Quant::Ptpc:
+          return ptpc_efficiency_ratio;
+        case Quant::Mxfp8:
+          return mxfp8_efficiency_ratio;
+        case Quant::Blockscale:
+          break;
+      }
+      return 1.0;
+    }
   } gemm;
   struct {
     // Optional (absent: no cache term). The last-level cache in front of HBM (MI355X: 256 MB Infinity Cache)
