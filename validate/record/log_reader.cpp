@@ -40,6 +40,13 @@ bool looks_like_run(const nlohmann::json& j) {
   return false;
 }
 
+// Records of mori's other producers, never gemm_ar runs: the op worker's {"case": ...} self-test lines and the
+// {"route": "mori-<quant>-1p", ...} lines of its single-process GEMM benchmark (benchmark/cco/flydsl/gemm_ar/
+// bench_mori_gemm_1p.py, committed as mori_1p.jsonl). Listed as other records, not judged as broken runs.
+bool another_producers_record(const nlohmann::json& j) {
+  return j.is_object() && !j.contains("mode") && (j.contains("case") || j.contains("route"));
+}
+
 size_t first_non_space(const std::string& s, size_t from = 0) {
   while (from < s.size() && (s[from] == ' ' || s[from] == '\t')) ++from;
   return from;
@@ -232,11 +239,16 @@ std::vector<LogEntry> json_block_entries(const JsonBlock& b, const LogReadOption
     return out;
   }
   auto one = [&](const nlohmann::json& x, const std::string& src) {
-    if (!looks_like_run(x)) return;
+    if (!looks_like_run(x) && !another_producers_record(x)) return;
     LogEntry e;
     e.source = src;
-    e.kind = "json_block";
     e.raw = x;
+    if (another_producers_record(x)) {
+      e.kind = "other";
+      out.push_back(std::move(e));
+      return;
+    }
+    e.kind = "json_block";
     try {
       e.record = run_record_from_json(x, src, opt.defaults);
     } catch (const UsageError& err) {
@@ -375,10 +387,11 @@ std::optional<LogEntry> parse_log_line(const std::string& raw_line, const std::s
     e.error = source + ": not a valid JSON object (truncated or malformed line: " + what + ")";
     return e;
   }
-  if (!marked && !looks_like_run(e.raw)) return std::nullopt;
-  // The op worker's {"case": ...} records, and objects with none of the benchmark's keys: another producer's,
-  // not a broken run. A record with the benchmark's keys but no mode stays INVALID_RECORD (mode is missing).
-  if (marked && e.raw.is_object() && !e.raw.contains("mode") && (e.raw.contains("case") || !looks_like_run(e.raw))) {
+  if (!marked && !looks_like_run(e.raw) && !another_producers_record(e.raw)) return std::nullopt;
+  // Another producer's records, and marked objects with none of the benchmark's keys: not a broken run. A
+  // record with the benchmark's keys but no mode stays INVALID_RECORD (mode is missing).
+  if (another_producers_record(e.raw) ||
+      (marked && e.raw.is_object() && !e.raw.contains("mode") && !looks_like_run(e.raw))) {
     e.kind = "other";
     return e;
   }

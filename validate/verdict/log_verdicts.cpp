@@ -122,12 +122,31 @@ Verdict other_record_verdict(const LogEntry& e) {
   v.context.other_record = true;
   const std::string c =
       e.raw.is_object() && e.raw.contains("case") && e.raw["case"].is_string() ? e.raw["case"].get<std::string>() : "";
+  const std::string route = e.raw.is_object() && e.raw.contains("route") && e.raw["route"].is_string()
+                                ? e.raw["route"].get<std::string>()
+                                : "";
+  if (c.empty() && !route.empty()) {
+    // bench_mori_gemm_1p.py: mori's GEMM alone in one process (no all-reduce, no validated field of its own).
+    std::string what = "route " + route;
+    for (const char* k : {"m", "n", "k"})
+      if (e.raw.contains(k) && e.raw[k].is_number_integer())
+        what += std::string(", ") + k + "=" + std::to_string(e.raw[k].get<long long>());
+    if (e.raw.contains("us") && e.raw["us"].is_number()) {
+      char us[32];
+      std::snprintf(us, sizeof us, ", %.1f us", e.raw["us"].get<double>());
+      what += us;
+    }
+    v.findings.push_back({"OTHER_RECORD", Severity::Warning,
+                          "A record of mori's single-process GEMM benchmark (" + what +
+                              "; bench_mori_gemm_1p.py): the GEMM alone, not a gemm_ar run; listed, not judged."});
+    return v;
+  }
   if (c.empty()) {
     std::string keys;
     if (e.raw.is_object())
       for (const auto& [k, val] : e.raw.items()) keys += (keys.empty() ? "" : ", ") + k;
     v.findings.push_back({"OTHER_RECORD", Severity::Warning,
-                          "A RESULT_JSON object without mode (keys: " + (keys.empty() ? "none" : keys) +
+                          "A JSON object without mode (keys: " + (keys.empty() ? "none" : keys) +
                               "): not a gemm_ar run record; listed, not judged."});
     return v;
   }

@@ -158,3 +158,25 @@ TEST(CheckLogs, ModelSweepWithoutAWireSweepsThePullWire) {
 }
 
 }  // namespace
+
+namespace {
+
+// mori's committed mori_1p.jsonl (bench_mori_gemm_1p.py: the GEMM alone, one process, no mode field) is another
+// producer's output: its records are listed as such, never failed as broken gemm_ar runs; a gemm_ar record
+// beside them is still judged.
+TEST(CheckLogs, MorisSingleProcessGemmRecordsAreListedNotFailed) {
+  const std::string file = std::string(GEMMAR_TEST_DATA_DIR) + "/model/mori_1p.jsonl";
+  const auto r = run_gemmar({"check", file});
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "0 run(s): 0 pass, 0 fail; 24 other record(s)")) << r.out;
+  EXPECT_TRUE(has(r.out, "mori's single-process GEMM benchmark (route mori-mxfp8-1p, m=4096")) << r.out;
+  EXPECT_FALSE(has(r.out, "INVALID_RECORD")) << r.out;
+  // A line of it and a broken gemm_ar record (mode, no times) in one stream: only the broken one fails.
+  const std::string mixed = gemmar::test::slurp(file).substr(0, gemmar::test::slurp(file).find('\n') + 1) +
+                            "RESULT_JSON {\"mode\": \"fused-sdma\", \"m\": 4096, \"n\": 7168, \"k\": 2048}\n";
+  const auto m = run_gemmar({"check", "-"}, mixed);
+  EXPECT_EQ(m.rc, 1) << m.out << m.err;
+  EXPECT_TRUE(has(m.out, "1 other record(s)")) << m.out;
+}
+
+}  // namespace
