@@ -16,8 +16,9 @@ namespace {
 
 // Two untimed calls of fn, then the median over `iterations` of fn bracketed by events on s (us).
 template <typename Fn>
-double timed_median_us(gpuStream_t s, gpuEvent_t e0, gpuEvent_t e1, int iterations, Fn&& fn) {
-  for (int i = 0; i < 2; ++i) fn();
+double timed_median_us(gpuStream_t s, gpuEvent_t e0, gpuEvent_t e1, int iterations, Fn&& fn, int warmups = 2) {
+  for (int i = 0; i < warmups; ++i) fn();
+  GPU_CHECK(gpuStreamSynchronize(s));
   std::vector<double> v;
   for (int i = 0; i < iterations; ++i) {
     GPU_CHECK(gpuEventRecord(e0, s));
@@ -115,20 +116,8 @@ GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const
   gpuEvent_t e0, e1;
   GPU_CHECK(gpuEventCreate(&e0));
   GPU_CHECK(gpuEventCreate(&e1));
-  for (int i = 0; i < 3; ++i) launch();
-  GPU_CHECK(gpuStreamSynchronize(s));
-  std::vector<double> t;
-  for (int i = 0; i < std::max(1, iterations); ++i) {
-    GPU_CHECK(gpuEventRecord(e0, s));
-    launch();
-    GPU_CHECK(gpuEventRecord(e1, s));
-    GPU_CHECK(gpuEventSynchronize(e1));
-    float ms = 0;
-    GPU_CHECK(gpuEventElapsedTime(&ms, e0, e1));
-    t.push_back(double(ms) * 1e3);
-  }
   GemmTiming out;
-  out.us = median(t);
+  out.us = timed_median_us(s, e0, e1, std::max(1, iterations), launch, /*warmups=*/3);
   std::vector<uint16_t> row(static_cast<size_t>(n));
   for (int64_t r : rows) {
     GEMMAR_CHECK(r >= 0 && r < m, "row ", r, " out of range");
