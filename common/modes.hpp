@@ -65,8 +65,10 @@ inline constexpr QuantTraits kQuantTable[] = {
     {Quant::Mxfp8,
      "mxfp8",
      256,
-     {1, 32, false, "mxfp8: one fp32 (a power of two) per 1x32 block along K, [rows, K/32]"},
-     {1, 32, false, "mxfp8: one fp32 (a power of two) per 1x32 block along K, [rows, K/32]"},
+     {1, 32, false, "mxfp8 A scales are one fp32 (a power of two) per 1x32 block along K, row-major [M, K/32]"},
+     // mori's weight scales are the checkpoint's: one e8m0 per 32x32 block of B (ROCm/mori
+     // benchmark/cco/flydsl/gemm_ar/bench_mori_gemm_1p.py and tests/python/cco: eb is [N/32, K/32]).
+     {32, 32, false, "mxfp8 B scales are one fp32 (a power of two) per 32x32 block, row-major [N/32, K/32]"},
      true},
 };
 

@@ -20,7 +20,7 @@ Tensors (per rank; M is the op's M, real rows only or padded, as the implementat
     a_scale  fp32. blockscale: torch._scaled_mm's [M, K/128] (any strides) or the stored [K/128, M]; written as
              [K/128, M] row-major (= column-major [M, K/128], docs/spec.md 1.2). ptpc: [M] (or [M, 1]). mxfp8: [M, K/32].
     b_scale  fp32. blockscale: [N/128, K/128] (or its transpose [K/128, N/128], as passed to torch._scaled_mm);
-             ptpc: [N] (or [N, 1]); mxfp8: [N, K/32].
+             ptpc: [N] (or [N, 1]); mxfp8: [N/32, K/32] (one per 32x32 block, as mori's weights).
     out      [M, N] bf16, the op's output on this rank
     partial  [M, N] bf16, optional: this rank's GEMM result before the collective (enables the bit-exact check)
     wire, wire_scale  optional (fp8 wire, full dumps): the owned slice's codes [M_pad/W, N] and row scales [M_pad/W]
@@ -58,7 +58,7 @@ QUANTS = {
     "ptpc": {"block_m": 256, "e8m0_scales": False,
              "a": {"rows": 1, "k": 0, "k_major": False}, "b": {"rows": 1, "k": 0, "k_major": False}},
     "mxfp8": {"block_m": 256, "e8m0_scales": True,
-              "a": {"rows": 1, "k": 32, "k_major": False}, "b": {"rows": 1, "k": 32, "k_major": False}},
+              "a": {"rows": 1, "k": 32, "k_major": False}, "b": {"rows": 32, "k": 32, "k_major": False}},
 }
 
 

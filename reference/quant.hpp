@@ -4,7 +4,8 @@
 //   blockscale A: one scale per 1x128 block along K, column-major [K/128, rows]: scale(r, kb) = s[kb*rows + r]
 //   blockscale B: one scale per 128x128 block, row-major [N/128, K/128]:       scale(n, kb) = s[(n/128)*(K/128) + kb]
 //   ptpc A and B: one scale per row:                                            scale(r) = s[r]
-//   mxfp8 A and B: one power-of-two (e8m0) scale per 1x32 block along K, row-major [rows, K/32]
+//   mxfp8 A: one power-of-two (e8m0) scale per 1x32 block along K, row-major [M, K/32]; B: one per 32x32
+//          block, row-major [N/32, K/32] (mori's weight scales, the checkpoint's layout)
 // Codes are uint8 in row-major [rows, K] order.
 #pragma once
 #include <cstdint>

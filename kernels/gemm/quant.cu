@@ -24,7 +24,7 @@ constexpr int kQLds = kQK + 1;  // fp32 row stride of the decoded stage: odd, so
 template <bool kMx>
 __global__ void __launch_bounds__(kQThreads)
     gemm_quant_kernel(const uint8_t* __restrict__ A, const uint8_t* __restrict__ B, const float* __restrict__ SA,
-                      const float* __restrict__ SB, int64_t K, int64_t m_begin, GemmDest dest) {
+                      const float* __restrict__ SB, int64_t K, int64_t m_begin, int sb_rows, GemmDest dest) {
   __shared__ float sa[kQTile * kQLds];
   __shared__ float sb[kQTile * kQLds];
   const int tid = int(threadIdx.x);
@@ -78,7 +78,7 @@ __global__ void __launch_bounds__(kQThreads)
     if (kMx) {
       float sbv[8];
 #pragma unroll
-      for (int j = 0; j < 8; ++j) sbv[j] = SB[(n0 + tx + 16 * j) * KS + kb];
+      for (int j = 0; j < 8; ++j) sbv[j] = SB[((n0 + tx + 16 * j) / sb_rows) * KS + kb];
 #pragma unroll
       for (int i = 0; i < 8; ++i) {
         const float sav = SA[(m0 + ty + 16 * i) * KS + kb];
@@ -125,7 +125,9 @@ gpuError_t launch_gemm_quant(const GemmOperands& op, int64_t m_begin, int64_t m_
   const ScaleBlock& sa = scale_block(op.quant, false);
   const ScaleBlock& sb = scale_block(op.quant, true);
   const bool whole_k = sa.k == 0, per_step = sa.k == kQK;
-  if (sa.rows != 1 || sb.rows != 1 || sa.k != sb.k || sa.k_major || sb.k_major || !(whole_k || per_step))
+  // B's scale block may span rows (mxfp8: 32x32, as mori's weights) as long as a tile holds whole blocks.
+  if (sa.rows != 1 || sb.rows < 1 || kQTile % sb.rows != 0 || (whole_k && sb.rows != 1) || sa.k != sb.k ||
+      sa.k_major || sb.k_major || !(whole_k || per_step))
     return gpuErrorInvalidValue;
   if (m_end <= m_begin) return gpuSuccess;
   const int64_t n = op.n, k = op.k;
@@ -133,9 +135,9 @@ gpuError_t launch_gemm_quant(const GemmOperands& op, int64_t m_begin, int64_t m_
     return gpuErrorInvalidValue;
   const dim3 grid(unsigned(n / kQTile), unsigned((m_end - m_begin) / kQTile));
   if (per_step)
-    gemm_quant_kernel<true><<<grid, kQThreads, 0, s>>>(op.a, op.b, op.a_scale, op.b_scale, k, m_begin, dest);
+    gemm_quant_kernel<true><<<grid, kQThreads, 0, s>>>(op.a, op.b, op.a_scale, op.b_scale, k, m_begin, sb.rows, dest);
   else
-    gemm_quant_kernel<false><<<grid, kQThreads, 0, s>>>(op.a, op.b, op.a_scale, op.b_scale, k, m_begin, dest);
+    gemm_quant_kernel<false><<<grid, kQThreads, 0, s>>>(op.a, op.b, op.a_scale, op.b_scale, k, m_begin, sb.rows, dest);
   return gpuGetLastError();
 }
 

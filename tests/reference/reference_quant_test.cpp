@@ -46,20 +46,27 @@ TEST(QuantLayout, BlockscaleBIs128x128RowMajor) {
     }
 }
 
-TEST(QuantLayout, PtpcOneScalePerRowAndMxfp8PowerOfTwoPer32) {
-  const int64_t R = 4, K = 256;
+TEST(QuantLayout, PtpcOneScalePerRowAndMxfp8PowerOfTwoPer1x32OfAAnd32x32OfB) {
+  const int64_t R = 64, K = 256;
   const auto x = ramp(R, K);
   const QuantizedMatrix p = quantize(x.data(), R, K, Quant::Ptpc, Operand::A, Fp8Format::E4M3FN);
   ASSERT_EQ(p.scales.size(), size_t(R));
   for (int64_t r = 0; r < R; ++r) EXPECT_FLOAT_EQ(p.scales[size_t(r)], float((r + 1) * 1000 + 256) / 448.0f);
-  const QuantizedMatrix m = quantize(x.data(), R, K, Quant::Mxfp8, Operand::B, Fp8Format::E4M3FN);
-  ASSERT_EQ(m.scales.size(), size_t(R * K / 32));
-  for (float s : m.scales) {
+  const QuantizedMatrix a = quantize(x.data(), R, K, Quant::Mxfp8, Operand::A, Fp8Format::E4M3FN);
+  ASSERT_EQ(a.scales.size(), size_t(R * K / 32));
+  for (float s : a.scales) {
     int e;
     EXPECT_EQ(std::frexp(s, &e), 0.5f) << s;  // a power of two
   }
-  // amax of row 0, block 0 is 1031 -> 2^(10 - 8) = 4
-  EXPECT_EQ(m.scales[0], 4.0f);
+  // A, row 0, block 0: amax 1032 -> 2^(10 - 8) = 4; row 40 (amax 41032, 2^15 <= x < 2^16): 2^(15 - 8)
+  EXPECT_EQ(a.scales[0], 4.0f);
+  EXPECT_EQ(a.scales[size_t(40 * (K / 32))], 128.0f);
+  // B (mori's weights): one scale per 32x32 block, [R/32, K/32]. Block (0, 0) spans rows 0..31: amax 32032 -> 2^6.
+  const QuantizedMatrix b = quantize(x.data(), R, K, Quant::Mxfp8, Operand::B, Fp8Format::E4M3FN);
+  ASSERT_EQ(b.scales.size(), size_t((R / 32) * (K / 32)));
+  EXPECT_EQ(b.scales[0], 64.0f);
+  EXPECT_EQ(b.scales[size_t(K / 32)], 128.0f);  // rows 32..63: amax 64032 (< 2^16)
+  EXPECT_EQ(scale_index(Quant::Mxfp8, Operand::B, R, K, 33, 70), int64_t(K / 32 + 2));
 }
 
 TEST(Quantize, AmaxMapsToMaxCodeAndDequantizeIsWithinHalfAnUlp) {

@@ -66,7 +66,7 @@ const TensorInfo& expect_tensor(const RankFile& f, const std::string& name, cons
 
 // The scale shapes of docs/spec.md 1.2, as the file stores them (row-major bytes): blockscale A [K/128, rows] (that is,
 // column-major [rows, K/128], torch._scaled_mm's layout), B [N/128, K/128]; ptpc [rows] and [N]; mxfp8 [rows,
-// K/32] and [N, K/32].
+// K/32] and [N/32, K/32].
 std::vector<int64_t> scale_shape(Quant q, Operand op, int64_t rows, int64_t k) {
   const ScaleBlock& s = scale_block(q, op == Operand::B);
   const int64_t rb = rows / s.rows, kb = scale_k_blocks(s, k);
