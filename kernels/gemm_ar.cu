@@ -444,6 +444,19 @@ class Pipeline {
       rb.chunk_ev.resize(size_t(W_));
       for (auto& e : rb.chunk_ev) GPU_CHECK(gpuEventCreateWithFlags(&e, gpuEventDisableTiming));
     }
+    persistent_puts_ = epilogue_puts_ && plan_.kernels.fused_sdma_gemm == FusedSdmaGemm::Persistent &&
+                       stream_waits_work();
+  }
+
+  // Whether every rank's copy stream can wait on a counter (a satisfied wait, outside any capture).
+  bool stream_waits_work() {
+    for (auto& rb : ranks_) {
+      set(rb.dev);
+      GPU_CHECK(gpuMemset(rb.counters, 0, size_t(W_) * 4));
+      if (gpu::stream_wait_geq(rb.copy, rb.counters, 0) != gpuSuccess) return false;
+      GPU_CHECK(gpuStreamSynchronize(rb.copy));
+    }
+    return true;
   }
 
   void upload(const OperandFn& gen) {
@@ -648,7 +661,17 @@ class Pipeline {
         else
           d.dst[p] = slice_of(rb.c, p);
       }
-      if (epilogue_puts_) {
+      if (persistent_puts_) {
+        // One launch; the GEMM's tile order finishes slice 0 first, and each peer's put leaves once its slice's
+        // tiles are all stored (the epilogue's counter, after a fence), in slice order, while later slices compute.
+        GPU_CHECK(dev::launch_gemm(plan_.kernels.gemm, ops, 0, M_, d, rb.comp));
+        for (int p = 0; p < W_; ++p) {
+          if (p == r) continue;
+          GPU_CHECK(gpu::stream_wait_geq(rb.copy, rb.counters + p, tiles_per_slice()));
+          if (!f.silent_scatter)
+            put(r, ranks_[p].recv + int64_t(r) * S_ * N_, ranks_[p].dev, slice_of(rb.c, p), slice_bytes);
+        }
+      } else if (epilogue_puts_) {
         // Destination chunks in the order the puts should leave: (r+1)%W first, the own slice last, so each
         // chunk's put overlaps the GEMM of the chunks after it. The put waits on its chunk's completion.
         for (int j = 1; j <= W_; ++j) {
@@ -895,11 +918,14 @@ class Pipeline {
     GPU_CHECK(gpuGetLastError());
   }
 
+  // What each destination slice's counter reaches: every kernel of ours counts kBlockM x kBlockN tiles.
+  unsigned tiles_per_slice() const { return unsigned((S_ / dev::kBlockM) * (N_ / dev::kBlockN)); }
+
   void verify_counters() {
     // Every GEMM tile of every destination was produced (the epilogue's per-destination counters). The vendor
     // GEMM has no such epilogue: its partials are checked by the read-back alone.
     if (vendor_) return;
-    const unsigned expect = unsigned((S_ / dev::kBlockM) * (N_ / dev::kBlockN));
+    const unsigned expect = tiles_per_slice();
     for (int r = 0; r < W_; ++r) {
       std::vector<unsigned> c(static_cast<size_t>(W_));
       set(ranks_[r].dev);
@@ -1023,7 +1049,8 @@ class Pipeline {
   std::unique_ptr<DeviceGuard> guard_;  // --guard
   bool vendor_ = false;
   bool epilogue_stores_ = false;  // fused-lsa: the GEMM epilogue stores each tile into its owner's slot
-  bool epilogue_puts_ = false;    // fused-sdma: the GEMM runs in slice chunks, each followed by its copy-engine put
+  bool epilogue_puts_ = false;    // fused-sdma: each slice's copy-engine put follows its GEMM tiles
+  bool persistent_puts_ = false;  // ... in one GEMM launch, the puts waiting on the tile counters (else chunks)
   bool owner_loads_ = false;      // split-lsa: the owner's all-reduce loads the peers' GEMM outputs (no scatter)
   std::vector<RankBufs> ranks_;
   const uint16_t** cmp_ptrs_ = nullptr;  // full_compare: [W] outputs, [W * W] partial slices

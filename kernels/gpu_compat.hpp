@@ -209,6 +209,33 @@ inline bool encode_tensor_map_2d(gpuTensorMap* map, const void* base, bool e4m3_
 }  // namespace gemmar::gpu
 #endif
 
+// Stream memory operations: `s` waits until the 32-bit word at `counter` (device memory, raised by a kernel on
+// another stream) is >= `value`, so a copy engine's put can follow a running kernel's progress instead of a launch
+// boundary (fused-sdma's persistent GEMM, kernels/gemm_ar.cu). An error where the driver has none: the caller
+// falls back to launch boundaries.
+namespace gemmar::gpu {
+#if defined(GEMMAR_GPU_HIP)
+inline gpuError_t stream_wait_geq(gpuStream_t s, const unsigned* counter, unsigned value) {
+  return hipStreamWaitValue32(s, const_cast<unsigned*>(counter), value, hipStreamWaitValueGte, 0xffffffffu);
+}
+#else
+inline gpuError_t stream_wait_geq(gpuStream_t s, const unsigned* counter, unsigned value) {
+  static PFN_cuStreamWaitValue32_v11070 fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    const bool ok = cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &p, 12000, cudaEnableDefault, &q) ==
+                        cudaSuccess &&
+                    q == cudaDriverEntryPointSuccess;
+    return ok ? reinterpret_cast<PFN_cuStreamWaitValue32_v11070>(p) : nullptr;
+  }();
+  if (!fn) return cudaErrorNotSupported;
+  return fn(s, CUdeviceptr(reinterpret_cast<uintptr_t>(counter)), value, CU_STREAM_WAIT_VALUE_GEQ) == CUDA_SUCCESS
+             ? cudaSuccess
+             : cudaErrorNotSupported;
+}
+#endif
+}  // namespace gemmar::gpu
+
 // ---- fp8 matrix instruction families ----------------------------------------------------------------------
 // GEMMAR_MMA_SM89: mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 (sm_89+, used on sm_90a).
 // GEMMAR_MMA_MFMA: __builtin_amdgcn_mfma_f32_32x32x16_fp8_fp8 (gfx940+, gfx950). gfx942 hardware reads fp8 as

@@ -33,6 +33,12 @@ KernelOptions kernel_options_from_env() {
     else if (!is(env, "int8"))
       std::fprintf(stderr, "gemmar: GEMMAR_WIDEN_KERNEL=%s is not one of int8|int16|hw16|ceiling: int8 runs\n", env);
   }
+  if (const char* env = std::getenv("GEMMAR_FUSED_SDMA_GEMM"); env && *env) {
+    if (is(env, "chunks"))
+      o.fused_sdma_gemm = FusedSdmaGemm::Chunks;
+    else if (!is(env, "persistent"))
+      std::fprintf(stderr, "gemmar: GEMMAR_FUSED_SDMA_GEMM=%s is not one of persistent|chunks: persistent runs\n", env);
+  }
   const char* graph = std::getenv("GEMMAR_GPU_GRAPH");
   o.graph = !(graph && is(graph, "0"));
   if (const char* parts = std::getenv("GEMMAR_GUARD_PARTS")) {

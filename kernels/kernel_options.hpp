@@ -29,15 +29,24 @@ struct GuardPasses {
   bool partial = true, output = true, wire = true, gemm = true;
 };
 
+// How fused-sdma's GEMM hands its slices to the copy-engine puts. GEMMAR_FUSED_SDMA_GEMM=persistent|chunks.
+enum class FusedSdmaGemm {
+  Persistent,  // one GEMM launch; each put waits on its slice's tile counter (stream memory operations), as the
+               // tiles finish. Where the driver has no stream memory operations, Chunks runs.
+  Chunks,      // W launches, one per destination slice, each put after its launch (the design before it)
+};
+
 struct KernelOptions {
   GemmKernel gemm = GemmKernel::Wgmma4;
   WidenKernel widen = WidenKernel::Int8;
+  FusedSdmaGemm fused_sdma_gemm = FusedSdmaGemm::Persistent;
   bool graph = true;  // capture the run once and replay it; GEMMAR_GPU_GRAPH=0 replays eagerly
   GuardPasses guard_passes;
 };
 
-// Reads GEMMAR_GEMM_KERNEL, GEMMAR_WIDEN_KERNEL, GEMMAR_GPU_GRAPH and GEMMAR_GUARD_PARTS; an unknown value warns
-// on stderr and keeps the default (as the launchers did when they read the variables themselves).
+// Reads GEMMAR_GEMM_KERNEL, GEMMAR_WIDEN_KERNEL, GEMMAR_FUSED_SDMA_GEMM, GEMMAR_GPU_GRAPH and GEMMAR_GUARD_PARTS;
+// an unknown value warns on stderr and keeps the default (as the launchers did when they read the variables
+// themselves).
 KernelOptions kernel_options_from_env();
 const char* widen_kernel_name(WidenKernel);
 
