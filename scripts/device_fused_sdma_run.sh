@@ -17,17 +17,16 @@ mkdir -p "$DIR"
 DEVICE_RUN_TIMEOUT=120
 source scripts/device_common.sh "$G" "$DIR"
 start=$(date +%s)
-summ() {  # tag, then the JSON record on stdin: one summary line
+summ() {  # tag, then `gemmar run --json`'s document on stdin: one summary line
   /usr/bin/python3 -c '
 import json, sys
-tag = sys.argv[1]
-for line in sys.stdin:
-    if not line.startswith("{"): continue
-    r = json.loads(line)
+doc = json.loads(sys.stdin.read() or "{}")
+for run in doc.get("runs", []):
+    r = run["record"]
     p = r.get("phases_us", {})
-    print(f"{tag:44s} max_rank {r.get(\"max_rank_time_us\", 0):8.1f} us  gemm {p.get(\"gemm\", 0):8.1f} us  "
-          f"drain {p.get(\"drain\", 0):6.1f} us  fused/unfused {r.get(\"fused_vs_unfused\", 0):.3f}  "
-          f"wrong {r.get(\"wrong_elements\")}  {r.get(\"verdict\")}")
+    print("%-26s max_rank %8.1f us  gemm %8.1f us  drain %6.1f us  fused/unfused %.3f  wrong %s  %s" % (
+        sys.argv[1], r.get("max_rank_time_us", 0), p.get("gemm", 0), p.get("drain", 0),
+        r.get("fused_vs_unfused", 0), r.get("wrong_elements"), run.get("verdict")))
 ' "$1"
 }
 for m in 4096 16384; do
