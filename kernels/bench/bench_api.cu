@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/errors.hpp"
+#include "kernels/gemm/quant.hpp"
 #include "kernels/gemm_ar.hpp"
 #include "kernels/host_check.hpp"
 #include "kernels/kernels.hpp"
@@ -138,6 +139,13 @@ GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const
   return out;
 }
 std::string gemm_kernel_name(GemmKernel variant) { return dev::gemm_kernel_name(variant); }
+std::string gemm_quant_kernel_name(Quant quant, int64_t n, int64_t k) {
+  dev::GemmOperands op;
+  op.quant = quant;
+  op.n = n;
+  op.k = k;
+  return dev::gemm_quant_kernel_name(op);
+}
 
 DataKernelRates measure_data_kernels(int64_t rows, int64_t n, int iterations, int pull_blocks, WidenKernel widen) {
   GEMMAR_USAGE_CHECK(rows > 0 && n % 16 == 0, "data: rows > 0 and n a multiple of 16");

@@ -467,8 +467,8 @@ gpuError_t launch_gemm_blockscale(GemmKernel variant, const GemmOperands& op, in
   if (kind != GemmKernel::Mma) {
     static bool wattr_set[kMaxWorld] = {};
     if (!wattr_set[devno]) {
-      const gpuError_t e =
-          gpuFuncSetAttribute(gemm_wgmma_kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, kWgmmaSmem);
+      const gpuError_t e = gpuFuncSetAttribute(gemm_wgmma_kernel<WgmmaScales::Blockscale>,
+                                               gpuFuncAttributeMaxDynamicSharedMemorySize, kWgmmaSmem);
       if (e != gpuSuccess) return e;
       wattr_set[devno] = true;
     }
@@ -477,8 +477,8 @@ gpuError_t launch_gemm_blockscale(GemmKernel variant, const GemmOperands& op, in
     if (!make_tile_map(&ta, a, m, k) || !make_tile_map(&tb, b, n, k)) return gpuErrorInvalidValue;
     const int64_t tiles = ((m_end - m_begin) / kBlockM) * (n / kBlockN);
     const int grid = int(std::min<int64_t>(tiles, sm_count_cached()));
-    gemm_wgmma_kernel<<<unsigned(grid), kWThreads, kWgmmaSmem, s>>>(ta, tb, a_scale, b_scale, m, n, k, m_begin, m_end,
-                                                                    dest);
+    gemm_wgmma_kernel<WgmmaScales::Blockscale>
+        <<<unsigned(grid), kWThreads, kWgmmaSmem, s>>>(ta, tb, a_scale, b_scale, m, n, k, m_begin, m_end, dest);
     return gpuGetLastError();
   }
 #endif
@@ -492,6 +492,59 @@ gpuError_t launch_gemm_blockscale(GemmKernel variant, const GemmOperands& op, in
   const dim3 grid(unsigned(n / kBlockN), unsigned((m_end - m_begin) / kBlockM));
   gemm_blockscale_kernel<<<grid, kThreads, kGemmSmem, s>>>(a, b, a_scale, b_scale, m, n, k, m_begin, dest);
   return gpuGetLastError();
+}
+
+bool quant_wgmma_runs(const GemmOperands& op, int64_t m_begin, int64_t m_end) {
+#if !defined(GEMMAR_GPU_CUDA)
+  (void)op, (void)m_begin, (void)m_end;
+  return false;
+#else
+  return (op.quant == Quant::Ptpc || op.quant == Quant::Mxfp8) &&
+         effective_kernel(GemmKernel::Wgmma) == GemmKernel::Wgmma && op.k % kBlockK == 0 && op.n % kBlockN == 0 &&
+         m_begin % kBlockM == 0 && (m_end - m_begin) % kBlockM == 0;
+#endif
+}
+
+#if defined(GEMMAR_GPU_CUDA)
+namespace {
+template <WgmmaScales kScales>
+gpuError_t launch_quant_wgmma(int smem, const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest,
+                              gpuStream_t s) {
+  static std::mutex mu;
+  static std::vector<int> attr_done;  // devices
+  int devno = 0;
+  if (gpuGetDevice(&devno) != gpuSuccess) devno = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (std::find(attr_done.begin(), attr_done.end(), devno) == attr_done.end()) {
+      const gpuError_t e =
+          gpuFuncSetAttribute(gemm_wgmma_kernel<kScales>, gpuFuncAttributeMaxDynamicSharedMemorySize, smem);
+      if (e != gpuSuccess) return e;
+      attr_done.push_back(devno);
+    }
+  }
+  if (m_end <= m_begin) return gpuSuccess;
+  gpuTensorMap ta, tb;
+  if (!make_tile_map(&ta, op.a, op.m, op.k) || !make_tile_map(&tb, op.b, op.n, op.k)) return gpuErrorInvalidValue;
+  const int64_t tiles = ((m_end - m_begin) / kBlockM) * (op.n / kBlockN);
+  const int grid = int(std::min<int64_t>(tiles, sm_count_cached()));
+  gemm_wgmma_kernel<kScales><<<unsigned(grid), kWThreads, size_t(smem), s>>>(ta, tb, op.a_scale, op.b_scale, op.m, op.n,
+                                                                             op.k, m_begin, m_end, dest);
+  return gpuGetLastError();
+}
+}  // namespace
+#endif
+
+gpuError_t launch_gemm_quant_wgmma(const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest,
+                                   gpuStream_t s) {
+  if (!quant_wgmma_runs(op, m_begin, m_end)) return gpuErrorInvalidValue;
+#if defined(GEMMAR_GPU_CUDA)
+  if (op.quant == Quant::Ptpc) return launch_quant_wgmma<WgmmaScales::Ptpc>(kWgmmaSmem, op, m_begin, m_end, dest, s);
+  return launch_quant_wgmma<WgmmaScales::Mx>(kWgmmaSmemMx, op, m_begin, m_end, dest, s);
+#else
+  (void)dest, (void)s;
+  return gpuErrorInvalidValue;
+#endif
 }
 
 const char* gemm_kernel_name(GemmKernel variant) {

@@ -101,17 +101,35 @@ __device__ __forceinline__ void wgmma_m64n128k32_e4m3_zero(float (&d)[64], uint6
       : "l"(desc_a), "l"(desc_b));
 }
 
+// The scale layouts gemm_wgmma_kernel runs (common/modes.hpp's scale_block of each quant):
+//   Blockscale  SA [K/128, M] (M contiguous), SB [N/128, K/128]: each K block's dot promoted with
+//               numerics::block_accumulate(total, dot, sa, sb)
+//   Ptpc        SA [M], SB [N]: each K block's dot promoted unscaled (total + dot, in fp32 on the CUDA cores every
+//               128 K, so the tensor cores' accumulation never spans more than one K block) and
+//               numerics::ptpc_epilogue applies sa * sb once before the store
+//   Mx          SA [M, K/32], SB [N, K/32] (powers of two): every 32-wide K step is its own wgmma, waited for and
+//               promoted with block_accumulate and that step's scales (Hopper has no MX instruction); the B
+//               scales of the tile's 128 columns for the K block are staged in shared memory per warpgroup
+enum class WgmmaScales { Blockscale, Ptpc, Mx };
+constexpr int kMxSteps = kBlockK / 32;                 // 32-wide scale steps per 128-wide K block
+constexpr int kMxScaleBytes = kMxSteps * kBlockN * 4;  // one warpgroup's staged B scales of a K block
+constexpr int kWgmmaSmemMx = kWgmmaSmem + 2 * kMxScaleBytes;
+
+template <WgmmaScales kScales>
 __global__ void __launch_bounds__(kWThreads, 1)
     gemm_wgmma_kernel(const __grid_constant__ gpuTensorMap tm_a, const __grid_constant__ gpuTensorMap tm_b,
                       const float* __restrict__ SA, const float* __restrict__ SB, int64_t M, int64_t N, int64_t K,
                       int64_t m_begin, int64_t m_end, GemmDest dest) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr bool kPtpc = kScales == WgmmaScales::Ptpc, kMx = kScales == WgmmaScales::Mx;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   uint8_t* sA = smem;
   uint8_t* sB = smem + kStagesW * kStageA;
   uint64_t* full = reinterpret_cast<uint64_t*>(sB + kStagesW * kStageB);
   uint64_t* empty = full + kStagesW;
+  // kMx: [2 warpgroups][kMxSteps][kBlockN], after the 256 bytes of barriers (kWgmmaSmemMx)
+  float* sMx = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(full) + 256);
   const int tid = threadIdx.x;
   const int wg = tid / 128;
   if (tid == 0) {
@@ -123,6 +141,7 @@ __global__ void __launch_bounds__(kWThreads, 1)
   }
   __syncthreads();
   const int KB = int(K / kBlockK);
+  const int KS = int(K / 32);  // kMx: scales per row
   const int tiles_n = int(N / kBlockN);
   const int tiles = int((m_end - m_begin) / kBlockM) * tiles_n;
 
@@ -152,22 +171,58 @@ __global__ void __launch_bounds__(kWThreads, 1)
   const int lt = tid - 128 * wg;  // thread within the warpgroup
   const int w = lt / 32, lane = lt % 32;
   const int g = lane >> 2, tq = lane & 3;
+  float* my_mx = sMx + c * kMxSteps * kBlockN;
   int stage = 0;
   uint32_t phase = 0;
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
     const int64_t m0 = m_begin + int64_t(t / tiles_n) * kBlockM;
     const int64_t n0 = int64_t(t % tiles_n) * kBlockN;
     const int64_t r0 = m0 + 64 * c + 16 * w + g;  // this thread's rows r0 and r0 + 8
-    const float* sb_row = SB + (n0 / kBlockN) * KB;
+    const float* sb_row = kScales == WgmmaScales::Blockscale ? SB + (n0 / kBlockN) * KB : SB;
     float total[64], acc[64];
 #pragma unroll
     for (int i = 0; i < 64; ++i) total[i] = 0.0f;
     for (int kb = 0; kb < KB; ++kb) {
-      const float sa0 = SA[int64_t(kb) * M + r0], sa1 = SA[int64_t(kb) * M + r0 + 8];
-      const float sbv = sb_row[kb];
       mbar_wait(full + stage, phase);
       const uint8_t* a_tile = sA + stage * kStageA + 64 * c * kBlockK;
       const uint8_t* b_tile = sB + stage * kStageB;
+      if constexpr (kMx) {
+        // The K block's B scales of the tile's columns, [step][column]: a quad's lanes read adjacent columns.
+        for (int i = lt; i < kMxSteps * kBlockN; i += 128) {
+          const int col = i % kBlockN, step = i / kBlockN;
+          my_mx[i] = SB[(n0 + col) * KS + kb * kMxSteps + step];
+        }
+        asm volatile("bar.sync %0, 128;" ::"r"(3 + c) : "memory");
+#pragma unroll
+        for (int ks = 0; ks < kMxSteps; ++ks) {
+          wgmma_fence();
+          wgmma_m64n128k32_e4m3_zero(acc, smem_desc(a_tile + ks * 32), smem_desc(b_tile + ks * 32));
+          wgmma_commit();
+          wgmma_wait0();
+#pragma unroll
+          for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(acc[i])::"memory");
+          const int kq = kb * kMxSteps + ks;
+          const float sa0 = SA[r0 * KS + kq], sa1 = SA[(r0 + 8) * KS + kq];
+          const float* sbs = my_mx + ks * kBlockN + 2 * tq;
+#pragma unroll
+          for (int j = 0; j < 16; ++j) {
+            const float sb0 = sbs[8 * j], sb1 = sbs[8 * j + 1];
+            total[4 * j + 0] = nm::block_accumulate(total[4 * j + 0], acc[4 * j + 0], sa0, sb0);
+            total[4 * j + 1] = nm::block_accumulate(total[4 * j + 1], acc[4 * j + 1], sa0, sb1);
+            total[4 * j + 2] = nm::block_accumulate(total[4 * j + 2], acc[4 * j + 2], sa1, sb0);
+            total[4 * j + 3] = nm::block_accumulate(total[4 * j + 3], acc[4 * j + 3], sa1, sb1);
+          }
+        }
+        asm volatile("bar.sync %0, 128;" ::"r"(3 + c) : "memory");  // every lane read the staged scales
+        mbar_arrive(empty + stage);
+        if (++stage == kStagesW) {
+          stage = 0;
+          phase ^= 1;
+        }
+        continue;
+      }
+      const float sa0 = kPtpc ? 1.0f : SA[int64_t(kb) * M + r0], sa1 = kPtpc ? 1.0f : SA[int64_t(kb) * M + r0 + 8];
+      const float sbv = kPtpc ? 1.0f : sb_row[kb];
       wgmma_fence();
 #pragma unroll
       for (int ks = 0; ks < kBlockK / 32; ++ks)
@@ -187,6 +242,18 @@ __global__ void __launch_bounds__(kWThreads, 1)
         total[4 * j + 1] = nm::block_accumulate(total[4 * j + 1], acc[4 * j + 1], sa0, sbv);
         total[4 * j + 2] = nm::block_accumulate(total[4 * j + 2], acc[4 * j + 2], sa1, sbv);
         total[4 * j + 3] = nm::block_accumulate(total[4 * j + 3], acc[4 * j + 3], sa1, sbv);
+      }
+    }
+    if constexpr (kPtpc) {
+      const float sa0 = SA[r0], sa1 = SA[r0 + 8];
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        const int64_t col = n0 + 8 * j + 2 * tq;
+        const float sb0 = SB[col], sb1 = SB[col + 1];
+        total[4 * j + 0] = nm::ptpc_epilogue(total[4 * j + 0], sa0, sb0);
+        total[4 * j + 1] = nm::ptpc_epilogue(total[4 * j + 1], sa0, sb1);
+        total[4 * j + 2] = nm::ptpc_epilogue(total[4 * j + 2], sa1, sb0);
+        total[4 * j + 3] = nm::ptpc_epilogue(total[4 * j + 3], sa1, sb1);
       }
     }
     int slice = 0;

@@ -129,6 +129,7 @@ gpuError_t launch_gemm_quant(const GemmOperands& op, int64_t m_begin, int64_t m_
   if (sa.rows != 1 || sb.rows < 1 || kQTile % sb.rows != 0 || (whole_k && sb.rows != 1) || sa.k != sb.k ||
       sa.k_major || sb.k_major || !(whole_k || per_step))
     return gpuErrorInvalidValue;
+  if (quant_wgmma_runs(op, m_begin, m_end)) return launch_gemm_quant_wgmma(op, m_begin, m_end, dest, s);
   if (m_end <= m_begin) return gpuSuccess;
   const int64_t n = op.n, k = op.k;
   if (n % kQTile != 0 || k % kQK != 0 || (m_end - m_begin) % kQTile != 0 || m_begin % kQTile != 0)
@@ -139,6 +140,16 @@ gpuError_t launch_gemm_quant(const GemmOperands& op, int64_t m_begin, int64_t m_
   else
     gemm_quant_kernel<false><<<grid, kQThreads, 0, s>>>(op.a, op.b, op.a_scale, op.b_scale, k, m_begin, sb.rows, dest);
   return gpuGetLastError();
+}
+
+const char* gemm_quant_kernel_name(const GemmOperands& op) {
+  if (quant_wgmma_runs(op, 0, 0))
+    return op.quant == Quant::Ptpc
+               ? "wgmma m64n128k32 e4m3 + TMA/mbarrier, dot promoted per 128 K, ptpc epilogue, persistent, 128x128 "
+                 "tiles"
+               : "wgmma m64n128k32 e4m3 + TMA/mbarrier, promoted per 32-wide K step with its e8m0 scales, persistent, "
+                 "128x128 tiles";
+  return "gemm_quant simt 128x128x32 (CUDA cores)";
 }
 
 }  // namespace gemmar::kernels::dev
