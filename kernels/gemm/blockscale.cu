@@ -501,7 +501,8 @@ bool quant_wgmma_runs(const GemmOperands& op, int64_t m_begin, int64_t m_end) {
 #else
   return (op.quant == Quant::Ptpc || op.quant == Quant::Mxfp8) &&
          effective_kernel(GemmKernel::Wgmma) == GemmKernel::Wgmma && op.k % kBlockK == 0 && op.n % kBlockN == 0 &&
-         m_begin % kBlockM == 0 && (m_end - m_begin) % kBlockM == 0;
+         m_begin % kBlockM == 0 && (m_end - m_begin) % kBlockM == 0 &&
+         (op.quant != Quant::Mxfp8 || scale_block(op.quant, true).rows == kMxBRows);
 #endif
 }
 

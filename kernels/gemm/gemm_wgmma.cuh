@@ -107,11 +107,13 @@ __device__ __forceinline__ void wgmma_m64n128k32_e4m3_zero(float (&d)[64], uint6
 //   Ptpc        SA [M], SB [N]: each K block's dot promoted unscaled (total + dot, in fp32 on the CUDA cores every
 //               128 K, so the tensor cores' accumulation never spans more than one K block) and
 //               numerics::ptpc_epilogue applies sa * sb once before the store
-//   Mx          SA [M, K/32], SB [N, K/32] (powers of two): every 32-wide K step is its own wgmma, waited for and
+//   Mx          SA [M, K/32], SB [N/32, K/32] (powers of two; B's per 32x32 block, mori's weight layout): every
+//               32-wide K step is its own wgmma, waited for and
 //               promoted with block_accumulate and that step's scales (Hopper has no MX instruction); the B
 //               scales of the tile's 128 columns for the K block are staged in shared memory per warpgroup
 enum class WgmmaScales { Blockscale, Ptpc, Mx };
 constexpr int kMxSteps = kBlockK / 32;                 // 32-wide scale steps per 128-wide K block
+constexpr int kMxBRows = 32;                           // B rows (N) per mxfp8 scale block
 constexpr int kMxScaleBytes = kMxSteps * kBlockN * 4;  // one warpgroup's staged B scales of a K block
 constexpr int kWgmmaSmemMx = kWgmmaSmem + 2 * kMxScaleBytes;
 
@@ -190,7 +192,7 @@ __global__ void __launch_bounds__(kWThreads, 1)
         // The K block's B scales of the tile's columns, [step][column]: a quad's lanes read adjacent columns.
         for (int i = lt; i < kMxSteps * kBlockN; i += 128) {
           const int col = i % kBlockN, step = i / kBlockN;
-          my_mx[i] = SB[(n0 + col) * KS + kb * kMxSteps + step];
+          my_mx[i] = SB[((n0 + col) / kMxBRows) * KS + kb * kMxSteps + step];
         }
         asm volatile("bar.sync %0, 128;" ::"r"(3 + c) : "memory");
 #pragma unroll
