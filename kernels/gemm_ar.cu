@@ -444,8 +444,8 @@ class Pipeline {
       rb.chunk_ev.resize(size_t(W_));
       for (auto& e : rb.chunk_ev) GPU_CHECK(gpuEventCreateWithFlags(&e, gpuEventDisableTiming));
     }
-    persistent_puts_ = epilogue_puts_ && plan_.kernels.fused_sdma_gemm == FusedSdmaGemm::Persistent &&
-                       stream_waits_work();
+    persistent_puts_ =
+        epilogue_puts_ && plan_.kernels.fused_sdma_gemm == FusedSdmaGemm::Persistent && stream_waits_work();
   }
 
   // Whether every rank's copy stream can wait on a counter (a satisfied wait, outside any capture).

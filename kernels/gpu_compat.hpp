@@ -223,9 +223,9 @@ inline gpuError_t stream_wait_geq(gpuStream_t s, const unsigned* counter, unsign
   static PFN_cuStreamWaitValue32_v11070 fn = [] {
     void* p = nullptr;
     cudaDriverEntryPointQueryResult q{};
-    const bool ok = cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &p, 12000, cudaEnableDefault, &q) ==
-                        cudaSuccess &&
-                    q == cudaDriverEntryPointSuccess;
+    const bool ok =
+        cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &p, 12000, cudaEnableDefault, &q) == cudaSuccess &&
+        q == cudaDriverEntryPointSuccess;
     return ok ? reinterpret_cast<PFN_cuStreamWaitValue32_v11070>(p) : nullptr;
   }();
   if (!fn) return cudaErrorNotSupported;

@@ -126,8 +126,8 @@ gpuError_t launch_gemm_quant(const GemmOperands& op, int64_t m_begin, int64_t m_
   const ScaleBlock& sb = scale_block(op.quant, true);
   const bool whole_k = sa.k == 0, per_step = sa.k == kQK;
   // B's scale block may span rows (mxfp8: 32x32, as mori's weights) as long as a tile holds whole blocks.
-  if (sa.rows != 1 || sb.rows < 1 || kQTile % sb.rows != 0 || (whole_k && sb.rows != 1) || sa.k != sb.k ||
-      sa.k_major || sb.k_major || !(whole_k || per_step))
+  if (sa.rows != 1 || sb.rows < 1 || kQTile % sb.rows != 0 || (whole_k && sb.rows != 1) || sa.k != sb.k || sa.k_major ||
+      sb.k_major || !(whole_k || per_step))
     return gpuErrorInvalidValue;
   if (quant_wgmma_runs(op, m_begin, m_end)) return launch_gemm_quant_wgmma(op, m_begin, m_end, dest, s);
   if (m_end <= m_begin) return gpuSuccess;

@@ -3,8 +3,8 @@
 //   ptpc:  a_scale [m] (one per row of A), b_scale [n] (one per row of B); the fp32 dot over all of K, then
 //          out = dot * (sa * sb) once in the epilogue (numerics::ptpc_epilogue)
 //   mxfp8: a_scale [m, k/32], b_scale [n/32, k/32] (one per 32x32 block, as mori's weights) row-major, powers
-//          of two (e8m0 values held in fp32); per 32-wide K block the fp32 dot, then total = total + dot * (sa * sb) (numerics::block_accumulate), in the main
-//          loop: Hopper has no MX instruction
+//          of two (e8m0 values held in fp32); per 32-wide K block the fp32 dot, then total = total + dot * (sa * sb)
+//          (numerics::block_accumulate), in the main loop: Hopper has no MX instruction
 #pragma once
 #include <cstdint>
 
