@@ -408,6 +408,13 @@ bool make_scale_map(gpuTensorMap* map, const float* base, int64_t m, int64_t kb,
   return cached_map(map, base, m, kb, -box_rows);
 }
 
+// gemm_wgmma4_kernel's conditions: K = 2048 (its 16 K blocks unrolled) and 16-byte aligned destinations.
+bool wgmma4_runs(const GemmOperands& op, const GemmDest& dest) {
+  bool aligned = dest.ldd % 8 == 0;  // 16-byte stores
+  for (int i = 0; i < kMaxWorld; ++i) aligned = aligned && reinterpret_cast<uintptr_t>(dest.dst[i]) % 16 == 0;
+  return op.k == 16 * kBlockK && aligned;
+}
+
 template <typename Kern>
 gpuError_t launch_tma_gemm(Kern kern, int smem, const GemmOperands& op, int64_t m_begin, int64_t m_end,
                            const GemmDest& dest, gpuStream_t s) {
@@ -426,13 +433,17 @@ gpuError_t launch_tma_gemm(Kern kern, int smem, const GemmOperands& op, int64_t 
     }
   }
   if (m_end <= m_begin) return gpuSuccess;
+  // ptpc's A scales are one per row, read in the epilogue: its kernel takes no scale map (A's stands in, unread).
+  const bool scale_map = op.quant == Quant::Blockscale;
   gpuTensorMap ta, tb, tsa;
   if (!make_tile_map(&ta, op.a, m, k) || !make_tile_map(&tb, op.b, n, k) ||
-      !make_scale_map(&tsa, op.a_scale, m, k / kBlockK, kBlockM))
+      (scale_map && !make_scale_map(&tsa, op.a_scale, m, k / kBlockK, kBlockM)))
     return gpuErrorInvalidValue;
+  if (!scale_map) tsa = ta;
   const int64_t tiles = ((m_end - m_begin) / kBlockM) * (n / kBlockN);
   const int grid = int(std::min<int64_t>(tiles, sm_count_cached()));
-  kern<<<unsigned(grid), kWThreads, size_t(smem), s>>>(ta, tb, tsa, op.b_scale, n, k, m_begin, m_end, dest);
+  kern<<<unsigned(grid), kWThreads, size_t(smem), s>>>(ta, tb, tsa, op.a_scale, op.b_scale, n, k, m_begin, m_end,
+                                                       dest);
   return gpuGetLastError();
 }
 }  // namespace
@@ -458,9 +469,7 @@ gpuError_t launch_gemm_blockscale(GemmKernel variant, const GemmOperands& op, in
 #else
   const GemmKernel kind = effective_kernel(variant);
   if (kind == GemmKernel::Wgmma4 || kind == GemmKernel::Wgmma4InStep) {
-    bool aligned = dest.ldd % 8 == 0;  // 16-byte stores
-    for (int i = 0; i < kMaxWorld; ++i) aligned = aligned && reinterpret_cast<uintptr_t>(dest.dst[i]) % 16 == 0;
-    if (k == 16 * kBlockK && aligned)  // K = 2048: the 16 K blocks of a tile are unrolled
+    if (wgmma4_runs(op, dest))  // K = 2048: the 16 K blocks of a tile are unrolled
       return launch_tma_gemm(kind == GemmKernel::Wgmma4InStep ? gemm_wgmma4_kernel<16, 0> : gemm_wgmma4_kernel<16, 2>,
                              kW4Smem, op, m_begin, m_end, dest, s);
   }
@@ -540,7 +549,12 @@ gpuError_t launch_gemm_quant_wgmma(const GemmOperands& op, int64_t m_begin, int6
                                    gpuStream_t s) {
   if (!quant_wgmma_runs(op, m_begin, m_end)) return gpuErrorInvalidValue;
 #if defined(GEMMAR_GPU_CUDA)
-  if (op.quant == Quant::Ptpc) return launch_quant_wgmma<WgmmaScales::Ptpc>(kWgmmaSmem, op, m_begin, m_end, dest, s);
+  if (op.quant == Quant::Ptpc) {
+    // K = 2048: the tuned kernel's tile end (warpgroups 2 K blocks apart, 16-byte stores), scaled in its epilogue.
+    if (wgmma4_runs(op, dest))
+      return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, true>, kW4Smem, op, m_begin, m_end, dest, s);
+    return launch_quant_wgmma<WgmmaScales::Ptpc>(kWgmmaSmem, op, m_begin, m_end, dest, s);
+  }
   return launch_quant_wgmma<WgmmaScales::Mx>(kWgmmaSmemMx, op, m_begin, m_end, dest, s);
 #else
   (void)dest, (void)s;

@@ -353,11 +353,28 @@ __device__ __forceinline__ uint4 quad_transpose4(uint32_t p0, uint32_t p1, uint3
   return make_uint4(p0, p1, p2, p3);
 }
 
-template <int kKB, int kLag>
+// kPtpc: the ptpc quant (SA [M], SB [N]): each K block's dot is promoted with unit scales (total + dot, as
+// gemm_wgmma_kernel<WgmmaScales::Ptpc>; the stages' scale slots hold 1.0f, set once, so the consumers' main loop
+// is blockscale's: ptpc-specific code there pushed ptxas past the 168 registers, spilling and serializing every
+// wgmma, C7512), tm_sa is not read, and numerics::ptpc_epilogue applies sa * sb once before the store.
+// Otherwise blockscale (SA through tm_sa).
+__device__ __forceinline__ float ld_volatile_f32(const float* p) {
+  float v;
+  asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(v) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ float2 ld_volatile_f32x2(const float* p) {
+  float2 v;
+  asm volatile("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "l"(p));
+  return v;
+}
+
+template <int kKB, int kLag, bool kPtpc = false>
 __global__ void __launch_bounds__(kWThreads, 1)
     gemm_wgmma4_kernel(const __grid_constant__ gpuTensorMap tm_a, const __grid_constant__ gpuTensorMap tm_b,
-                       const __grid_constant__ gpuTensorMap tm_sa, const float* __restrict__ SB, int64_t N, int64_t K,
-                       int64_t m_begin, int64_t m_end, GemmDest dest) {
+                       const __grid_constant__ gpuTensorMap tm_sa, const float* __restrict__ SA,
+                       const float* __restrict__ SB, int64_t N, int64_t K, int64_t m_begin, int64_t m_end,
+                       GemmDest dest) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(kLag >= 0 && kLag < kKB && kLag <= kW4Stages - 3, "the lag must leave the producer stages to fill");
   extern __shared__ uint8_t smem_raw[];
@@ -378,9 +395,13 @@ __global__ void __launch_bounds__(kWThreads, 1)
     for (int i = 0; i < 4; ++i) tile_arrivals[i] = 0;
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
+  if (kPtpc)  // every stage's scales 1.0f once (the producer never writes them): the blockscale promotion with
+              // unit scales is ptpc's unscaled total + dot, and the consumers' code stays blockscale's
+    for (int i = tid; i < kW4Stages * kW4StageS / 4; i += kWThreads) reinterpret_cast<float*>(sS)[i] = 1.0f;
   __syncthreads();
   constexpr int KB = kKB;  // K / 128, checked by the launcher
   (void)K;
+  (void)SA;  // blockscale reads its A scales through tm_sa
   const int tiles_n = int(N / kBlockN);
   const int units = int((m_end - m_begin) / kBlockM) * tiles_n;
   const int my_units = int(blockIdx.x) < units ? (units - int(blockIdx.x) + int(gridDim.x) - 1) / int(gridDim.x) : 0;
@@ -390,21 +411,21 @@ __global__ void __launch_bounds__(kWThreads, 1)
     if (tid == 0) {
       tma_prefetch_desc(&tm_a);
       tma_prefetch_desc(&tm_b);
-      tma_prefetch_desc(&tm_sa);
+      if (!kPtpc) tma_prefetch_desc(&tm_sa);
       int stage = 0;
       uint32_t phase = 0;
       for (int u = int(blockIdx.x); u < units; u += int(gridDim.x)) {
         const int m0 = int(m_begin) + (u / tiles_n) * kBlockM;
         const int nb = u % tiles_n;
         for (int kb = 0; kb < KB; ++kb) {
-          const float sbv = __ldg(SB + int64_t(nb) * KB + kb);
+          const float sbv = kPtpc ? 1.0f : __ldg(SB + int64_t(nb) * KB + kb);
           mbar_wait(empty + stage, phase ^ 1);
           uint8_t* ss = sS + stage * kW4StageS;
-          *reinterpret_cast<float*>(ss + kBlockM * 4) = sbv;  // published by the arrive below (release)
-          mbar_expect_tx(full + stage, kStageA + kStageB + kBlockM * 4);
+          if (!kPtpc) *reinterpret_cast<float*>(ss + kBlockM * 4) = sbv;  // published by the arrive below (release)
+          mbar_expect_tx(full + stage, kStageA + kStageB + (kPtpc ? 0 : kBlockM * 4));
           tma_load_2d(sA + stage * kStageA, &tm_a, full + stage, kb * kBlockK, m0);
           tma_load_2d(sB + stage * kStageB, &tm_b, full + stage, kb * kBlockK, nb * kBlockN);
-          tma_load_2d(ss, &tm_sa, full + stage, m0, kb);
+          if (!kPtpc) tma_load_2d(ss, &tm_sa, full + stage, m0, kb);
           if (++stage == kW4Stages) {
             stage = 0;
             phase ^= 1;
@@ -441,6 +462,19 @@ __global__ void __launch_bounds__(kWThreads, 1)
       for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(a[i])::"memory");
     };
     auto store_and_release = [&]() {
+      if constexpr (kPtpc) {
+        // The scales are loaded where they are used (volatile loads the compiler cannot hoist into the main
+        // loop, where every register is taken), one column pair at a time; they hit L1 after a tile's first.
+        const float sa0 = ld_volatile_f32(SA + m0 + lrow), sa1 = ld_volatile_f32(SA + m0 + lrow + 8);
+#pragma unroll
+        for (int j = 0; j < 16; ++j) {
+          const float2 sb = ld_volatile_f32x2(SB + n0 + 8 * j + 2 * tq);
+          total[4 * j + 0] = nm::ptpc_epilogue(total[4 * j + 0], sa0, sb.x);
+          total[4 * j + 1] = nm::ptpc_epilogue(total[4 * j + 1], sa0, sb.y);
+          total[4 * j + 2] = nm::ptpc_epilogue(total[4 * j + 2], sa1, sb.x);
+          total[4 * j + 3] = nm::ptpc_epilogue(total[4 * j + 3], sa1, sb.y);
+        }
+      }
       int slice = 0;
       uint16_t* C = tile_dest(dest, m0, slice);
       uint32_t packed[32], nan_seen = 0;  // [2j]: row lrow, [2j + 1]: row lrow + 8, columns 8j + 2tq
@@ -483,7 +517,7 @@ __global__ void __launch_bounds__(kWThreads, 1)
       for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(a[i])::"memory");
       const int st = gi % kW4Stages;
       const float* ss = reinterpret_cast<const float*>(sS + st * kW4StageS);
-      const float sa0 = ss[lrow], sa1 = ss[lrow + 8], sbv = ss[kBlockM];
+      const float sa0 = ss[lrow], sa1 = ss[lrow + 8], sbv = ss[kBlockM];  // kPtpc: 1.0f, set once
       if (lane == 0) mbar_arrive(empty + st);
 #pragma unroll
       for (int j = 0; j < 16; ++j) {
@@ -525,6 +559,7 @@ __global__ void __launch_bounds__(kWThreads, 1)
     }
   }
 #else
+  (void)SA;
   (void)SB;
   (void)N;
   (void)K;

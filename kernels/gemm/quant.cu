@@ -143,6 +143,9 @@ gpuError_t launch_gemm_quant(const GemmOperands& op, int64_t m_begin, int64_t m_
 }
 
 const char* gemm_quant_kernel_name(const GemmOperands& op) {
+  if (quant_wgmma_runs(op, 0, 0) && op.quant == Quant::Ptpc && op.k == 2048)
+    return "wgmma m64n128k32 e4m3 + TMA/mbarrier, dot promoted per 128 K, ptpc epilogue, two accumulator sets, "
+           "consumer warpgroups 2 K blocks apart, 16-byte stores, persistent, 128x128 tiles (gemm_wgmma4_kernel)";
   if (quant_wgmma_runs(op, 0, 0))
     return op.quant == Quant::Ptpc
                ? "wgmma m64n128k32 e4m3 + TMA/mbarrier, dot promoted per 128 K, ptpc epilogue, persistent, 128x128 "
