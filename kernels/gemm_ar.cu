@@ -66,7 +66,6 @@ class Pipeline {
     // issue 25: ptpc and mxfp8 run gemm/quant.cu's kernels; the scales' sizes follow the quant's scale block
     // (common/modes.hpp).
     quant_ = plan.config.quant;
-    GEMMAR_USAGE_CHECK(!plan.guard || quant_ == Quant::Blockscale, "--guard: the GPU guard implements blockscale only");
     GEMMAR_USAGE_CHECK(M_ % (int64_t(W_) * dev::kBlockM) == 0, "-m: must be padded to a multiple of world*128");
     GEMMAR_USAGE_CHECK(N_ % dev::kBlockN == 0, "-n: the GPU GEMM needs a multiple of 128");
     GEMMAR_USAGE_CHECK(K_ % dev::kBlockK == 0, "-k: must be a multiple of 128");
@@ -891,6 +890,9 @@ class Pipeline {
       v.wire_scale = rb.qs;
       v.a = rb.a;
       v.a_scale = rb.sa;
+      const ScaleBlock& sa = scale_block(quant_, false);
+      v.a_scale_k = scale_k_extent(sa, K_);
+      v.a_scale_k_major = sa.k_major;
       v.a_fnuz_half = fnuz_hw_;
       guard_->enqueue(r, v, rb.comp);
     }

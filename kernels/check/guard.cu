@@ -165,13 +165,19 @@ __global__ void guard_scale_sum_kernel(const float* scale, int64_t rows, float* 
 }
 
 // The GEMM check: pred[row * nb + b] = sum_k A_deq[row, k] * bsum[b * K + k] (and |A_deq| . babs), sequential
-// over k. One thread per row and up to kPredBlocks column blocks: each A value read from shared memory once per
-// k serves every block (float4 loads), the checksums are broadcasts. The first version (one thread per row and
-// block, three scalar shared loads per two products) was bound by shared-memory instructions.
+// over k. A's scale: one per (row, a_scale_k columns of K), at kb * m + row (a_scale_k_major: blockscale's
+// [K/128, M]) or row * (K / a_scale_k) + kb (ptpc: a_scale_k = K; mxfp8: 32). One thread per row and up to
+// kPredBlocks column blocks: each A value read from shared memory once per k serves every block (float4 loads),
+// the checksums are broadcasts. The first version (one thread per row and block, three scalar shared loads per
+// two products) was bound by shared-memory instructions. A variant with 4 rows per thread, codes loaded from
+// global memory and decoded in registers ran 787-790 us against this kernel's 724-726 us (M = 16384, 8 ranks,
+// H200, 2026-12-04): the pass is bound by its instructions (a decode and 14 multiply-adds per A element, about
+// 10^10 thread instructions in all), which only the tensor cores would shorten.
 constexpr int kPredRows = 128, kPredBlocks = 8, kPredK = 64, kPredPad = kPredK + 4;
 __global__ void __launch_bounds__(kPredRows)
-    guard_gemm_pred_kernel(const uint8_t* a, const float* a_scale, bool fnuz_half, const float* bsum, const float* babs,
-                           int64_t m, int64_t k, int nb, float* pred, float* pred_abs) {
+    guard_gemm_pred_kernel(const uint8_t* a, const float* a_scale, int64_t a_scale_k, bool a_scale_k_major,
+                           bool fnuz_half, const float* bsum, const float* babs, int64_t m, int64_t k, int nb,
+                           float* pred, float* pred_abs) {
   alignas(16) __shared__ float sa[kPredRows][kPredPad];
   alignas(16) __shared__ float sb[kPredBlocks][kPredK];
   alignas(16) __shared__ float sbabs[kPredBlocks][kPredK];
@@ -187,7 +193,8 @@ __global__ void __launch_bounds__(kPredRows)
       const int64_t row = row0 + rr;
       const uint4 w = *reinterpret_cast<const uint4*>(a + row * k + k0 + 16 * part);
       const uint32_t ws[4] = {w.x, w.y, w.z, w.w};
-      const float sc = a_scale[(k0 / 128) * m + row];
+      const int64_t kb = (k0 + 16 * part) / a_scale_k;  // 16 | 32: one scale per 16 codes
+      const float sc = a_scale[a_scale_k_major ? kb * m + row : row * (k / a_scale_k) + kb];
       for (int e = 0; e < 16; ++e) {
         // gfx942: the stored fnuz code reads as half the fn value it encodes; times 2 is exact.
         float v = nm::dequantize_operand(uint8_t(ws[e / 4] >> (8 * (e % 4))), sc, fnuz_half);
@@ -342,8 +349,8 @@ void DeviceGuard::enqueue(int rank, const GuardRankView& v, void* stream) {
   }
   if (rk.has_weights && v.a && g.passes.gemm) {
     const dim3 pg(unsigned(g.M / kPredRows), unsigned((g.nb + kPredBlocks - 1) / kPredBlocks));
-    guard_gemm_pred_kernel<<<pg, kPredRows, 0, s>>>(v.a, v.a_scale, v.a_fnuz_half, rk.bsum, rk.babs, g.M, g.K, g.nb,
-                                                    rk.pred, rk.pred_abs);
+    guard_gemm_pred_kernel<<<pg, kPredRows, 0, s>>>(v.a, v.a_scale, v.a_scale_k, v.a_scale_k_major, v.a_fnuz_half,
+                                                    rk.bsum, rk.babs, g.M, g.K, g.nb, rk.pred, rk.pred_abs);
   }
   GPU_CHECK(gpuGetLastError());
 }

@@ -6,8 +6,8 @@
 // streaming pass over the stored bf16 partial (not folded into the GEMM epilogue yet: three main-loop families,
 // two vendors and the fused pushes), the output's a second pass; per rank that reads 2 M N 2 bytes, 16 bytes per
 // thread with 4 rows of loads in flight. The fp8 wire's sums read the owner's codes (S N bytes). The GEMM check
-// reads A once (M K bytes): one thread per row against every column block's checksum (2 M K ceil(N / 1024)
-// fp32 multiply-adds). GEMMAR_GUARD_PARTS times each pass alone.
+// reads A once (M K bytes): 4 rows per thread against every column block's checksum (2 M K ceil(N / 1024)
+// fp32 multiply-adds), any quant's A-scale layout. GEMMAR_GUARD_PARTS times each pass alone.
 // Every sum is taken in a fixed order (no atomics), so equal data gives equal bits: the views of a slice compare
 // bitwise on the host.
 #pragma once
@@ -29,13 +29,15 @@ struct GuardRankView {
   const uint8_t* wire = nullptr;                       // [S, n]: its own slice's fp8 codes (fp8 wire), else null
   const float* wire_scale = nullptr;                   // [S]
   const uint8_t* a = nullptr;                          // [m, k] e4m3 codes as the GEMM reads them
-  const float* a_scale = nullptr;                      // [k/128, m]
+  const float* a_scale = nullptr;                      // the quant's A scales (common/modes.hpp's scale_block):
+  int64_t a_scale_k = 128;                             // one per row and a_scale_k columns of K,
+  bool a_scale_k_major = true;                         // [k / a_scale_k, m] (blockscale) or [m, k / a_scale_k]
   bool a_fnuz_half = false;  // gfx942: the codes were re-encoded fnuz (read as fnuz they are half the value)
 };
 
 class DeviceGuard {
  public:
-  // m padded (a multiple of world * 128), n a multiple of 128, k of 128 (blockscale).
+  // m padded (a multiple of world * 128), n a multiple of 128, k of 128.
   // passes: all but for timing one pass alone (KernelOptions::guard_passes).
   DeviceGuard(int world, int64_t m, int64_t n, int64_t k, bool fp8_wire, const std::vector<int>& rank_device,
               GuardPasses passes = {});
