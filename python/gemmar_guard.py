@@ -18,9 +18,14 @@ sums per slice (slice s = the rows rank s owns) and row sums; the ranks all_gath
 Use, after the op, on every rank (torch.distributed initialised):
 
     import gemmar_guard as gg
-    weights = gg.weights_checksum(b_fp8, b_scale)           # once, when the weights are loaded
-    out = gemm_ar(a, b, a_scale, b_scale)                   # the op; `partial` is its local GEMM output
-    gg.guard_call(partial, out, fp8_wire=True, a=a, a_scale=a_scale, weights=weights, on_finding="raise")
+    weights = gg.weights_checksum(b_fp8, b_scale, quant="ptpc")  # once, when the weights are loaded
+    out = gemm_ar(a, b, a_scale, b_scale)                        # the op; `partial` is its local GEMM output
+    gg.guard_call(partial, out, fp8_wire=True, a=a, a_scale=a_scale, weights=weights, quant="ptpc",
+                  on_finding="raise")
+
+quant is "blockscale" (the default), "ptpc" or "mxfp8", with the scale layouts of gemmar_dump.QUANTS
+(common/modes.hpp's scale blocks): blockscale A [K/128, M] (or torch._scaled_mm's [M, K/128]), B [N/128, K/128];
+ptpc A [M], B [N] (or [rows, 1]); mxfp8 A [M, K/32], B [N/32, K/32] (mori's weights: one scale per 32x32 block).
 
 For tests and a single device: guard_ranks(partials, outputs, ...) takes every rank's tensors at once.
 `python3 gemmar_guard.py --selftest [--device cuda]` emulates the op on one device with W ranks as tensors,
@@ -30,7 +35,11 @@ formulas below are plain Python (importable without torch).
 import argparse
 import logging
 import math
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gemmar_dump import QUANTS  # noqa: E402  the scale layouts, checked against common/modes.hpp by the tests
 
 U_BF16 = 2.0 ** -8
 U_FP32 = 2.0 ** -24
@@ -88,13 +97,27 @@ def _torch():
     return torch
 
 
-def weights_checksum(b_codes, b_scale, k_block=128):
+def expand_scale(scale, rows, k, quant="blockscale", operand="a"):
+    """The per-element scales [rows, K] of an operand from its quant's scale tensor (QUANTS[quant][operand]:
+    one scale per `rows` x `k` block, k 0 = the whole K; k_major = stored [K/k, rows])."""
+    blk = QUANTS[quant][operand]
+    kext = blk["k"] or k
+    rb, kb = -(-rows // blk["rows"]), k // kext
+    s = scale.float()
+    if blk["k_major"]:  # stored [K/k, rows]; torch._scaled_mm's [rows, K/k] is taken as it is
+        s = s if (s.dim() == 2 and tuple(s.shape) == (rb, kb) and rb != kb) else s.reshape(kb, rb).t()
+    else:
+        s = s.reshape(rb, kb)
+    return s.repeat_interleave(blk["rows"], 0)[:rows].repeat_interleave(kext, 1)[:, :k]
+
+
+def weights_checksum(b_codes, b_scale, quant="blockscale"):
     """The weights' checksum, once at load time: per column block b, bsum[b, k] = sum over its columns of
-    B_deq[n, k] (and babs over |B_deq|). b_codes [N, K] (float8_e4m3fn or any float), b_scale [N/128, K/128]."""
+    B_deq[n, k] (and babs over |B_deq|). b_codes [N, K] (float8_e4m3fn or any float), b_scale in the quant's
+    layout (blockscale [N/128, K/128], ptpc [N], mxfp8 [N/32, K/32])."""
     torch = _torch()
     n, k = b_codes.shape
-    scale = b_scale.float().repeat_interleave(128, 0)[:n].repeat_interleave(k_block, 1)[:, :k]
-    b = b_codes.float() * scale
+    b = b_codes.float() * expand_scale(b_scale, n, k, quant, "b")
     nb = (n + COLUMN_BLOCK - 1) // COLUMN_BLOCK
     pad = nb * COLUMN_BLOCK - n
     bp = torch.nn.functional.pad(b, (0, 0, 0, pad)).view(nb, COLUMN_BLOCK, k)
@@ -122,9 +145,9 @@ def _wire_slice(own, scale_rule="mori"):
 
 
 def rank_sums(partial, output, rank, world, fp8_wire=False, a=None, a_scale=None, weights=None,
-              scale_rule="mori"):
+              scale_rule="mori", quant="blockscale"):
     """One rank's checksums (a dict of fp32 tensors): partial/output [M, N] bf16, M a multiple of world.
-    a [M, K] fp8 and a_scale [K/128, M] (blockscale, column-major) with weights enable the GEMM check."""
+    a [M, K] fp8 and a_scale (the quant's layout: blockscale [K/128, M]) with weights enable the GEMM check."""
     torch = _torch()
     m, n = output.shape
     s_rows = m // world
@@ -150,7 +173,7 @@ def rank_sums(partial, output, rank, world, fp8_wire=False, a=None, a_scale=None
         s["wire_scale_sum"] = scales.sum().reshape(1)
     if a is not None and weights is not None:
         k = a.shape[1]
-        a_deq = a.float() * a_scale.float().t().repeat_interleave(128, 1)[:, :k]
+        a_deq = a.float() * expand_scale(a_scale, a.shape[0], k, quant, "a")
         bsum, babs = weights
         prec = torch.get_float32_matmul_precision()
         torch.set_float32_matmul_precision("highest")  # no TF32: the bound assumes fp32 products
@@ -167,7 +190,7 @@ def _same_bits(x, y):
     return torch.equal(x.contiguous().view(torch.int32), y.contiguous().view(torch.int32))
 
 
-def check(sums, fp8_wire=False, k=None, fnuz=False):
+def check(sums, fp8_wire=False, k=None, fnuz=False, quant="blockscale"):
     """Judges one call from every rank's sums (list, index = rank): [(code, message), ...], empty when clean."""
     torch = _torch()
     world = len(sums)
@@ -234,9 +257,9 @@ def check(sums, fp8_wire=False, k=None, fnuz=False):
                              dtype=torch.float64, device=x["partial_blk"].device)
         gt = terms * U_FP32 / (1 - terms * U_FP32)
         gk = gamma(k + 3, U_FP32)
-        bound = (gamma(gemm_roundings(k) + 2, U_FP32) + gamma(k + 1, U_FP32)) * x["gemm_pred_abs"].double() * \
-            (1 + gk) / (1 - gk) + (U_BF16 + gt) * x["partial_blk_abs"].double() * (1 + gt) / (1 - gt) + \
-            terms * BF16_UNDERFLOW
+        g_gemm = gamma(gemm_roundings(k, QUANTS[quant]["a"]["k"] or k) + 2, U_FP32)
+        bound = (g_gemm + gamma(k + 1, U_FP32)) * x["gemm_pred_abs"].double() * (1 + gk) / (1 - gk) + \
+            (U_BF16 + gt) * x["partial_blk_abs"].double() * (1 + gt) / (1 - gt) + terms * BF16_UNDERFLOW
         w = worst((x["partial_blk"].double() - x["gemm_pred"].double()).abs(), bound)
         if w:
             add("GUARD_GEMM", f"rank {r}'s partial: {w[0]} row blocks off A . checksum(B) beyond the GEMM's "
@@ -249,13 +272,13 @@ _KEYS = ["partial_col", "partial_col_abs", "out_col", "out_col_abs", "partial_bl
 
 
 def guard_call(partial, output, fp8_wire=False, a=None, a_scale=None, weights=None, group=None,
-               on_finding="raise", scale_rule="mori"):
+               on_finding="raise", scale_rule="mori", quant="blockscale"):
     """After the op on every rank: all_gather the sums over torch.distributed, judge, raise GuardError or log."""
     torch = _torch()
     import torch.distributed as dist
     world = dist.get_world_size(group)
     rank = dist.get_rank(group)
-    mine = rank_sums(partial, output, rank, world, fp8_wire, a, a_scale, weights, scale_rule)
+    mine = rank_sums(partial, output, rank, world, fp8_wire, a, a_scale, weights, scale_rule, quant)
     keys = [key for key in _KEYS if key in mine]
     flat = torch.cat([mine[key].float().flatten() for key in keys])
     gathered = [torch.empty_like(flat) for _ in range(world)]
@@ -268,17 +291,17 @@ def guard_call(partial, output, fp8_wire=False, a=None, a_scale=None, weights=No
             d[key] = g[off:off + cnt].view(mine[key].shape)
             off += cnt
         sums.append(d)
-    return _report(check(sums, fp8_wire, a.shape[1] if a is not None else None), on_finding)
+    return _report(check(sums, fp8_wire, a.shape[1] if a is not None else None, quant=quant), on_finding)
 
 
 def guard_ranks(partials, outputs, fp8_wire=False, a=None, a_scales=None, weights=None, on_finding="raise",
-                scale_rule="mori"):
+                scale_rule="mori", quant="blockscale"):
     """Every rank's tensors at once (ranks as tensors on one device): the same check without a process group."""
     world = len(outputs)
     sums = [rank_sums(partials[r], outputs[r], r, world, fp8_wire, a[r] if a else None,
-                      a_scales[r] if a_scales else None, weights[r] if weights else None, scale_rule)
+                      a_scales[r] if a_scales else None, weights[r] if weights else None, scale_rule, quant)
             for r in range(world)]
-    return _report(check(sums, fp8_wire, a[0].shape[1] if a else None), on_finding)
+    return _report(check(sums, fp8_wire, a[0].shape[1] if a else None, quant=quant), on_finding)
 
 
 def _report(findings, on_finding):
@@ -318,40 +341,53 @@ def _emulate(partials_f32, fp8_wire, scale_rule, fault=None):
     return local, outs
 
 
-def selftest(device="cpu", world=8, m=1024, n=2048, k=256, seed=7):
+def _stored_scales(quant, operand, rows, k, g):
+    """Random scales in the quant's stored layout (mxfp8: powers of two, as e8m0)."""
+    torch = _torch()
+    blk = QUANTS[quant][operand]
+    kb, rb = k // (blk["k"] or k), -(-rows // blk["rows"])
+    shape = [rb] if not blk["k"] else ([kb, rb] if blk["k_major"] else [rb, kb])
+    s = torch.rand(*shape, generator=g) * 0.01 + 0.01
+    return torch.exp2(torch.round(torch.log2(s))) if QUANTS[quant]["e8m0_scales"] else s
+
+
+def selftest(device="cpu", world=8, m=1024, n=2048, k=256, seed=7, quant="blockscale"):
     torch = _torch()
     g = torch.Generator(device="cpu").manual_seed(seed)
     a, a_scales, weights, parts = [], [], [], []
     for _ in range(world):
         ar = (torch.randn(m, k, generator=g) / 2).to(torch.float8_e4m3fn).to(device)
-        sa = (torch.rand(k // 128, m, generator=g) * 0.01 + 0.01).to(device)
+        sa = _stored_scales(quant, "a", m, k, g).to(device)
         br = (torch.randn(n, k, generator=g) / 2).to(torch.float8_e4m3fn).to(device)
-        sb = (torch.rand(n // 128, k // 128, generator=g) * 0.01 + 0.01).to(device)
-        a_deq = ar.float() * sa.t().repeat_interleave(128, 1)
-        b_deq = br.float() * sb.repeat_interleave(128, 0).repeat_interleave(128, 1)
+        sb = _stored_scales(quant, "b", n, k, g).to(device)
+        a_deq = ar.float() * expand_scale(sa, m, k, quant, "a")
+        b_deq = br.float() * expand_scale(sb, n, k, quant, "b")
         prec = torch.get_float32_matmul_precision()
         torch.set_float32_matmul_precision("highest")
         parts.append(a_deq @ b_deq.t())
         torch.set_float32_matmul_precision(prec)
         a.append(ar)
         a_scales.append(sa)
-        weights.append(weights_checksum(br, sb))
+        weights.append(weights_checksum(br, sb, quant))
     failures = 0
-    cases = [(None, False, []), (None, True, []), ("silent-scatter", False, ["GUARD_REDUCE"]),
-             ("silent-gather", False, ["GUARD_GATHER"]), ("silent-gather", True, ["GUARD_GATHER"]),
-             ("wire-bypassed", True, ["GUARD_WIRE"]), ("perturb-rank", False, ["GUARD_GEMM"]),
-             ("stale-output", True, ["GUARD_REDUCE"])]
-    for fault, fp8, want in cases:
+    # The op's wire and the guard's re-quantization follow the same recipe: mori's (the default) in every case,
+    # and once the true-division variant on both sides (scale_rule="div"). A mismatch is a GUARD_GATHER by design
+    # (on a CPU the two recipes' scales differ in the last bit in about half of the rows).
+    cases = [(None, False, [], "mori"), (None, True, [], "mori"), (None, True, [], "div"),
+             ("silent-scatter", False, ["GUARD_REDUCE"], "mori"), ("silent-gather", False, ["GUARD_GATHER"], "mori"),
+             ("silent-gather", True, ["GUARD_GATHER"], "mori"), ("wire-bypassed", True, ["GUARD_WIRE"], "mori"),
+             ("perturb-rank", False, ["GUARD_GEMM"], "mori"), ("stale-output", True, ["GUARD_REDUCE"], "mori")]
+    for fault, fp8, want, rule in cases:
         p = [x * 1.25 if (fault == "perturb-rank" and r == 3) else x for r, x in enumerate(parts)]
-        local, outs = _emulate(p, fp8, "div", fault)
+        local, outs = _emulate(p, fp8, rule, fault)
         if fault == "stale-output":
-            _, outs = _emulate([x * 2 for x in parts], fp8, "div")
-        got = guard_ranks(local, outs, fp8, a, a_scales, weights, on_finding="return")
+            _, outs = _emulate([x * 2 for x in parts], fp8, rule)
+        got = guard_ranks(local, outs, fp8, a, a_scales, weights, on_finding="return", scale_rule=rule, quant=quant)
         codes = sorted({c for c, _ in got})
         ok = codes == sorted(want)
         failures += not ok
-        print(f"{'ok  ' if ok else 'FAIL'} fault={fault or 'none':15s} wire={'fp8' if fp8 else 'bf16'} "
-              f"codes={codes} expected={want}" + ("" if ok else f" {got}"))
+        print(f"{'ok  ' if ok else 'FAIL'} quant={quant:10s} fault={fault or 'none':15s} "
+              f"wire={'fp8 ' + rule if fp8 else 'bf16'} codes={codes} expected={want}" + ("" if ok else f" {got}"))
     return failures
 
 
@@ -360,6 +396,8 @@ def main():
     ap.add_argument("--selftest", action="store_true", help="emulate the op with W ranks on one device and check")
     ap.add_argument("--device", default="cpu", help="torch device of the self-test (default: cpu)")
     ap.add_argument("--world", type=int, default=8, help="ranks of the self-test (default: 8)")
+    ap.add_argument("--quant", default="all", choices=["all"] + list(QUANTS),
+                    help="the self-test's quant (default: all three)")
     args = ap.parse_args()
     if not args.selftest:
         ap.print_help()
@@ -369,7 +407,8 @@ def main():
     except ImportError:
         print("gemmar_guard: torch is not importable", file=sys.stderr)
         return 3
-    failures = selftest(args.device, args.world)
+    failures = sum(selftest(args.device, args.world, quant=q)
+                   for q in (QUANTS if args.quant == "all" else [args.quant]))
     print(f"{failures} failure(s)")
     return 1 if failures else 0
 
