@@ -60,6 +60,7 @@ __device__ __forceinline__ uint64_t smem_desc(const void* p) {
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); }
 __device__ __forceinline__ void consumer_bar() { asm volatile("bar.sync 1, 256;" ::: "memory"); }
 
 __device__ __forceinline__ void wgmma_m64n128k32_e4m3(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {
@@ -108,9 +109,9 @@ __device__ __forceinline__ void wgmma_m64n128k32_e4m3_zero(float (&d)[64], uint6
 //               128 K, so the tensor cores' accumulation never spans more than one K block) and
 //               numerics::ptpc_epilogue applies sa * sb once before the store
 //   Mx          SA [M, K/32], SB [N/32, K/32] (powers of two; B's per 32x32 block, mori's weight layout): every
-//               32-wide K step is its own wgmma, waited for and
-//               promoted with block_accumulate and that step's scales (Hopper has no MX instruction); the B
-//               scales of the tile's 128 columns for the K block are staged in shared memory per warpgroup
+//               32-wide K step is its own wgmma, promoted with block_accumulate and that step's scales (Hopper
+//               has no MX instruction), two accumulator sets so that step s + 1 runs while step s is promoted;
+//               the B scales of the tile's 128 columns for the K block are staged in shared memory per warpgroup
 enum class WgmmaScales { Blockscale, Ptpc, Mx };
 constexpr int kMxSteps = kBlockK / 32;                 // 32-wide scale steps per 128-wide K block
 constexpr int kMxBRows = 32;                           // B rows (N) per mxfp8 scale block
@@ -147,7 +148,10 @@ __global__ void __launch_bounds__(kWThreads, 1)
   const int tiles_n = int(N / kBlockN);
   const int tiles = int((m_end - m_begin) / kBlockM) * tiles_n;
 
+  // mxfp8 keeps two accumulator sets and the total (192 floats) per consumer thread: the producer hands its
+  // registers over (setmaxnreg, as gemm_wgmma4_kernel), or ptxas spills and serializes every wgmma (C7512).
   if (wg == 0) {  // producer
+    if constexpr (kMx) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
     if (tid == 0) {
       int stage = 0;
       uint32_t phase = 0;
@@ -169,6 +173,7 @@ __global__ void __launch_bounds__(kWThreads, 1)
   }
 
   // consumers: warpgroup c = wg - 1 owns rows [64c, 64c + 64) of the tile
+  if constexpr (kMx) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
   const int c = wg - 1;
   const int lt = tid - 128 * wg;  // thread within the warpgroup
   const int w = lt / 32, lane = lt % 32;
@@ -181,7 +186,8 @@ __global__ void __launch_bounds__(kWThreads, 1)
     const int64_t n0 = int64_t(t % tiles_n) * kBlockN;
     const int64_t r0 = m0 + 64 * c + 16 * w + g;  // this thread's rows r0 and r0 + 8
     const float* sb_row = kScales == WgmmaScales::Blockscale ? SB + (n0 / kBlockN) * KB : SB;
-    float total[64], acc[64];
+    float total[64], acc[64], acc2[kMx ? 64 : 1];  // acc2: mxfp8's second accumulator set
+    (void)acc2;
 #pragma unroll
     for (int i = 0; i < 64; ++i) total[i] = 0.0f;
     for (int kb = 0; kb < KB; ++kb) {
@@ -195,26 +201,45 @@ __global__ void __launch_bounds__(kWThreads, 1)
           my_mx[i] = SB[((n0 + col) / kMxBRows) * KS + kb * kMxSteps + step];
         }
         asm volatile("bar.sync %0, 128;" ::"r"(3 + c) : "memory");
-#pragma unroll
-        for (int ks = 0; ks < kMxSteps; ++ks) {
+        // The 4 steps' A scales of this thread's two rows, loaded before the first wgmma (16-byte loads: K/32 is
+        // a multiple of 4). Two accumulator sets: step s + 1 is issued before step s is waited for and promoted,
+        // so the tensor cores run under the promotion (wait_group 1) instead of idling through it.
+        static_assert(kMxSteps == 4, "one float4 of A scales per row and K block");
+        const float4 sa0v = *reinterpret_cast<const float4*>(SA + r0 * KS + kb * kMxSteps);
+        const float4 sa1v = *reinterpret_cast<const float4*>(SA + (r0 + 8) * KS + kb * kMxSteps);
+        const float sa0s[4] = {sa0v.x, sa0v.y, sa0v.z, sa0v.w}, sa1s[4] = {sa1v.x, sa1v.y, sa1v.z, sa1v.w};
+        auto issue = [&](int ks, float(&d)[64]) {
           wgmma_fence();
-          wgmma_m64n128k32_e4m3_zero(acc, smem_desc(a_tile + ks * 32), smem_desc(b_tile + ks * 32));
+          wgmma_m64n128k32_e4m3_zero(d, smem_desc(a_tile + ks * 32), smem_desc(b_tile + ks * 32));
           wgmma_commit();
-          wgmma_wait0();
 #pragma unroll
-          for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(acc[i])::"memory");
-          const int kq = kb * kMxSteps + ks;
-          const float sa0 = SA[r0 * KS + kq], sa1 = SA[(r0 + 8) * KS + kq];
+          for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
+        };
+        auto promote = [&](int ks, float(&d)[64]) {
+#pragma unroll
+          for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
           const float* sbs = my_mx + ks * kBlockN + 2 * tq;
 #pragma unroll
           for (int j = 0; j < 16; ++j) {
             const float sb0 = sbs[8 * j], sb1 = sbs[8 * j + 1];
-            total[4 * j + 0] = nm::block_accumulate(total[4 * j + 0], acc[4 * j + 0], sa0, sb0);
-            total[4 * j + 1] = nm::block_accumulate(total[4 * j + 1], acc[4 * j + 1], sa0, sb1);
-            total[4 * j + 2] = nm::block_accumulate(total[4 * j + 2], acc[4 * j + 2], sa1, sb0);
-            total[4 * j + 3] = nm::block_accumulate(total[4 * j + 3], acc[4 * j + 3], sa1, sb1);
+            total[4 * j + 0] = nm::block_accumulate(total[4 * j + 0], d[4 * j + 0], sa0s[ks], sb0);
+            total[4 * j + 1] = nm::block_accumulate(total[4 * j + 1], d[4 * j + 1], sa0s[ks], sb1);
+            total[4 * j + 2] = nm::block_accumulate(total[4 * j + 2], d[4 * j + 2], sa1s[ks], sb0);
+            total[4 * j + 3] = nm::block_accumulate(total[4 * j + 3], d[4 * j + 3], sa1s[ks], sb1);
           }
-        }
+        };
+        issue(0, acc);
+        issue(1, acc2);
+        wgmma_wait1();
+        promote(0, acc);
+        issue(2, acc);
+        wgmma_wait1();
+        promote(1, acc2);
+        issue(3, acc2);
+        wgmma_wait1();
+        promote(2, acc);
+        wgmma_wait0();
+        promote(3, acc2);
         asm volatile("bar.sync %0, 128;" ::"r"(3 + c) : "memory");  // every lane read the staged scales
         mbar_arrive(empty + stage);
         if (++stage == kStagesW) {
@@ -293,7 +318,6 @@ __global__ void __launch_bounds__(kWThreads, 1)
 __device__ __forceinline__ void tma_prefetch_desc(const gpuTensorMap* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
-__device__ __forceinline__ void wgmma_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); }
 
 // ---------------------------------------------------------------------------------------------------------
 // gemm_wgmma4_kernel: 128 x 128 tiles, 1 producer (setmaxnreg 40) + 2 consumer warpgroups of 64 rows (232), 6
