@@ -168,7 +168,7 @@ struct PredictionBuilder {
     } else if (mt.fused) {
       const bool sdma = mt.scatter_by_copy_engine;
       // One device, fused-lsa: the epilogue's stores into the owners' slots are the C write itself (same
-      // HBM, same bytes, one launch), so neither the chunked-launch overhead nor a push tail exists.
+      // HBM, same bytes), so no push tail exists.
       const bool stores_are_c = p.one_device && !sdma;
       const double gemm_f = stores_are_c ? gemm_only : gemm_only * (1.0 + p.gemm.epilogue_slowdown);
       // Pushes start when the first wave of tiles is done (after the launch and the K-proportional fill), one put
