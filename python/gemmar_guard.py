@@ -35,11 +35,9 @@ formulas below are plain Python (importable without torch).
 import argparse
 import logging
 import math
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gemmar_dump import QUANTS  # noqa: E402  the scale layouts, checked against common/modes.hpp by the tests
+from gemmar_dump import QUANTS, _stored_scale_shape  # the scale layouts, checked against common/modes.hpp
 
 U_BF16 = 2.0 ** -8
 U_FP32 = 2.0 ** -24
@@ -344,10 +342,7 @@ def _emulate(partials_f32, fp8_wire, scale_rule, fault=None):
 def _stored_scales(quant, operand, rows, k, g):
     """Random scales in the quant's stored layout (mxfp8: powers of two, as e8m0)."""
     torch = _torch()
-    blk = QUANTS[quant][operand]
-    kb, rb = k // (blk["k"] or k), -(-rows // blk["rows"])
-    shape = [rb] if not blk["k"] else ([kb, rb] if blk["k_major"] else [rb, kb])
-    s = torch.rand(*shape, generator=g) * 0.01 + 0.01
+    s = torch.rand(*_stored_scale_shape(quant, operand, rows, k), generator=g) * 0.01 + 0.01
     return torch.exp2(torch.round(torch.log2(s))) if QUANTS[quant]["e8m0_scales"] else s
 
 

@@ -171,8 +171,8 @@ __global__ void guard_scale_sum_kernel(const float* scale, int64_t rows, float* 
 // the checksums are broadcasts. The first version (one thread per row and block, three scalar shared loads per
 // two products) was bound by shared-memory instructions. A variant with 4 rows per thread, codes loaded from
 // global memory and decoded in registers ran 787-790 us against this kernel's 724-726 us (M = 16384, 8 ranks,
-// H200, 2026-12-04): the pass is bound by its instructions (a decode and 14 multiply-adds per A element, about
-// 10^10 thread instructions in all), which only the tensor cores would shorten.
+// H200, 2026-12-04). Most likely the pass is bound by its instructions (a decode and 14 multiply-adds per A
+// element; an estimate from the code, not a profile), which only the tensor cores would shorten.
 constexpr int kPredRows = 128, kPredBlocks = 8, kPredK = 64, kPredPad = kPredK + 4;
 __global__ void __launch_bounds__(kPredRows)
     guard_gemm_pred_kernel(const uint8_t* a, const float* a_scale, int64_t a_scale_k, bool a_scale_k_major,

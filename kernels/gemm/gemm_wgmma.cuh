@@ -382,17 +382,6 @@ __device__ __forceinline__ uint4 quad_transpose4(uint32_t p0, uint32_t p1, uint3
 // is blockscale's: ptpc-specific code there pushed ptxas past the 168 registers, spilling and serializing every
 // wgmma, C7512), tm_sa is not read, and numerics::ptpc_epilogue applies sa * sb once before the store.
 // Otherwise blockscale (SA through tm_sa).
-__device__ __forceinline__ float ld_volatile_f32(const float* p) {
-  float v;
-  asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(v) : "l"(p));
-  return v;
-}
-__device__ __forceinline__ float2 ld_volatile_f32x2(const float* p) {
-  float2 v;
-  asm volatile("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "l"(p));
-  return v;
-}
-
 template <int kKB, int kLag, bool kPtpc = false>
 __global__ void __launch_bounds__(kWThreads, 1)
     gemm_wgmma4_kernel(const __grid_constant__ gpuTensorMap tm_a, const __grid_constant__ gpuTensorMap tm_b,
@@ -486,13 +475,11 @@ __global__ void __launch_bounds__(kWThreads, 1)
       for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(a[i])::"memory");
     };
     auto store_and_release = [&]() {
-      if constexpr (kPtpc) {
-        // The scales are loaded where they are used (volatile loads the compiler cannot hoist into the main
-        // loop, where every register is taken), one column pair at a time; they hit L1 after a tile's first.
-        const float sa0 = ld_volatile_f32(SA + m0 + lrow), sa1 = ld_volatile_f32(SA + m0 + lrow + 8);
+      if constexpr (kPtpc) {  // one column pair at a time; the scales hit L1 after a tile's first
+        const float sa0 = __ldg(SA + m0 + lrow), sa1 = __ldg(SA + m0 + lrow + 8);
 #pragma unroll
         for (int j = 0; j < 16; ++j) {
-          const float2 sb = ld_volatile_f32x2(SB + n0 + 8 * j + 2 * tq);
+          const float2 sb = __ldg(reinterpret_cast<const float2*>(SB + n0 + 8 * j + 2 * tq));
           total[4 * j + 0] = nm::ptpc_epilogue(total[4 * j + 0], sa0, sb.x);
           total[4 * j + 1] = nm::ptpc_epilogue(total[4 * j + 1], sa0, sb.y);
           total[4 * j + 2] = nm::ptpc_epilogue(total[4 * j + 2], sa1, sb.x);
