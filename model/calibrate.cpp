@@ -262,6 +262,7 @@ const std::vector<FitParam>& default_fit_parameters() {
       {"gemm.k_iter_latency_us", 0, 5},
       {"cache.miss_slowdown", 0, 3},
       {"link.lsa_bytes_in_flight", 1e5, 5e6},
+      {"copy_engine.aggregate_gbps", 200, 1000},
   };
   return v;
 }

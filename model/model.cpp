@@ -38,7 +38,8 @@ struct Ctx {
   double links() const { return p.link.links_used(W); }
   double sdma_rate() const {  // copy-engine puts
     if (p.link.medium == Medium::Hbm) return p.copy_engine.d2d_gbps / share;
-    return links() * p.link.gbps_per_direction * p.link.protocol_efficiency;
+    // the engines of all W - 1 links share one ceiling (copy_engine.aggregate_gbps; absent: none)
+    return std::min(p.copy_engine.aggregate_gbps, links() * p.link.gbps_per_direction * p.link.protocol_efficiency);
   }
   double cu_rate() const {  // CU loads/stores to peer memory, once enough requests are in flight
     if (p.link.medium == Medium::Hbm) return p.hbm.copy_gbps / share;
@@ -64,13 +65,13 @@ struct Ctx {
   double tile_us() const { return p.gemm.tile_epilogue_us + k_loop_us(); }
   double tiles() const { return std::ceil(Mp / block_m(c.quant)) * std::ceil(N / p.gemm.tile_n); }
   // Tiles in waves of compute_units: the full waves at the whole tile time; a last wave of a fraction f of the
-  // CUs keeps its MFMA part but its memory part (the rest of the K loop, and the C store) runs f times as
-  // contended (docs/model.md "GEMM").
+  // CUs keeps its MFMA part and its tile epilogue (one CU's C store and first loads: latency, not shared
+  // bandwidth), but the memory part of its K loop runs f times as contended (docs/model.md "GEMM").
   double gemm_waves_us() const {
     const double waves = tiles() / p.gemm.compute_units;
     const double full = std::floor(waves), f = waves - full;
     const double c_frac = p.gemm.partial_wave_compute_fraction;
-    const double last = f > 0 ? p.gemm.tile_epilogue_us * f + k_loop_us() * (c_frac + (1 - c_frac) * f) : 0.0;
+    const double last = f > 0 ? p.gemm.tile_epilogue_us + k_loop_us() * (c_frac + (1 - c_frac) * f) : 0.0;
     return full * tile_us() + last;
   }
   // The GEMM's fixed cost proportional to K: the K loop that no other wave hides (the first wave's fill, the last
@@ -79,11 +80,12 @@ struct Ctx {
   double gemm_fill_us() const { return std::ceil(K / p.gemm.block_k) * p.gemm.k_iter_latency_us; }
   // The emulated ranks' GEMMs run one after another on the device: each keeps its own wave quantization.
   double gemm_only_us() const { return share * (p.gemm.launch_us + gemm_fill_us() + gemm_waves_us()); }
-  // The share of a split mode's re-read of C that misses the last-level cache: what the benchmark's repeated
-  // op keeps live (C, the output it writes, A and B) beyond the cache's capacity (docs/model.md "cache").
+  // The share of a split mode's re-read of C that misses the last-level cache: what was touched between C's first
+  // store and its re-read (the rest of C, A and B; the previous call's output was written before and goes first
+  // from a least-recently-used cache) beyond the cache's capacity (docs/model.md "cache").
   double c_miss_fraction() const {
     if (p.cache.capacity_mb <= 0 || p.one_device) return 0.0;
-    const double live = 2.0 * Mp * N * 2 + Mp * K + N * K;
+    const double live = Mp * N * 2 + Mp * K + N * K;
     return std::max(0.0, live - p.cache.capacity_mb * 1e6) / live;
   }
   double c_read_slowdown() const { return 1.0 + c_miss_fraction() * p.cache.miss_slowdown; }
@@ -258,7 +260,7 @@ struct PredictionBuilder {
       pr.phases.push_back(r);
       lb += (pr.phases.back().lower_bound_us = us_at(b, x.hbm_peak()));
     } else {
-      Phase r = phase("reduce", L + us_at(reduce_b, x.hbm_rate()) + band_publish_us(), reduce_b, "hbm");
+      Phase r = phase("reduce", L + band_chain_us(us_at(reduce_b, x.hbm_rate())), reduce_b, "hbm");
       r.hbm_bytes = reduce_b;
       r.ceiling_us = us_at(reduce_b, x.hbm_rate());
       pr.phases.push_back(r);
@@ -276,17 +278,21 @@ struct PredictionBuilder {
 
   // fuse_reduce_push (mori python/mori/ops/gemm_ar/README.md @0187031f, "Firing the gather's puts from inside the
   // reduce"): each of the B bands pays a barrier of the reducing blocks, a counter atomic and the elected block's
-  // puts; with publish=fence every reducing block also releases its stores to system scope (an L2 writeback)
-  // once per band. Both sit on the critical path: a band's puts wait for its publish.
-  double band_publish_us() const {
-    if (!cfg.fuse_reduce_push) return 0.0;
+  // locked puts (band_sync_us); with publish=fence every reducing block also releases its stores to system scope
+  // (an L2 writeback) once per band. Blocks do not wait for each other between bands, so the bands pipeline:
+  // a band's work c (its share of the stream, plus the releases under fence) runs while the previous band's
+  // sync posts its puts, and the posts follow one another through the per-peer locks; the chain is
+  // c + (B - 1) max(c, sync) + sync (writethrough at many bands is sync-bound, fence always work-bound).
+  double band_chain_us(double stream_us) const {
+    if (!cfg.fuse_reduce_push) return stream_us;
     GEMMAR_USAGE_CHECK(std::isfinite(p.sync.band_sync_us) && std::isfinite(p.sync.system_release_us) &&
                            std::isfinite(p.sync.reduce_blocks),
                        "--fuse-reduce-push: the profile has no sync.band_sync_us / sync.system_release_us / "
                        "sync.reduce_blocks, so it cannot model the per-band publish");
-    const double per_band =
-        p.sync.band_sync_us + (cfg.publish == Publish::Fence ? p.sync.reduce_blocks * p.sync.system_release_us : 0.0);
-    return cfg.gather_bands * per_band;
+    const double B = cfg.gather_bands;
+    const double rel = cfg.publish == Publish::Fence ? p.sync.reduce_blocks * p.sync.system_release_us : 0.0;
+    const double c = stream_us / B + rel, sync = p.sync.band_sync_us;
+    return c + (B - 1) * std::max(c, sync) + sync;
   }
   // What the bands buy: the gather of band b overlaps the reduce of the later bands, so all of the reduce's
   // streaming time but its first band is hidden under the (longer) gather.

@@ -171,6 +171,8 @@ Params parse_params(const nlohmann::json& doc, const std::string& origin) {
       r.number_or("link.lsa_bytes_in_flight", R::Positive, std::numeric_limits<double>::infinity());
 
   p.copy_engine.per_put_us = r.number("copy_engine.per_put_us", R::NonNegative);
+  p.copy_engine.aggregate_gbps =
+      r.number_or("copy_engine.aggregate_gbps", R::Positive, std::numeric_limits<double>::infinity());
   if (p.link.medium == Medium::Hbm) {
     p.hbm.copy_gbps = r.number("hbm.copy_gbps", R::Positive);
     p.copy_engine.d2d_gbps = r.number("copy_engine.d2d_gbps", R::Positive);

@@ -73,6 +73,7 @@ struct Params {
   struct {
     double per_put_us = 0;
     double d2d_gbps = 0;  // medium hbm only: copy-engine device-to-device rate
+    double aggregate_gbps = std::numeric_limits<double>::infinity();  // all links' puts at once, per GPU
   } copy_engine;
   struct {
     double kernel_launch_us = 0, barrier_us = 0;

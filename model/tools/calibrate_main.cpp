@@ -47,13 +47,15 @@ std::string pct(double x) {
   return b;
 }
 
-// Per mode: the band SLOWER_THAN_MODEL allows, the worst slowness against the leave-one-out prediction rounded
-// up to 0.5%, plus the run-to-run spread (a healthy run may be as slow as the worst unseen point, and vary).
+// Per mode: the band SLOWER_THAN_MODEL allows, the mode's worst leave-one-out error rounded up to 0.5%, plus the
+// run-to-run spread (a healthy run may be as slow as the worst unseen point, and vary). The error counts in
+// either direction: a point the model predicted too slow says as much about an unseen run's error as one it
+// predicted too fast, and a mode whose points all fell on the fast side must not get a band tighter than that.
 std::map<std::string, double> bands(const std::vector<model::LooRow>& rows, double spread) {
   std::map<std::string, double> w;
   for (const auto& r : rows) {
     if (!r.point->scored || !r.point->phase.empty()) continue;  // the band judges standalone totals
-    const double slower = std::max(0.0, 1.0 / (1.0 + r.loo_error) - 1.0);
+    const double slower = std::max(1.0 / (1.0 + r.loo_error) - 1.0, r.loo_error);
     double& cur = w[to_string(r.point->config.mode)];
     cur = std::max(cur, slower);
   }

@@ -11,11 +11,11 @@
 using namespace gemmar;
 
 // The target: every standalone total within 5% of its leave-one-out prediction. One named exception,
-// the end of the fence curve (fuse_reduce_push fence at 32 bands, +7.0%): fitted on 1..16 bands the per-band
-// release is ~59 us, the 16 -> 32 step measures ~47 us, and no mechanism in mori's kernel read so far predicts
-// that (docs/model.md "Where the model is weakest"). It is held at 7.5% so that a regression still fails.
+// the end of the fence curve (fuse_reduce_push fence at 32 bands, +5.4%): fitted on 1..16 bands the per-band
+// release is ~60 us, the 16 -> 32 step measures ~56 us, and no mechanism in mori's kernel read so far predicts
+// that (docs/model.md "Where the model is weakest"). It is held at 6% so that a regression still fails.
 constexpr double kWorstLooError = 0.05;
-constexpr double kFenceEndOfCurveLooError = 0.075;
+constexpr double kFenceEndOfCurveLooError = 0.06;
 const char* const kFenceEndOfCurve = "fuse_reduce_push.txt:13";
 
 TEST(ModelLeaveOneOut, EveryStandaloneTotalIsPredictedWithinFivePercentAndTheBandsCoverIt) {
