@@ -106,9 +106,9 @@ DataKernelRates measure_data_kernels(int64_t rows, int64_t n, int iterations, in
 // 2^32 fp32 inputs of the quantize (at each inverse scale in `invs`) and every code of the dequantize at 65536
 // scales. Returns the number of mismatches; *first = the first mismatching input's bits.
 uint64_t fp8_conversion_selftest(const std::vector<float>& invs, uint64_t* first);
-std::string gemm_kernel_name(GemmKernel variant);
+std::string gemm_kernel_name(GemmKernel variant, int64_t k);
 // The GEMM that runs a ptpc or mxfp8 problem of this shape on the current device (gemm/quant.hpp).
-std::string gemm_quant_kernel_name(Quant quant, int64_t n, int64_t k);
+std::string gemm_quant_kernel_name(Quant quant, int64_t n, int64_t k, GemmKernel variant);
 // The vendor GEMM (kernels/vendor_gemm.hpp): whether this build has it, which quants' scale layouts it runs
 // (blockscale; issue 25: ptpc through cuBLASLt's outer-vector scaling; no MX GEMM on Hopper), and what it is
 // for a quant, e.g. "cuBLASLt 130100 blockscale-128 (A 1x128, B 128x128)", or why there is none.

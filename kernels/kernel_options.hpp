@@ -8,8 +8,8 @@ namespace gemmar::kernels {
 // The NVIDIA build's blockscale GEMM (gemm/gemm_wgmma.cuh, gemm/blockscale.cu; AMD always runs the MFMA kernel).
 // Off compute capability 9.x every choice runs Mma. GEMMAR_GEMM_KERNEL=wgmma4|wgmma4l0|wgmma|mma.
 enum class GemmKernel {
-  Wgmma4,        // "wgmma4": warpgroups 2 K blocks apart, K = 2048 only (other K run Wgmma); the fastest measured
-  Wgmma4InStep,  // "wgmma4l0": the same with the warpgroups in step (measurement: what the lag buys)
+  Wgmma4,        // "wgmma4": warpgroups 2 K blocks apart, K as kernels.hpp wgmma4_k (other K run Wgmma); the fastest
+  Wgmma4InStep,  // "wgmma4l0": the same with the warpgroups in step (measurement: what the lag buys), K = 2048 only
   Wgmma,         // "wgmma": any K
   Mma,           // "mma": the mma.sync kernel (the fallback, and the AMD path's twin)
 };

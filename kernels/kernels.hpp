@@ -108,7 +108,15 @@ gpuError_t launch_empty(gpuStream_t s);
 // [begin, begin + count): mismatches counted into *bad, the first one's input bits into *first.
 gpuError_t launch_fp8_selftest(uint64_t begin, uint64_t count, float inv, unsigned long long* bad,
                                unsigned long long* first, gpuStream_t s);
-// The main-loop family of our blockscale GEMM on this build's device pass ("wgmma+tma (sm_90a)", ...).
-const char* gemm_kernel_name(GemmKernel variant);
+// The main-loop family of our blockscale GEMM on this build's device pass ("wgmma+tma (sm_90a)", ...) at this K.
+const char* gemm_kernel_name(GemmKernel variant, int64_t k);
+// The K / 128 that gemm_wgmma4_kernel is instantiated for (a tile's K blocks unrolled; mori's K are 1024 and
+// 2048); wgmma4_k: K is one of them.
+inline constexpr int kWgmma4KBlocks[] = {4, 8, 12, 16, 24, 32};
+inline bool wgmma4_k(int64_t k) {
+  for (const int kb : kWgmma4KBlocks)
+    if (k == int64_t(kb) * 128) return true;
+  return false;
+}
 
 }  // namespace gemmar::kernels::dev

@@ -138,13 +138,13 @@ GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const
   GPU_CHECK(gpuStreamDestroy(s));
   return out;
 }
-std::string gemm_kernel_name(GemmKernel variant) { return dev::gemm_kernel_name(variant); }
-std::string gemm_quant_kernel_name(Quant quant, int64_t n, int64_t k) {
+std::string gemm_kernel_name(GemmKernel variant, int64_t k) { return dev::gemm_kernel_name(variant, k); }
+std::string gemm_quant_kernel_name(Quant quant, int64_t n, int64_t k, GemmKernel variant) {
   dev::GemmOperands op;
   op.quant = quant;
   op.n = n;
   op.k = k;
-  return dev::gemm_quant_kernel_name(op);
+  return dev::gemm_quant_kernel_name(op, variant);
 }
 
 DataKernelRates measure_data_kernels(int64_t rows, int64_t n, int iterations, int pull_blocks, WidenKernel widen) {

@@ -116,7 +116,8 @@ int cmd_gemm(int64_t m, int64_t n, int64_t k, Quant quant, kernels::GemmKernel v
       "\"ours_tflops\": %.1f, \"ours_rel_err\": %.3g, \"cublaslt_us\": %.2f, \"cublaslt_tflops\": %.1f, "
       "\"cublaslt_rel_err\": %.3g, \"cublaslt\": \"%s\", \"ratio\": %.3f, \"checked\": %s}\n",
       to_string(quant).c_str(), (long long)m, (long long)n, (long long)k,
-      (quant == Quant::Blockscale ? kernels::gemm_kernel_name(variant) : kernels::gemm_quant_kernel_name(quant, n, k))
+      (quant == Quant::Blockscale ? kernels::gemm_kernel_name(variant, k)
+                                  : kernels::gemm_quant_kernel_name(quant, n, k, variant))
           .c_str(),
       ours.us, flop / ours.us * 1e-6, ours.rel_err, lt.us, lt.us > 0 ? flop / lt.us * 1e-6 : 0.0, lt.rel_err,
       kernels::vendor_gemm_name(quant).c_str(), lt.us > 0 ? lt.us / ours.us : 0.0, ok ? "true" : "false");

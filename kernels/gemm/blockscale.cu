@@ -6,7 +6,9 @@
 #include "kernels/gemm/quant.hpp"
 
 #if defined(GEMMAR_GPU_CUDA)
+#include <iterator>
 #include <mutex>
+#include <utility>
 #include <vector>
 #endif
 
@@ -408,11 +410,12 @@ bool make_scale_map(gpuTensorMap* map, const float* base, int64_t m, int64_t kb,
   return cached_map(map, base, m, kb, -box_rows);
 }
 
-// gemm_wgmma4_kernel's conditions: K = 2048 (its 16 K blocks unrolled) and 16-byte aligned destinations.
-bool wgmma4_runs(const GemmOperands& op, const GemmDest& dest) {
+// gemm_wgmma4_kernel's conditions: K one of its instantiations (kernels.hpp wgmma4_k: a tile's K blocks are
+// unrolled) and 16-byte aligned destinations. The number of K blocks, or 0 where it does not run.
+int wgmma4_kblocks(const GemmOperands& op, const GemmDest& dest) {
   bool aligned = dest.ldd % 8 == 0;  // 16-byte stores
   for (int i = 0; i < kMaxWorld; ++i) aligned = aligned && reinterpret_cast<uintptr_t>(dest.dst[i]) % 16 == 0;
-  return op.k == 16 * kBlockK && aligned;
+  return aligned && wgmma4_k(op.k) ? int(op.k / kBlockK) : 0;
 }
 
 template <typename Kern>
@@ -445,13 +448,32 @@ gpuError_t launch_tma_gemm(Kern kern, int smem, const GemmOperands& op, int64_t 
   kern<<<unsigned(grid), kWThreads, size_t(smem), s>>>(ta, tb, tsa, op.a_scale, op.b_scale, n, k, m_begin, m_end, dest);
   return gpuGetLastError();
 }
+
+// gemm_wgmma4_kernel<kb, kLag, kPtpc> for kb in kWgmma4KBlocks (ptxas keeps each at 168 registers, no
+// serialized wgmma); gpuErrorInvalidValue for any other kb.
+template <int kLag, bool kPtpc, size_t... I>
+gpuError_t launch_wgmma4(int kb, const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest,
+                         gpuStream_t s, std::index_sequence<I...>) {
+  gpuError_t e = gpuErrorInvalidValue;
+  (void)((kb == kWgmma4KBlocks[I] && (e = launch_tma_gemm(gemm_wgmma4_kernel<kWgmma4KBlocks[I], kLag, kPtpc>, kW4Smem,
+                                                          op, m_begin, m_end, dest, s),
+                                      true)) ||
+         ...);
+  return e;
+}
+template <int kLag, bool kPtpc>
+gpuError_t launch_wgmma4(int kb, const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest,
+                         gpuStream_t s) {
+  return launch_wgmma4<kLag, kPtpc>(kb, op, m_begin, m_end, dest, s,
+                                    std::make_index_sequence<std::size(kWgmma4KBlocks)>{});
+}
 }  // namespace
 #endif
 
 gpuError_t launch_gemm(GemmKernel variant, const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest,
                        gpuStream_t s) {
   if (op.quant == Quant::Blockscale) return launch_gemm_blockscale(variant, op, m_begin, m_end, dest, s);
-  return launch_gemm_quant(op, m_begin, m_end, dest, s);
+  return launch_gemm_quant(op, m_begin, m_end, dest, s, variant);
 }
 
 gpuError_t launch_gemm_blockscale(GemmKernel variant, const GemmOperands& op, int64_t m_begin, int64_t m_end,
@@ -467,11 +489,10 @@ gpuError_t launch_gemm_blockscale(GemmKernel variant, const GemmOperands& op, in
   (void)variant;
 #else
   const GemmKernel kind = effective_kernel(variant);
-  if (kind == GemmKernel::Wgmma4 || kind == GemmKernel::Wgmma4InStep) {
-    if (wgmma4_runs(op, dest))  // K = 2048: the 16 K blocks of a tile are unrolled
-      return launch_tma_gemm(kind == GemmKernel::Wgmma4InStep ? gemm_wgmma4_kernel<16, 0> : gemm_wgmma4_kernel<16, 2>,
-                             kW4Smem, op, m_begin, m_end, dest, s);
-  }
+  const int kb = wgmma4_kblocks(op, dest);
+  if (kind == GemmKernel::Wgmma4InStep && kb == 16)  // the lag-free measurement variant: K = 2048 only
+    return launch_tma_gemm(gemm_wgmma4_kernel<16, 0>, kW4Smem, op, m_begin, m_end, dest, s);
+  if (kind == GemmKernel::Wgmma4 && kb > 0) return launch_wgmma4<2, false>(kb, op, m_begin, m_end, dest, s);
   if (kind != GemmKernel::Mma) {
     static bool wattr_set[kMaxWorld] = {};
     if (!wattr_set[devno]) {
@@ -545,31 +566,37 @@ gpuError_t launch_quant_wgmma(int smem, const GemmOperands& op, int64_t m_begin,
 #endif
 
 gpuError_t launch_gemm_quant_wgmma(const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest,
-                                   gpuStream_t s) {
+                                   gpuStream_t s, GemmKernel variant) {
   if (!quant_wgmma_runs(op, m_begin, m_end)) return gpuErrorInvalidValue;
 #if defined(GEMMAR_GPU_CUDA)
   if (op.quant == Quant::Ptpc) {
-    // K = 2048: the tuned kernel's tile end (warpgroups 2 K blocks apart, 16-byte stores), scaled in its epilogue.
-    if (wgmma4_runs(op, dest))
-      return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, true>, kW4Smem, op, m_begin, m_end, dest, s);
+    // K in wgmma4_k: the tuned kernel's tile end (warpgroups 2 K blocks apart, 16-byte stores), scaled in its
+    // epilogue; GEMMAR_GEMM_KERNEL=wgmma keeps the generic kernel (the comparison).
+    const int kb = variant == GemmKernel::Wgmma ? 0 : wgmma4_kblocks(op, dest);
+    if (kb > 0) return launch_wgmma4<2, true>(kb, op, m_begin, m_end, dest, s);
     return launch_quant_wgmma<WgmmaScales::Ptpc>(kWgmmaSmem, op, m_begin, m_end, dest, s);
   }
   return launch_quant_wgmma<WgmmaScales::Mx>(kWgmmaSmemMx, op, m_begin, m_end, dest, s);
 #else
-  (void)dest, (void)s;
+  (void)dest, (void)s, (void)variant;
   return gpuErrorInvalidValue;
 #endif
 }
 
-const char* gemm_kernel_name(GemmKernel variant) {
+const char* gemm_kernel_name(GemmKernel variant, int64_t k) {
 #if defined(GEMMAR_GPU_HIP)
-  (void)variant;
+  (void)variant, (void)k;
   return "mfma 32x32x16 fp8 (gfx94x/gfx950), 128x128x128 tiles";
 #else
-  switch (effective_kernel(variant)) {
+  GemmKernel kind = effective_kernel(variant);
+  // What launch_gemm_blockscale runs at this K (16-byte aligned destinations assumed, as the bench's).
+  if ((kind == GemmKernel::Wgmma4 && !wgmma4_k(k)) || (kind == GemmKernel::Wgmma4InStep && k != 16 * kBlockK))
+    kind = GemmKernel::Wgmma;
+  switch (kind) {
     case GemmKernel::Wgmma4:
       return "wgmma m64n128k32 e4m3 + TMA/mbarrier, 128x128 tiles, two accumulator sets, consumer warpgroups 2 K "
-             "blocks apart, each storing (16-byte) and releasing on its own, setmaxnreg 40/232, persistent, 6 stages";
+             "blocks apart, each storing (16-byte) and releasing on its own, setmaxnreg 40/232, persistent, 6 stages "
+             "(gemm_wgmma4_kernel<K / 128, 2>)";
     case GemmKernel::Wgmma4InStep:
       return "wgmma4 with the consumer warpgroups in step (no lag; measurement)";
     case GemmKernel::Wgmma:

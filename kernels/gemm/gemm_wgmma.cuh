@@ -8,8 +8,9 @@
 // points); a persistent grid (one CTA per SM) walks the tiles n-fastest, so concurrent CTAs share A's row band
 // and B stays in L2; the epilogue stores bf16 RNE into the tile's destination and bumps the per-destination
 // counter (the fused modes' release), as the mma.sync kernel does.
-//   gemm_wgmma4_kernel  the default for K = 2048 (16 K blocks unrolled): two accumulator sets, warpgroups
-//                       kLag K blocks apart, 16-byte stores (its own comment below)
+//   gemm_wgmma4_kernel  the default where K / 128 = kKB is 4, 8, 12, 16, 24 or 32 (the tile's K blocks unrolled;
+//                       K = 1024 and 2048 for mori): two accumulator sets, warpgroups kLag K blocks apart, 16-byte
+//                       stores (its own comment below)
 //   gemm_wgmma_kernel   any K: one accumulator set, each K block waited for before its promotion
 // What was measured against what (variants since removed: 256-row tiles, clusters with A multicast, turn-taking
 // warpgroups, the lag-free tile end): docs/results/h200-1gpu-2026-12-03-gemm and h200-1gpu-2026-12-03-gemm4.

@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(kQThreads)
 }  // namespace
 
 gpuError_t launch_gemm_quant(const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest,
-                             gpuStream_t s) {
+                             gpuStream_t s, GemmKernel variant) {
   // Both operands' scale blocks are one row by the same K extent: whole K, or kQK (the kernel's K step).
   const ScaleBlock& sa = scale_block(op.quant, false);
   const ScaleBlock& sb = scale_block(op.quant, true);
@@ -129,7 +129,7 @@ gpuError_t launch_gemm_quant(const GemmOperands& op, int64_t m_begin, int64_t m_
   if (sa.rows != 1 || sb.rows < 1 || kQTile % sb.rows != 0 || (whole_k && sb.rows != 1) || sa.k != sb.k || sa.k_major ||
       sb.k_major || !(whole_k || per_step))
     return gpuErrorInvalidValue;
-  if (quant_wgmma_runs(op, m_begin, m_end)) return launch_gemm_quant_wgmma(op, m_begin, m_end, dest, s);
+  if (quant_wgmma_runs(op, m_begin, m_end)) return launch_gemm_quant_wgmma(op, m_begin, m_end, dest, s, variant);
   if (m_end <= m_begin) return gpuSuccess;
   const int64_t n = op.n, k = op.k;
   if (n % kQTile != 0 || k % kQK != 0 || (m_end - m_begin) % kQTile != 0 || m_begin % kQTile != 0)
@@ -142,8 +142,8 @@ gpuError_t launch_gemm_quant(const GemmOperands& op, int64_t m_begin, int64_t m_
   return gpuGetLastError();
 }
 
-const char* gemm_quant_kernel_name(const GemmOperands& op) {
-  if (quant_wgmma_runs(op, 0, 0) && op.quant == Quant::Ptpc && op.k == 2048)
+const char* gemm_quant_kernel_name(const GemmOperands& op, GemmKernel variant) {
+  if (quant_wgmma_runs(op, 0, 0) && op.quant == Quant::Ptpc && wgmma4_k(op.k) && variant != GemmKernel::Wgmma)
     return "wgmma m64n128k32 e4m3 + TMA/mbarrier, dot promoted per 128 K, ptpc epilogue, two accumulator sets, "
            "consumer warpgroups 2 K blocks apart, 16-byte stores, persistent, 128x128 tiles (gemm_wgmma4_kernel)";
   if (quant_wgmma_runs(op, 0, 0))
