@@ -152,22 +152,34 @@ void sweep_jsonl(const std::string& path, const std::string& name, std::vector<C
   }
 }
 
-// mori benchmark/cco/flydsl/gemm_ar/fused_mxfp8.txt: "M mode max_rank_time_us" (tune_mxfp8.sh's defaults:
-// --quant mxfp8, N = 5120, K = 2048, 4 ranks; model/README.md).
-void mxfp8_txt(const std::string& path, const std::string& name, std::vector<CalPoint>& out) {
+// Each line of a whitespace-separated table but blanks and '#' comments, with its "path:line" for errors.
+template <class Row>
+void for_each_row(const std::string& path, const Row& row) {
   std::ifstream in = open(path);
   int line_no = 0;
   for (std::string line; std::getline(in, line);) {
     ++line_no;
-    if (line.empty()) continue;
+    if (line.empty() || line[0] == '#') continue;
     std::istringstream is(line);
+    const std::string where = path + ":" + std::to_string(line_no);
+    try {
+      row(is, line_no);
+    } catch (const UsageError& e) {
+      throw UsageError(where + ": " + e.what());
+    }
+  }
+}
+
+// mori benchmark/cco/flydsl/gemm_ar/fused_mxfp8.txt: "M mode max_rank_time_us" (tune_mxfp8.sh's defaults:
+// --quant mxfp8, N = 5120, K = 2048, 4 ranks; model/README.md).
+void mxfp8_txt(const std::string& path, const std::string& name, std::vector<CalPoint>& out) {
+  for_each_row(path, [&](std::istringstream& is, int line_no) {
     int64_t m = 0;
     std::string mode;
     double us = 0;
-    if (!(is >> m >> mode >> us) || m <= 0 || !(us > 0))
-      throw UsageError(path + ":" + std::to_string(line_no) + ": expected 'M mode us'");
+    if (!(is >> m >> mode >> us) || m <= 0 || !(us > 0)) throw UsageError("expected 'M mode us'");
     out.push_back(point(name + ":" + std::to_string(line_no), parse_mode(mode), Quant::Mxfp8, 4, m, 5120, 2048, us));
-  }
+  });
 }
 
 // phases_in_server_us: one point per phase and wire column (fused-sdma, the shape of the file), and the layer
@@ -192,24 +204,37 @@ void in_server_phases(const nlohmann::json& d, const Add& add) {
 
 // fuse_reduce_push.txt: mori's README table, "gather_bands publish total_us" (the file's header says its shape).
 void fuse_push_txt(const std::string& path, const std::string& name, std::vector<CalPoint>& out) {
-  std::ifstream in = open(path);
-  int line_no = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++line_no;
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream is(line);
+  for_each_row(path, [&](std::istringstream& is, int line_no) {
     int bands = 0;
     std::string publish;
     double us = 0;
     if (!(is >> bands >> publish >> us) || bands < 1 || !(us > 0))
-      throw UsageError(path + ":" + std::to_string(line_no) + ": expected 'gather_bands publish us'");
+      throw UsageError("expected 'gather_bands publish us'");
     CalPoint p =
         point(name + ":" + std::to_string(line_no), Mode::FusedSdma, Quant::Blockscale, 8, 16384, 7168, 2048, us);
     p.config.fuse_reduce_push = true;
     p.config.gather_bands = bands;
-    p.config.publish = parse_publish(publish, path + ":" + std::to_string(line_no));
+    p.config.publish = parse_publish(publish, "publish");
     out.push_back(p);
-  }
+  });
+}
+
+// headline_fc89289.txt: bench_gemm_ar.py's docstring table, "quant mode us" (the file's header says its shape).
+void headline_txt(const std::string& path, const std::string& name, std::vector<CalPoint>& out) {
+  for_each_row(path, [&](std::istringstream& is, int line_no) {
+    std::string quant, mode;
+    double us = 0;
+    if (!(is >> quant >> mode >> us) || !(us > 0)) throw UsageError("expected 'quant mode us'");
+    CalPoint p =
+        point(name + ":" + std::to_string(line_no), parse_mode(mode), parse_quant(quant), 8, 16384, 7168, 2048, us);
+    // The one ptpc GEMM alone of the data: it alone fixes ptpc's K-loop rate (its fused and split totals hide
+    // the GEMM under the links).
+    if (p.config.mode == Mode::GemmOnly && p.config.quant == Quant::Ptpc) {
+      p.scored = false;
+      p.identifies = "gemm.ptpc_efficiency_ratio";
+    }
+    out.push_back(p);
+  });
 }
 
 void measured_json(const std::string& path, std::vector<CalPoint>& out) {
@@ -241,6 +266,7 @@ void measured_json(const std::string& path, std::vector<CalPoint>& out) {
     CalPoint* p = add("pull_grid_us " + std::to_string(blocks) + " blocks", row, pt.at("total_us"));
     p->config.pull_blocks = blocks;
     p->scored = blocks == Config{}.pull_blocks;  // 16 and 512 alone fix the pull's latency and contention
+    if (!p->scored) p->identifies = "the pull";
   }
 }
 
@@ -252,6 +278,8 @@ const std::vector<FitParam>& default_fit_parameters() {
       {"gemm.achieved_efficiency", 0.05, 1},
       {"gemm.partial_wave_compute_fraction", 0.01, 1},
       {"gemm.mxfp8_efficiency_ratio", 0.3, 3},
+      {"gemm.ptpc_efficiency_ratio", 0.3, 3},
+      {"gemm.remote_store_tile_us", 0, 100},
       {"gemm.epilogue_slowdown", 0, 2},
       {"link.protocol_efficiency", 0.3, 1},
       {"link.scatter_efficiency", 0.3, 1},
@@ -273,6 +301,7 @@ std::vector<CalPoint> load_mi355x_points(const std::string& data_dir) {
   sweep_jsonl(data_dir + "/model/sweep_dsv41.jsonl", "sweep_dsv41.jsonl", pts);
   mxfp8_txt(data_dir + "/model/fused_mxfp8.txt", "fused_mxfp8.txt", pts);
   fuse_push_txt(data_dir + "/model/fuse_reduce_push.txt", "fuse_reduce_push.txt", pts);
+  headline_txt(data_dir + "/model/headline_fc89289.txt", "headline_fc89289.txt", pts);
   return pts;
 }
 

@@ -19,8 +19,10 @@ struct CalPoint {
   // "layer_total" (Prediction::in_server_us): the serving engine's per-layer capture, no launch skew.
   std::string phase;
   // false: the point alone identifies one of the fitted parameters (the pull grid's 16 and 512 blocks fix the
-  // pull's latency and contention), so leaving it out leaves that parameter undetermined: fitted, not scored.
+  // pull's latency and contention; the ptpc GEMM alone its ratio to blockscale's), so leaving it out leaves that
+  // parameter undetermined: fitted, not scored. `identifies` names what it fixes.
   bool scored = true;
+  std::string identifies;
 };
 
 // A fitted parameter: its dotted path in the profile document and the physical range it must stay in.

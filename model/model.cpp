@@ -67,6 +67,7 @@ struct Ctx {
   // Tiles in waves of compute_units: the full waves at the whole tile time; a last wave of a fraction f of the
   // CUs keeps its MFMA part and its tile epilogue (one CU's C store and first loads: latency, not shared
   // bandwidth), but the memory part of its K loop runs f times as contended (docs/model.md "GEMM").
+  double waves() const { return std::ceil(tiles() / p.gemm.compute_units); }
   double gemm_waves_us() const {
     const double waves = tiles() / p.gemm.compute_units;
     const double full = std::floor(waves), f = waves - full;
@@ -172,7 +173,7 @@ struct PredictionBuilder {
       // One device, fused-lsa: the epilogue's stores into the owners' slots are the C write itself (same
       // HBM, same bytes), so no push tail exists.
       const bool stores_are_c = p.one_device && !sdma;
-      const double gemm_f = stores_are_c ? gemm_only : gemm_only * (1.0 + p.gemm.epilogue_slowdown);
+      double gemm_f = stores_are_c ? gemm_only : gemm_only * (1.0 + p.gemm.epilogue_slowdown);
       // Pushes start when the first wave of tiles is done (after the launch and the K-proportional fill), one put
       // per finished BLOCK_M band per peer queue.
       const double t_first =
@@ -180,7 +181,12 @@ struct PredictionBuilder {
       const double puts_per_queue = sdma ? std::ceil(S / block_m(cfg.quant)) : 0.0;
       const double wire_rate = (sdma ? x.sdma_rate() : x.cu_rate()) * p.link.scatter_efficiency;
       const double push_us = puts_per_queue * p.copy_engine.per_put_us + us_at(scatter_bytes, wire_rate);
-      const double tail = stores_are_c ? 0.0 : std::max(0.0, t_first + push_us - gemm_f);
+      // fused-lsa over a link, where the profile says so: each CU's remote stores of a tile complete (a
+      // round trip over the link) before it starts its next tile, so the push adds to the GEMM instead of
+      // overlapping it (mori bench_gemm_ar.py @fc892894: "it spends 560us of its GEMM pushing C over xGMI").
+      const bool stores_serialize = !sdma && !p.one_device && std::isfinite(p.gemm.remote_store_tile_us);
+      if (stores_serialize) gemm_f += push_us + x.waves() * p.gemm.remote_store_tile_us;
+      const double tail = stores_are_c || stores_serialize ? 0.0 : std::max(0.0, t_first + push_us - gemm_f);
       Phase g = phase("gemm", gemm_f, c_bytes, tail > 0 ? "link" : "compute");
       g.flops = x.gemm_flops();
       g.link_bytes = scatter_bytes;

@@ -138,6 +138,8 @@ Params parse_params(const nlohmann::json& doc, const std::string& origin) {
   p.gemm.launch_us = r.number("gemm.launch_us", R::NonNegative);
   p.gemm.epilogue_slowdown = r.number("gemm.epilogue_slowdown", R::NonNegative);
   p.gemm.tile_epilogue_us = r.number_or("gemm.tile_epilogue_us", R::NonNegative, 0.0);
+  p.gemm.remote_store_tile_us =
+      r.number_or("gemm.remote_store_tile_us", R::NonNegative, std::numeric_limits<double>::quiet_NaN());
   p.gemm.partial_wave_compute_fraction = r.number_or("gemm.partial_wave_compute_fraction", R::Fraction, 1.0);
   p.gemm.k_iter_latency_us = r.number_or("gemm.k_iter_latency_us", R::NonNegative, 0.0);
   p.gemm.block_k = r.number_or("gemm.block_k", R::AtLeastOne, 128.0);

@@ -25,6 +25,9 @@ struct Params {
     // CUs run (the MFMA issue): the rest is memory time, shared by the tiles in flight, so a last wave of
     // f x compute_units tiles takes tile_epilogue_us x f + k_loop x (c + (1 - c) x f).
     double tile_epilogue_us = 0, partial_wave_compute_fraction = 1;
+    // fused-lsa over a link: the epilogue's remote stores of a tile complete before its CU starts the next one
+    // (absent, NaN: they overlap the GEMM like copy-engine puts); the per-tile wait for that completion.
+    double remote_store_tile_us = std::numeric_limits<double>::quiet_NaN();
     // Optional (absent: 0, 128). One main-loop iteration per BLOCK_K of K that the GEMM pays outside its steady
     // state of tile waves (the first wave's pipeline fill, the last wave's drain): a fixed cost proportional to
     // K, paid before the first tile is done too (the fused path's first push) (docs/model.md "GEMM").

@@ -74,7 +74,7 @@ void print_table(const std::vector<model::LooRow>& rows, const model::FitResult&
     std::printf("| %s | %s | %d | %lld | %lld | %lld | %.1f | %s | %s |\n", p.source.c_str(),
                 config_label(p.config).c_str(), p.shape.world, (long long)p.shape.m, (long long)p.shape.n,
                 (long long)p.shape.k, p.measured_us, pct(r.fitted_error).c_str(),
-                p.scored ? pct(r.loo_error).c_str() : "fits the pull, not scored");
+                p.scored ? pct(r.loo_error).c_str() : ("fits " + p.identifies + ", not scored").c_str());
     if (p.scored && p.phase.empty()) worst = std::max(worst, std::fabs(r.loo_error)), ++scored;
     if (p.scored && !p.phase.empty()) worst_phase = std::max(worst_phase, std::fabs(r.loo_error));
   }

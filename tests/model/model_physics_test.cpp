@@ -173,3 +173,29 @@ TEST(ModelPhysics, OneDeviceProfileCarriesAllRanksOnOneHbm) {
     EXPECT_GT(model::predict(q, s, Config{}).total_us, model::predict(q, s, Config{}).lower_bound_us) << name;
   }
 }
+
+// fused-lsa's epilogue stores each tile into the peers' slots with CU stores and waits for them before the next
+// tile (mori kernels: vmcnt(0), a barrier, a system fence per tile), so on a link the push is paid on the GEMM,
+// once per wave of tiles, not overlapped: blockscale's 128-row tiles are twice ptpc's 256-row ones.
+TEST(ModelPhysics, FusedLsaPaysItsRemoteStoreWaitOncePerWaveOfTiles) {
+  auto prof = model::load_profile("mi355x");
+  const double per_tile = prof.params.gemm.remote_store_tile_us;
+  ASSERT_TRUE(std::isfinite(per_tile));
+  ASSERT_GT(per_tile, 0);
+  Shape s;  // M = 16384, N = 7168, K = 2048, W = 8
+  Config c;
+  c.mode = Mode::FusedLsa;
+  const double with_wait = find(model::predict(prof, s, c), "gemm").us;
+  c.quant = Quant::Ptpc;
+  const double ptpc_with_wait = find(model::predict(prof, s, c), "gemm").us;
+  prof.params.gemm.remote_store_tile_us = 0;
+  const double ptpc_no_wait = find(model::predict(prof, s, c), "gemm").us;
+  c.quant = Quant::Blockscale;
+  const double no_wait = find(model::predict(prof, s, c), "gemm").us;
+  EXPECT_NEAR(with_wait - no_wait, 14 * per_tile, 1e-9);           // 128 x 28 tiles on 256 CUs
+  EXPECT_NEAR(ptpc_with_wait - ptpc_no_wait, 7 * per_tile, 1e-9);  // 64 x 28 tiles
+  // Without the field the push overlaps the GEMM, as fused-sdma's copy-engine puts do.
+  prof.params.gemm.remote_store_tile_us = std::nan("");
+  const auto overlapped = model::predict(prof, s, c);
+  EXPECT_LT(overlapped.total_us, model::predict(model::load_profile("mi355x"), s, c).total_us);
+}
