@@ -170,7 +170,9 @@ bool acc_amax_explains_row(const uint16_t* reduced, const std::vector<const uint
       continue;
     }
     const float d = nm::e4m3_to_f32(c1, fnuz);
-    for (const uint16_t* v : peer_views) {
+    for (size_t p = 0; p < peer_views.size(); ++p) {
+      const uint16_t* v = peer_views[p];
+      if (p > 0 && v[col] == peer_views[0][col]) continue;  // the same view bounds the scale the same way
       if (d == 0.0f) {  // a zero code: the view is that zero, sign included, for any scale
         if (v[col] != nm::f32_to_bf16(nm::mul_rn(d, nm::bits_f32(s.lo)))) return false;
         continue;
