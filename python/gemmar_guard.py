@@ -321,8 +321,8 @@ def _emulate(partials_f32, fp8_wire, scale_rule, fault=None):
     outs = [x.clone() for x in local]  # in place: each output starts as its local partial
     for o in range(world):
         rows = slice(o * s_rows, (o + 1) * s_rows)
-        acc = torch.zeros(s_rows, n, dtype=torch.float32, device=local[0].device)
-        for j in range(world):
+        acc = local[o][rows].float()  # from the owner's own value, as mori's sdma_reduce (-0 stays -0)
+        for j in range(1, world):
             q = (o + j) % world
             if fault == "silent-scatter" and q != o:
                 continue

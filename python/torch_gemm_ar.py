@@ -72,8 +72,8 @@ def main():
     wire_scale = [None] * W
     for o in range(W):
         rows = slice(o * S, (o + 1) * S)
-        acc = torch.zeros(S, N, device=dev, dtype=torch.float32)
-        for j in range(W):
+        acc = parts[o][rows].float()  # mori's sdma_reduce: acc starts at the owner's own value
+        for j in range(1, W):
             acc = acc + parts[(o + j) % W][rows].float()
         red = acc.to(torch.bfloat16)
         outs[o][rows] = red

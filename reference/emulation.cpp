@@ -337,8 +337,9 @@ std::vector<uint16_t> straightforward_sum(const Shape& s, Quant q, const std::ve
   for (size_t i = 0; i < rows.size(); ++i) {
     const int owner = int(rows[i] / S);
     for (int64_t c = 0; c < N; ++c) {
-      float acc = 0.0f;
-      for (int j = 0; j < W; ++j)
+      // From the owner's own value, as numerics::reduce_sum (an all -0 element stays -0).
+      float acc = from_bf16(to_bf16(partials[size_t(owner)][i * size_t(N) + size_t(c)]));
+      for (int j = 1; j < W; ++j)
         acc += from_bf16(to_bf16(partials[size_t((owner + j) % W)][i * size_t(N) + size_t(c)]));
       out[i * size_t(N) + size_t(c)] = to_bf16(acc);
     }
@@ -518,32 +519,37 @@ RelL2 stratified_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& row
   return out;
 }
 
-std::vector<RelL2> per_rank_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows, const Bf16Outputs& outs,
-                                   const std::vector<float>& ref) {
+namespace {
+std::vector<RowErrors> view_errors(const Shape& s, const Bf16Outputs& outs, const std::vector<float>& ref) {
+  std::vector<RowErrors> v;
+  for (const auto& o : outs) v.push_back(row_errors(o, ref, s.n));
+  return v;
+}
+}  // namespace
+
+std::vector<RelL2> per_rank_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows,
+                                   const std::vector<RowErrors>& views) {
   std::vector<RelL2> v;
-  for (const auto& o : outs) v.push_back(stratified_rel_l2(s, q, rows, row_errors(o, ref, s.n)));
+  for (const auto& e : views) v.push_back(stratified_rel_l2(s, q, rows, e));
   return v;
 }
 
-RelL2 all_views_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows, const Bf16Outputs& outs,
-                       const std::vector<float>& ref) {
+RelL2 all_views_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows, const std::vector<RowErrors>& views) {
   RowErrors sum;
   sum.err2.assign(rows.size(), 0.0);
-  for (const auto& o : outs) {
-    const RowErrors e = row_errors(o, ref, s.n);
-    for (size_t i = 0; i < rows.size(); ++i) sum.err2[i] += e.err2[i] / double(outs.size());
+  for (const auto& e : views) {
+    for (size_t i = 0; i < rows.size(); ++i) sum.err2[i] += e.err2[i] / double(views.size());
     sum.ref2 = e.ref2;
   }
   return stratified_rel_l2(s, q, rows, sum);
 }
 
-std::vector<double> per_slice_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows, const Bf16Outputs& outs,
-                                     const std::vector<float>& ref) {
+std::vector<double> per_slice_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows,
+                                     const std::vector<RowErrors>& views) {
   const int64_t S = slice_rows(s, q);
   std::vector<double> e(size_t(s.world), 0), r(size_t(s.world), 0);
   std::vector<int64_t> n(size_t(s.world), 0);
-  for (const auto& o : outs) {
-    const RowErrors re = row_errors(o, ref, s.n);
+  for (const auto& re : views) {
     for (size_t i = 0; i < rows.size(); ++i) {
       const size_t h = size_t(rows[i] / S);
       e[h] += re.err2[i];
@@ -559,15 +565,38 @@ std::vector<double> per_slice_rel_l2(const Shape& s, Quant q, const std::vector<
   return out;
 }
 
-double rel_l2(const std::vector<uint16_t>& out, const std::vector<float>& ref) {
-  GEMMAR_CHECK(out.size() == ref.size());
-  double e = 0, r = 0;
-  for (size_t i = 0; i < out.size(); ++i) {
+std::vector<RelL2> per_rank_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows, const Bf16Outputs& outs,
+                                   const std::vector<float>& ref) {
+  return per_rank_rel_l2(s, q, rows, view_errors(s, outs, ref));
+}
+
+RelL2 all_views_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows, const Bf16Outputs& outs,
+                       const std::vector<float>& ref) {
+  return all_views_rel_l2(s, q, rows, view_errors(s, outs, ref));
+}
+
+std::vector<double> per_slice_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows, const Bf16Outputs& outs,
+                                     const std::vector<float>& ref) {
+  return per_slice_rel_l2(s, q, rows, view_errors(s, outs, ref));
+}
+
+void RelL2Sums::add(const uint16_t* out, const float* ref, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
     const double d = double(from_bf16(out[i])) - double(ref[i]);
     e += d * d;
     r += double(ref[i]) * double(ref[i]);
   }
+}
+
+double RelL2Sums::value() const {
   return r > 0 ? std::sqrt(e / r) : (e > 0 ? std::numeric_limits<double>::infinity() : 0.0);
+}
+
+double rel_l2(const std::vector<uint16_t>& out, const std::vector<float>& ref) {
+  GEMMAR_CHECK(out.size() == ref.size());
+  RelL2Sums s;
+  s.add(out.data(), ref.data(), out.size());
+  return s.value();
 }
 
 }  // namespace gemmar::reference

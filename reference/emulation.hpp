@@ -172,7 +172,20 @@ RelL2 all_views_rel_l2(const Shape&, Quant, const std::vector<int64_t>& rows, co
 // Slices with no sampled row get NaN.
 std::vector<double> per_slice_rel_l2(const Shape&, Quant, const std::vector<int64_t>& rows, const Bf16Outputs&,
                                      const std::vector<float>& ref);
+// The same from each view's per-row errors (one RowErrors per rank, rows as `rows`), computed block by block
+// (gemmar verify streams them): bit-identical to the above, whose per-row sums are independent.
+std::vector<RelL2> per_rank_rel_l2(const Shape&, Quant, const std::vector<int64_t>& rows,
+                                   const std::vector<RowErrors>& views);
+RelL2 all_views_rel_l2(const Shape&, Quant, const std::vector<int64_t>& rows, const std::vector<RowErrors>& views);
+std::vector<double> per_slice_rel_l2(const Shape&, Quant, const std::vector<int64_t>& rows,
+                                     const std::vector<RowErrors>& views);
 // Plain relL2 of one bf16 output against an fp32 reference (same layout).
 double rel_l2(const std::vector<uint16_t>& out, const std::vector<float>& ref);
+// rel_l2's sums, added to in element order over consecutive blocks (the same sums, bit for bit).
+struct RelL2Sums {
+  double e = 0, r = 0;
+  void add(const uint16_t* out, const float* ref, size_t count);
+  double value() const;
+};
 
 }  // namespace gemmar::reference

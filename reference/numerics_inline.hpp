@@ -182,8 +182,10 @@ GEMMAR_HD inline float ptpc_epilogue(float dot, float scale_a, float scale_b) {
 // from it when the narrowing is fused into the reduce).
 template <typename SlotFn>
 GEMMAR_HD inline float reduce_sum(int owner, int world, SlotFn slot) {
-  float acc = 0.0f;
-  for (int j = 0; j < world; ++j) acc = add_rn(acc, bf16_to_f32(slot((owner + j) % world)));
+  // acc starts at the owner's own value, as mori's sdma_reduce (`acc = v if acc is None else acc + v`): 0 + x would
+  // turn an all -0 element into +0.
+  float acc = bf16_to_f32(slot(owner));
+  for (int j = 1; j < world; ++j) acc = add_rn(acc, bf16_to_f32(slot((owner + j) % world)));
   return acc;
 }
 template <typename SlotFn>

@@ -52,6 +52,12 @@ enum class WireRecipe { Mori, TrueDivScale, DivCodes, AccAmax };
 inline constexpr WireRecipe kWireRecipes[] = {WireRecipe::Mori, WireRecipe::TrueDivScale, WireRecipe::DivCodes,
                                               WireRecipe::AccAmax};
 const char* to_string(WireRecipe);
+// mori's tolerance for the wire (tests/python/cco/gemm_ar_wire_reference.py), one home for gemmar verify's two
+// uses (output_check.cpp's gathered views, verify.cpp's dumped codes): the scale within kWireScaleRelTol
+// relative of the reference's; a code adjacent to the reference's where x / scale lies within
+// kWireMidpointRelTol relative (+ kWireMidpointAbsTol) of their rounding midpoint.
+inline constexpr double kWireScaleRelTol = 1e-6;
+inline constexpr float kWireMidpointRelTol = 4e-6f, kWireMidpointAbsTol = 1e-7f;
 // Returns the scale; writes n codes. acc_row: the fp32 accumulator row (read by AccAmax only; required there).
 float wire_quantize_row(const uint16_t* bf16_row, int64_t n, uint8_t* codes, Fp8Format, WireRecipe = WireRecipe::Mori,
                         const float* acc_row = nullptr);

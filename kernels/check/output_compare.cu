@@ -12,9 +12,9 @@ namespace {
 constexpr int kCompareThreads = 256;
 
 __device__ __forceinline__ float reduce_at(const OutputCompareArgs& a, int owner, int64_t srow, int64_t col) {
-  // numerics::reduce_sum's order: acc = 0, then peers (owner + j) % W.
-  float acc = 0.0f;
-  for (int j = 0; j < a.world; ++j) {
+  // numerics::reduce_sum's order: acc = the owner's own value, then peers (owner + j) % W.
+  float acc = nm::bf16_to_f32(a.slices[owner * a.world + owner][srow * a.n + col]);
+  for (int j = 1; j < a.world; ++j) {
     const int q = (owner + j) % a.world;
     acc = nm::add_rn(acc, nm::bf16_to_f32(a.slices[q * a.world + owner][srow * a.n + col]));
   }

@@ -12,9 +12,11 @@ __global__ void __launch_bounds__(kThreads)
   uint16_t* orow = out + row * n;
   float acc_amax = 0.0f;  // fuse_quantize: the wire's amax over the fp32 accumulator, before the bf16 store
   for (int64_t v = threadIdx.x; v < nv; v += blockDim.x) {
-    // numerics::reduce_element, 8 lanes at a time: acc starts at 0, adds peers in order (owner + j) % world.
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int j = 0; j < world; ++j) {
+    // numerics::reduce_element, 8 lanes at a time: acc starts at the owner's own value, adds peers in order
+    // (owner + j) % world (mori's sdma_reduce: an all -0 element stays -0).
+    float acc[8];
+    unpack8(reinterpret_cast<const uint4*>(slots.slot[owner] + row * n)[v], acc);
+    for (int j = 1; j < world; ++j) {
       const int p = (owner + j) % world;
       float f[8];
       unpack8(reinterpret_cast<const uint4*>(slots.slot[p] + row * n)[v], f);

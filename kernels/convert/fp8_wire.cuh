@@ -1,6 +1,6 @@
-// The fp8 wire's element conversions (mori's recipe: per-row amax, scale = amax/448, e4m3fn RNE codes), shared by
-// the reduce's fused narrowing (collective/legs.cu) and the standalone quantize, widen and selftest
-// (convert/convert.cu).
+// The fp8 wire's element conversions (mori's recipe: per-row amax, scale = amax * fl32(1/448), e4m3fn codes
+// RNE(fl32(x * fl32(448/amax)))), shared by the reduce's fused narrowing (collective/legs.cu) and the standalone
+// quantize, widen and selftest (convert/convert.cu).
 #pragma once
 #include "kernels/device_common.cuh"
 

@@ -36,6 +36,12 @@ ViewRelL2 rel_l2_of_views(const Shape&, const Config& effective, const std::vect
                           const reference::Bf16Outputs& outputs, const std::vector<float>& ref,
                           const std::vector<std::vector<float>>& rank_refs);
 
+// The same from every view's per-row errors, computed block by block (gemmar verify streams its rows);
+// gemm-only: each rank's relL2 against its own fp32 partial, as given.
+ViewRelL2 rel_l2_of_row_errors(const Shape&, const Config& effective, const std::vector<int64_t>& rows,
+                               const std::vector<reference::RowErrors>& views,
+                               const std::vector<double>& gemm_only_per_rank);
+
 // per_rank/per_slice/all-views relL2 into the record, and the benchmark's rel_l2 (the worst rank; NaN when any
 // rank's is, or when `nonfinite` elements were found anywhere: the benchmark's relL2 over the whole output
 // would be NaN) and validated (every rank inside the benchmark's acceptance window).
@@ -82,7 +88,11 @@ class ElementChecks {
   // recipe (midpoint flips, scale within 1e-6).
   std::array<int64_t, 4> rows_by_recipe{};
   int64_t rows_first = 0, rows_other = 0, rows_within_tolerance = 0, tolerance_elements = 0;
-  bool compared = false;  // an element check ran (the bit-exact comparison or the wire leg)
+  // fuse_quantize without partials: rows explained by one fp32-accumulator amax within half a bf16 ulp of the
+  // row's (the accumulator is unknown), and their gathered elements that differ from the bf16-amax recipe.
+  int64_t rows_acc_window = 0, acc_window_elements = 0;
+  int64_t wrong_wire_rows = 0;  // rows whose gathered views hold elements nothing explains (wrong)
+  bool compared = false;        // an element check ran (the bit-exact comparison or the wire leg)
 
  private:
   void reduce_row(const Chunk&, size_t i, int owner);

@@ -65,55 +65,105 @@ struct Sampled {
 
 // The output's scale against the reference (least squares over every view's finite elements), and how well the
 // scaled reference explains the output: a format mix-up is a clean multiple (residual near the floor); a slice
-// that never arrived also has a ratio below 1, but a large residual.
-void output_ratio(const Ctx& c, const reference::Bf16Outputs& outputs, const std::vector<float>& ref,
-                  const std::vector<std::vector<float>>& rank_refs, VerifyResult& res, Sampled& s) {
-  auto each = [&](auto f) {
-    for (int r = 0; r < c.W; ++r) {
-      const std::vector<float>& rr = c.collective ? ref : rank_refs[size_t(r)];
-      for (size_t i = 0; i < rr.size(); ++i) {
-        const uint16_t h = outputs[size_t(r)][i];
-        if ((h & 0x7f80) != 0x7f80) f(double(reference::from_bf16(h)), double(rr[i]));
-      }
+// that never arrived also has a ratio below 1, but a large residual. Summed block by block: sum(o x), sum(x x),
+// sum(o o), the residual sum(o - k x)^2 expanded from them.
+struct RatioSums {
+  double ox = 0, xx = 0, oo = 0;
+  void add(const uint16_t* out, const float* ref, size_t count) {
+    for (size_t i = 0; i < count; ++i) {
+      if ((out[i] & 0x7f80) == 0x7f80) continue;
+      const double o = double(reference::from_bf16(out[i])), x = double(ref[i]);
+      ox += o * x, xx += x * x, oo += o * o;
     }
-  };
-  double num = 0, den = 0;
-  each([&](double o, double x) { num += o * x, den += x * x; });
-  if (!(den > 0)) return;
-  const double k = num / den;
-  res.output_to_reference_ratio = k;
-  double e2 = 0;
-  each([&](double o, double x) { e2 += (o - k * x) * (o - k * x); });
-  s.ratio_residual = std::sqrt(e2 / (k * k * den));
-}
+  }
+  void finish(VerifyResult& res, Sampled& s) const {
+    if (!(xx > 0)) return;
+    const double k = ox / xx;
+    res.output_to_reference_ratio = k;
+    const double e2 = std::max(0.0, oo - 2 * k * ox + k * k * xx);
+    s.ratio_residual = std::sqrt(e2 / (k * k * xx));
+  }
+};
 
-Sampled sampled_numerics(const Ctx& c, const std::vector<int64_t>& file_rows, VerifyResult& res) {
-  Sampled s;
-  const size_t R = file_rows.size();
-  reference::Bf16Outputs outputs(size_t(c.W));
-  std::vector<float> ref(R * size_t(c.n), 0.0f);
-  std::vector<std::vector<float>> rank_refs;  // gemm-only
+// Rows of the relL2 per block: the block's fp32 reference, partials and views are all that is held (~30 MB at
+// N = 7168), B once per rank; the mapped pages of a block's rows leave the resident set once it is summed.
+constexpr size_t kRelL2BlockRows = 512;
+
+void release_rows(const Ctx& c, const std::vector<int64_t>& file_rows, size_t b0, size_t b1) {
+  const uint64_t r0 = uint64_t(file_rows[b0]), r1 = uint64_t(file_rows[b1 - 1]) + 1;
   for (int r = 0; r < c.W; ++r) {
     const RankFile& f = c.run.rank(r);
-    auto t = Clock::now();
-    const reference::RankOperands op = dump::read_operands(f, file_rows, c.shape);
-    outputs[size_t(r)] = dump::read_bf16_rows(f, "out", file_rows);
-    for (const auto* codes : {&op.a.codes, &op.b.codes})
-      for (uint8_t x : *codes)
-        s.other_format_nan_codes += f.fp8 == Fp8Format::E4M3FNUZ ? (x & 0x7f) == 0x7f : x == 0x80;
-    res.seconds_read += seconds_since(t);
-    t = Clock::now();
-    std::vector<float> p = reference::reference_partial(op, c.cfg.quant, f.fp8);
-    for (size_t i = 0; i < ref.size(); ++i) ref[i] += p[i];
-    if (res.has_partials)
-      res.partial_rel_l2.push_back(reference::rel_l2(dump::read_bf16_rows(f, "partial", file_rows), p));
-    if (!c.collective) rank_refs.push_back(std::move(p));
-    res.seconds_reference += seconds_since(t);
+    for (const char* t : {"out", "partial"})
+      if (f.file.has(t)) f.file.release(f.file.tensor(t), r0 * uint64_t(c.n) * 2, r1 * uint64_t(c.n) * 2);
+    f.file.release(f.file.tensor("a"), r0 * uint64_t(c.shape.k), r1 * uint64_t(c.shape.k));
   }
-  const auto t = Clock::now();
-  s.rel = output_check::rel_l2_of_views(c.shape, c.cfg, res.rows, outputs, ref, rank_refs);
-  output_ratio(c, outputs, ref, rank_refs, res, s);
-  res.seconds_reference += seconds_since(t);
+}
+
+// The fp32 reference from the dumped operands over the sampled rows (all of them with --check-rows 0), summed
+// block by block over the rows: each view's per-row errors (the relL2 is combined from them, bit for bit what
+// one pass over all rows gives), each rank's partial against its own fp32 product, the output ratio.
+Sampled sampled_numerics(const Ctx& c, const std::vector<int64_t>& file_rows, VerifyResult& res) {
+  Sampled s;
+  const size_t R = file_rows.size(), n = size_t(c.n);
+  std::vector<reference::RankOperands> ops(size_t(c.W));
+  for (int r = 0; r < c.W; ++r) {
+    const auto t = Clock::now();
+    const RankFile& f = c.run.rank(r);
+    ops[size_t(r)] = dump::read_operands(f, {}, c.shape);
+    for (uint8_t x : ops[size_t(r)].b.codes)
+      s.other_format_nan_codes += f.fp8 == Fp8Format::E4M3FNUZ ? (x & 0x7f) == 0x7f : x == 0x80;
+    res.seconds_read += seconds_since(t);
+  }
+  std::vector<reference::RowErrors> views(size_t(c.W));
+  std::vector<reference::RelL2Sums> partial_sums(size_t(c.W)), rank_sums(size_t(c.W));
+  RatioSums ratio;
+  std::vector<int64_t> block;
+  for (size_t b0 = 0; b0 < R; b0 += kRelL2BlockRows) {
+    const size_t b1 = std::min(R, b0 + kRelL2BlockRows);
+    block.assign(file_rows.begin() + std::ptrdiff_t(b0), file_rows.begin() + std::ptrdiff_t(b1));
+    std::vector<float> ref(block.size() * n, 0.0f);
+    reference::Bf16Outputs outputs(size_t(c.W));
+    for (int r = 0; r < c.W; ++r) {
+      const RankFile& f = c.run.rank(r);
+      reference::RankOperands& op = ops[size_t(r)];
+      auto t = Clock::now();
+      dump::read_a_rows(f, block, c.shape, op);
+      outputs[size_t(r)] = dump::read_bf16_rows(f, "out", block);
+      for (uint8_t x : op.a.codes)
+        s.other_format_nan_codes += f.fp8 == Fp8Format::E4M3FNUZ ? (x & 0x7f) == 0x7f : x == 0x80;
+      res.seconds_read += seconds_since(t);
+      t = Clock::now();
+      const std::vector<float> p = reference::reference_partial(op, c.cfg.quant, f.fp8);
+      for (size_t i = 0; i < ref.size(); ++i) ref[i] += p[i];
+      if (res.has_partials) {
+        const std::vector<uint16_t> part = dump::read_bf16_rows(f, "partial", block);
+        partial_sums[size_t(r)].add(part.data(), p.data(), p.size());
+      }
+      if (!c.collective) {
+        rank_sums[size_t(r)].add(outputs[size_t(r)].data(), p.data(), p.size());
+        ratio.add(outputs[size_t(r)].data(), p.data(), p.size());
+      }
+      res.seconds_reference += seconds_since(t);
+    }
+    const auto t = Clock::now();
+    if (c.collective)
+      for (int r = 0; r < c.W; ++r) {
+        const reference::RowErrors e = reference::row_errors(outputs[size_t(r)], ref, c.n);
+        auto& v = views[size_t(r)];
+        v.err2.insert(v.err2.end(), e.err2.begin(), e.err2.end());
+        v.ref2.insert(v.ref2.end(), e.ref2.begin(), e.ref2.end());
+        ratio.add(outputs[size_t(r)].data(), ref.data(), ref.size());
+      }
+    res.seconds_reference += seconds_since(t);
+    release_rows(c, file_rows, b0, b1);
+  }
+  if (res.has_partials)
+    for (const auto& ps : partial_sums) res.partial_rel_l2.push_back(ps.value());
+  std::vector<double> gemm_only;
+  if (!c.collective)
+    for (const auto& rs : rank_sums) gemm_only.push_back(rs.value());
+  s.rel = output_check::rel_l2_of_row_errors(c.shape, c.cfg, res.rows, views, gemm_only);
+  ratio.finish(res, s);
   return s;
 }
 
@@ -166,13 +216,15 @@ bool wire_codes_explained(const uint16_t* reduced, int64_t n, const uint8_t* cod
   }
   const bool fnuz = fmt == Fp8Format::E4M3FNUZ;
   const float s_ref = reference::wire_quantize_row(reduced, n, buf.data(), fmt, reference::WireRecipe::DivCodes);
-  if (!(std::fabs(double(scale) - double(s_ref)) <= 1e-6 * double(s_ref))) return false;
+  if (!(std::fabs(double(scale) - double(s_ref)) <= reference::kWireScaleRelTol * double(s_ref))) return false;
   for (int64_t i = 0; i < n; ++i) {
     if (codes[i] == buf[size_t(i)]) continue;
     const float scaled = numerics::div_rn(numerics::bf16_to_f32(reduced[i]), s_ref);
     const float mid = 0.5f * (numerics::e4m3_to_f32(codes[i], fnuz) + numerics::e4m3_to_f32(buf[size_t(i)], fnuz));
     const int step = std::abs(int(codes[i]) - int(buf[size_t(i)]));
-    if (step != 1 || !(std::fabs(scaled - mid) <= 4e-6f * std::fabs(scaled) + 1e-7f)) return false;
+    if (step != 1 || !(std::fabs(scaled - mid) <=
+                       reference::kWireMidpointRelTol * std::fabs(scaled) + reference::kWireMidpointAbsTol))
+      return false;
   }
   return true;
 }
@@ -285,6 +337,8 @@ RunRecord make_record(const Ctx& c, const VerifyResult& res, const Sampled& s,
   if (c.f0.pull_blocks) rec.pull_blocks = c.f0.pull_blocks;
   output_check::record_numerics(rec, s.rel, c.cfg, checks.nonfinite);
   checks.record(rec);
+  if (rec.wrong_elements) rec.wrong_elements_basis = res.has_partials ? "partials" : "wire";
+  rec.operand_dtype = c.f0.file.tensor("a").dtype;
   rec.timing = "none (tensor dump: no times)";
   const std::string device = dump::meta_get(c.f0, "device", false);
   if (!device.empty()) rec.device = device;

@@ -212,11 +212,10 @@ void check_consistent(const RankFile& f0, const RankFile& f) {
 }
 
 // Reads the A rows (their codes and scales in the quant's A layout over the held rows) and the whole of B.
-reference::RankOperands read_operands(const RankFile& f, const std::vector<int64_t>& file_rows, const Shape& shape) {
+void read_a_rows(const RankFile& f, const std::vector<int64_t>& file_rows, const Shape& shape,
+                 reference::RankOperands& op) {
   const Quant q = f.config.quant;
-  reference::RankOperands op;
-  op.rank = f.rank;
-  const int64_t R = int64_t(file_rows.size()), K = shape.k, N = shape.n;
+  const int64_t R = int64_t(file_rows.size()), K = shape.k;
   op.a.rows = R;
   op.a.cols = K;
   op.a.codes.resize(size_t(R * K));
@@ -229,6 +228,13 @@ reference::RankOperands read_operands(const RankFile& f, const std::vector<int64
     for (int64_t c = 0; c < K; c += bk)
       std::memcpy(&op.a.scales[size_t(reference::scale_index(q, Operand::A, R, K, i, c))],
                   as + reference::scale_index(q, Operand::A, f.file_rows, K, file_rows[size_t(i)], c), 4);
+}
+
+reference::RankOperands read_operands(const RankFile& f, const std::vector<int64_t>& file_rows, const Shape& shape) {
+  reference::RankOperands op;
+  op.rank = f.rank;
+  read_a_rows(f, file_rows, shape, op);
+  const int64_t K = shape.k, N = shape.n;
   op.b.rows = N;
   op.b.cols = K;
   const uint8_t* b = f.file.data(f.file.tensor("b"));

@@ -51,6 +51,9 @@ DumpRun open_run(const std::vector<std::string>& paths);
 
 // The A rows (codes and scales in the quant's A layout over the given file rows) and the whole of B.
 reference::RankOperands read_operands(const RankFile& f, const std::vector<int64_t>& file_rows, const Shape& shape);
+// Only the A rows, into op.a (op.b kept): verify reads B once per rank and A block by block.
+void read_a_rows(const RankFile& f, const std::vector<int64_t>& file_rows, const Shape& shape,
+                 reference::RankOperands& op);
 // A bf16 tensor's rows ([file rows, N]) copied out.
 std::vector<uint16_t> read_bf16_rows(const RankFile& f, const std::string& name, const std::vector<int64_t>& file_rows);
 

@@ -416,6 +416,8 @@ constexpr OptionalField kOptionalFields[] = {
     {"nonfinite_elements", &RunRecord::nonfinite_elements},
     {"disagreeing_elements", &RunRecord::disagreeing_elements},
     {"wire_recipe", &RunRecord::wire_recipe},
+    {"wrong_elements_basis", &RunRecord::wrong_elements_basis},
+    {"operand_dtype", &RunRecord::operand_dtype},
     {"first_wrong_element", &RunRecord::first_wrong_element},
     {"full_compare_us", &RunRecord::full_compare_us},
     {"full_compare_bytes", &RunRecord::full_compare_bytes},
@@ -527,6 +529,8 @@ nlohmann::json run_record_to_json(const RunRecord& r) {
   if (r.nonfinite_elements) j["nonfinite_elements"] = *r.nonfinite_elements;
   if (r.disagreeing_elements) j["disagreeing_elements"] = *r.disagreeing_elements;
   if (r.wire_recipe) j["wire_recipe"] = *r.wire_recipe;
+  if (r.wrong_elements_basis) j["wrong_elements_basis"] = *r.wrong_elements_basis;
+  if (r.operand_dtype) j["operand_dtype"] = *r.operand_dtype;
   if (r.first_wrong_element) j["first_wrong_element"] = *r.first_wrong_element;
   if (r.full_compare_us) j["full_compare_us"] = *r.full_compare_us;
   if (r.full_compare_bytes) j["full_compare_bytes"] = *r.full_compare_bytes;

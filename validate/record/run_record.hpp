@@ -91,6 +91,13 @@ struct RunRecord {
   // The fp8 wire's quantization recipe that reproduces the gathered views exactly (reference/quant.hpp
   // WireRecipe), or how they were accepted within mori's tolerance.
   std::optional<std::string> wire_recipe;
+  // What wrong_elements were judged against: "partials" (the collective re-emulated over the run's own partials:
+  // run, validate, a verify dump with partials) or "wire" (a verify dump without partials: only the fp8 wire's
+  // gathered views, against the recipes and mori's tolerance). Absent: "partials".
+  std::optional<std::string> wrong_elements_basis;
+  // The dtype a tensor dump stated for its operand codes ("F8_E4M3": e4m3fn by definition; "U8": the metadata's
+  // fp8_format). With F8_E4M3 the e4m3fnuz/e4m3fn mix-up hint for NaN is not given.
+  std::optional<std::string> operand_dtype;
   std::optional<double> rel_l2_all_views;  // relL2 over every rank's view of the checked rows
   std::optional<double> rel_l2_all_views_stderr;
   std::optional<uint64_t> seed;

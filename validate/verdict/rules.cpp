@@ -20,15 +20,19 @@ using Hits = std::optional<Hit>;
 
 // e4m3fnuz (gfx942) bytes read as e4m3fn are 2x their value (bias 8 vs 7), and fnuz's +-240 codes are fn's
 // NaN: an output off by a power of two (relL2 |2^j - 1|: 1 for 2x, 3 for 4x, 0.5 and 0.75 the other way) or
-// holding NaN is the signature. Empty when rel_l2 shows neither.
-std::string fnuz_hint(std::optional<double> rel_l2) {
+// holding NaN is the signature. Empty when rel_l2 shows neither, and for NaN when the record states the
+// operands are e4m3fn codes (a dump typed F8_E4M3): no e4m3fnuz operands there to be read as e4m3fn.
+std::string fnuz_hint(const RunRecord& r, std::optional<double> rel_l2) {
   const std::string fix =
       "if the operands are e4m3fnuz (gfx942, MI300X) they were read as e4m3fn (or the "
       "reverse): check the fp8 dtype the kernels and the reference use";
-  if (!rel_l2 || std::isnan(*rel_l2))
+  const bool stated_fn = r.operand_dtype && *r.operand_dtype == "F8_E4M3";
+  if (!rel_l2 || std::isnan(*rel_l2)) {
+    if (stated_fn) return "";
     return "NaN in the output is what e4m3fnuz's +-240 codes become when read "
            "as e4m3fn (its NaN code): " +
            fix;
+  }
   for (const double pattern : {1.0, 3.0, 0.5, 0.75})
     if (std::fabs(*rel_l2 - pattern) <= 0.05 * pattern)
       return "relL2 " + sci(*rel_l2) + " is an output off by a power of two (relL2 " + sci(pattern) +
@@ -60,7 +64,8 @@ Hits not_validated(const RunRecord& r, const Basis& b) {
   msg += (r.validated && !*r.validated && b.num.rel_ok)
              ? ": its output is wrong (see the numerics findings), so its time measures nothing; do not quote it."
              : ": rerun with validation on and look at the output for NaN before trusting its time.";
-  if (r.rel_l2 && std::isnan(*r.rel_l2) && r.validated && !*r.validated) msg += " " + fnuz_hint(r.rel_l2) + ".";
+  if (r.rel_l2 && std::isnan(*r.rel_l2) && r.validated && !*r.validated)
+    if (const std::string fnuz = fnuz_hint(r, r.rel_l2); !fnuz.empty()) msg += " " + fnuz + ".";
   return Hit{msg};
 }
 
@@ -76,8 +81,13 @@ Hits collective_mismatch(const RunRecord& r, const Basis&) {
   std::ostringstream m;
   m << *r.wrong_elements;
   if (total > 0) m << " of " << total;
-  m << " checked output elements differ bit for bit from the collective re-emulated over this run's own "
-       "partials: the reduce-scatter/all-gather did not compute what it should (see the other findings).";
+  if (r.wrong_elements_basis && *r.wrong_elements_basis == "wire")
+    m << " checked output elements of the fp8 wire's gathered views match no quantization recipe of the owner's "
+         "reduced row, nor mori's tolerance (the dump holds no partials: the reduce itself is not re-emulated): "
+         "the quantize, gather or dequantize did not compute what it should (see the other findings).";
+  else
+    m << " checked output elements differ bit for bit from the collective re-emulated over this run's own "
+         "partials: the reduce-scatter/all-gather did not compute what it should (see the other findings).";
   if (r.first_wrong_element) m << " First: " << *r.first_wrong_element << ".";
   return Hit{m.str()};
 }
@@ -184,7 +194,7 @@ Hits silent_transfer(const RunRecord& r, const Basis& b) {
           ? "copy-engine puts did nothing: check the host library was built with SDMA queues"
           : "peer stores never landed: check the peer windows are mapped and the barrier waits for them";
   if (!n.slices_off.empty()) return Hit{silent_slices_text(r, n, fix)};
-  const std::string fnuz = fnuz_hint(*n.worst);
+  const std::string fnuz = fnuz_hint(r, *n.worst);
   const int W = r.shape.world, j = n.missing_slices;
   return Hit{"rel_l2 " + sci(*n.worst) + " matches " + std::to_string(j) + " of " + std::to_string(W) +
              " slices missing (sqrt(" + std::to_string(j) + "/" + std::to_string(W) + ")=" + sci(n.missing_pattern) +
@@ -203,14 +213,14 @@ bool wire_not_used_at(const NumericsBasis& n) {
   return !n.floor_fp8 && x <= kFp8AcceptMin;
 }
 
-Hits numerics_above_floor(const RunRecord&, const Basis& b) {
+Hits numerics_above_floor(const RunRecord& r, const Basis& b) {
   const NumericsBasis& n = b.num;
   if (!above_floor(n)) return {};
   const double x = *n.worst;
   const std::string who = n.worst_rank >= 0 ? " (rank " + std::to_string(n.worst_rank) + ")" : "";
   std::string hint = n.fp8 ? "look for a wrong scale, an fnuz/fn mix-up or an unreleased store on the gather leg"
                            : "look for a stale or unreleased slice, a wrong scale or a skipped rank in the reduce";
-  if (const std::string fnuz = fnuz_hint(x); !fnuz.empty()) hint = fnuz;
+  if (const std::string fnuz = fnuz_hint(r, x); !fnuz.empty()) hint = fnuz;
   return Hit{"rel_l2 " + sci(x) + who + " is " + sci(x / (n.expected ? *n.expected : n.accept_max)) + "x " +
              n.floor_txt + " (limit " + sci(n.upper) + "): " + hint + "."};
 }

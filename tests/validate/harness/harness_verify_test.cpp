@@ -15,6 +15,7 @@
 
 #include "common/faults.hpp"
 #include "reference/formats.hpp"
+#include "reference/numerics_inline.hpp"
 #include "reference/quant.hpp"
 #include "support/cli.hpp"
 #include "validate/harness/dump_write.hpp"
@@ -304,6 +305,76 @@ TEST(HarnessVerify, FusedQuantizeDumpIsNamedAsTheAccumulatorAmax) {
   fs::remove_all(dir);
 }
 
+// fuse_quantize without the partials (they are optional): the accumulator's amax is unknown, but one amax within
+// half a bf16 ulp of the row's explains every row; the same edit on every peer's view of one element (so the
+// ranks agree) still fails, through the wire leg, and says it judged the gathered views only.
+TEST(HarnessVerify, FusedQuantizeWithoutPartialsPassesAndEditsStillFail) {
+  Config c = cfg(WireDtype::Fp8, Transport::Sdma);
+  c.fuse_quantize = true;
+  const fs::path clean = clean_dump(c, "verify_accamax_np");
+  rewrite(clean, [](const std::string& t, int, Bytes&) { return t != "partial"; });
+  const VerifyResult ok = verify_dump(files_of(clean), VerifyOptions{});
+  EXPECT_TRUE(ok.verdict.pass) << codes_text(error_codes(ok.verdict)) << ok.wire_recipe;
+  EXPECT_EQ(ok.wire_recipe.rfind("fp32-accumulator amax", 0), 0u) << ok.wire_recipe;
+  EXPECT_EQ(ok.record.wrong_elements.value_or(-1), 0);
+  const std::map<std::string, std::function<uint16_t(uint16_t)>> edits{
+      {"flipped ulp", [](uint16_t h) { return uint16_t(h ^ 1); }},
+      {"NaN", [](uint16_t) { return uint16_t(0x7fc0); }},
+      {"zeroed", [](uint16_t) { return uint16_t(0); }},
+      {"1.01x", [](uint16_t h) { return numerics::f32_to_bf16(numerics::bf16_to_f32(h) * 1.01f); }},
+  };
+  for (const int64_t row : {int64_t(7), int64_t(300), int64_t(1000)})
+    for (const auto& [name, edit] : edits) {
+      const fs::path dir = clean.string() + "_edit";
+      fs::remove_all(dir);
+      fs::copy(clean, dir);
+      const int owner = int(row / 256);
+      const int64_t at = row * 1024 + 333;
+      uint16_t before = 0;
+      rewrite(dir, [&](const std::string& t, int rank, Bytes& b) {
+        if (t == "out" && rank != owner) {
+          std::memcpy(&before, &b[size_t(at) * 2], 2);
+          const uint16_t h = edit(before);
+          std::memcpy(&b[size_t(at) * 2], &h, 2);
+        }
+        return true;
+      });
+      const std::string what = name + " on every peer's view of row " + std::to_string(row);
+      ASSERT_NE(before, 0) << what;
+      const VerifyResult v = verify_dump(files_of(dir), VerifyOptions{});
+      EXPECT_FALSE(v.verdict.pass) << what;
+      EXPECT_TRUE(error_codes(v.verdict).count("COLLECTIVE_MISMATCH")) << what;
+      EXPECT_EQ(v.record.wrong_elements_basis.value_or(""), "wire") << what;
+      for (const auto& f : v.verdict.findings)
+        if (f.code == "COLLECTIVE_MISMATCH") {
+          EXPECT_EQ(f.message.find("re-emulated over this run's own partials"), std::string::npos) << f.message;
+        }
+      EXPECT_NE(v.wire_recipe.find("no recipe explains"), std::string::npos) << what << ": " << v.wire_recipe;
+      fs::remove_all(dir);
+    }
+  fs::remove_all(clean);
+}
+
+// mori's reduce starts from the owner's own value (acc = v0), not from 0: an element whose partials are all -0
+// sums to -0 (0 + -0 would be +0), and a dump holding that -0 passes.
+TEST(HarnessVerify, AllNegativeZeroPartialsReduceToNegativeZero) {
+  const uint16_t neg0 = 0x8000;
+  for (int owner = 0; owner < 4; ++owner) {
+    EXPECT_EQ(numerics::reduce_element(owner, 4, [&](int) { return neg0; }), neg0);
+    EXPECT_EQ(numerics::reduce_element(owner, 4, [&](int p) { return p == 2 ? uint16_t(0) : neg0; }), 0);
+  }
+  const fs::path dir = clean_dump(cfg(WireDtype::Bf16, Transport::Sdma), "verify_negzero");
+  const size_t at = size_t(5 * 1024 + 9) * 2;  // row 5 (owner 0), every rank's partial and view
+  rewrite(dir, [&](const std::string& t, int, Bytes& b) {
+    if (t == "partial" || t == "out") std::memcpy(&b[at], &neg0, 2);
+    return true;
+  });
+  const VerifyResult v = verify_dump(files_of(dir), VerifyOptions{});
+  EXPECT_TRUE(v.verdict.pass) << codes_text(error_codes(v.verdict));
+  EXPECT_EQ(v.record.wrong_elements.value_or(-1), 0);
+  fs::remove_all(dir);
+}
+
 // Rewrites every non-owner view of the dump's fp8 gather with `recipe` applied to the owner's reduced rows.
 void regather(const fs::path& dir, reference::WireRecipe recipe) {
   const int64_t S = 1024 / 4, N = 1024;
@@ -413,6 +484,17 @@ TEST(HarnessVerify, NanDiagnosisBlamesFnuzOnlyForUntypedCodes) {
   EXPECT_EQ(v.nonfinite_elements, 4);
   ASSERT_FALSE(v.diagnoses.empty());
   EXPECT_EQ(v.diagnoses.front().find("e4m3fnuz"), std::string::npos) << v.diagnoses.front();
+  // The record says the dump stated e4m3fn, and the judge's findings leave the fnuz hint out too.
+  EXPECT_EQ(v.record.operand_dtype.value_or(""), "F8_E4M3");
+  EXPECT_TRUE(error_codes(v.verdict).count("NOT_VALIDATED"));
+  for (const auto& f : v.verdict.findings) EXPECT_EQ(f.message.find("e4m3fnuz"), std::string::npos) << f.message;
+  // The same record without the stated dtype keeps the hint.
+  RunRecord untyped = v.record;
+  untyped.operand_dtype.reset();
+  bool hinted = false;
+  for (const auto& f : judge(untyped, JudgeOptions{}).findings)
+    hinted = hinted || (f.code == "NOT_VALIDATED" && f.message.find("e4m3fnuz") != std::string::npos);
+  EXPECT_TRUE(hinted);
   fs::remove_all(dir);
 }
 
