@@ -313,8 +313,7 @@ std::array<std::string, 7> table_row(const Verdict& v) {
   const bool traced = !inv && v.record.raw.is_object() && v.record.raw.contains("trace");
   c[0] = v.source + (traced ? " [trace]" : "");
   c[1] = inv ? "-" : verdict_detail::record_config_label(v.record);
-  if (!inv && verdict_detail::is_pull_wire(effective_config(v.record.config)))
-    c[1] += "/pull=" + std::to_string(v.context.pull_blocks);
+  if (!inv && has_pull(v.record.config)) c[1] += "/pull=" + std::to_string(v.context.pull_blocks);
   if (!inv && v.record.timing == "eager") c[1] += "/eager";
   if (!inv && verdict_detail::is_partial(v.record)) c[1] += "/stop_after=" + *v.record.stop_after;
   c[2] = inv ? "-" : std::to_string(v.record.shape.m);
