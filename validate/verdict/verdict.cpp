@@ -42,8 +42,10 @@ std::vector<std::string> notes_of(const RunRecord& r, const Basis& b) {
     notes.push_back(n + ")");
   }
   if (b.num.judged && !has_collective(r.config.mode) && !r.backend && !b.num.rel_ok && r.validated && *r.validated)
-    notes.push_back("gemm-only: the benchmark does not validate this mode (rel_l2 " +
-                    std::string(r.rel_l2 ? "NaN" : "absent") + " by design); only its time was judged");
+    notes.push_back("gemm-only: rel_l2 " + std::string(r.rel_l2 ? "NaN" : "absent") +
+                    ": the benchmark did not validate this run (bench_gemm_ar.py checks gemm-only's GEMM against "
+                    "its rank's partial, e.g. @fc892894; NaN means a version before that check, or "
+                    "--skip-validation); only its time was judged");
   const model::Profile* p = b.e.profile.get();
   if (b.timing && !p->calibrated)
     notes.push_back("profile " + b.e.profile_name + " is uncalibrated (" + p->calibration +
