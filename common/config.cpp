@@ -108,7 +108,7 @@ std::vector<std::string> phase_names(const Config& c) {
   const bool fp8 = e.gather_dtype == WireDtype::Fp8;
   if (fp8) p.push_back("quantize");
   p.push_back("gather");
-  if (fp8) p.push_back(e.gather_transport == Transport::Lsa ? "pull" : "dequantize");
+  if (fp8) p.push_back(has_pull(e) ? "pull" : "dequantize");
   return p;
 }
 
@@ -138,6 +138,11 @@ Config effective_config(const Config& c) {
 bool uses_fp8_wire(const Config& c) {
   const Config e = effective_config(c);
   return has_collective(e.mode) && e.gather_dtype == WireDtype::Fp8;
+}
+
+bool has_pull(const Config& c) {
+  const Config e = effective_config(c);
+  return uses_fp8_wire(e) && e.gather_transport == Transport::Lsa;
 }
 
 int block_m(Quant q) { return quant_traits(q).block_m; }

@@ -71,6 +71,8 @@ bool is_fused(Mode);
 bool has_collective(Mode);  // false only for gemm-only
 // split-lsa is a bf16-only 2-stage CU all-reduce: its gather "wire" is always bf16 over CUs.
 bool uses_fp8_wire(const Config&);
+// The config runs the pull kernel (an fp8 gather over CU loads, lsa): the only one the pull grid affects.
+bool has_pull(const Config&);
 // The phases a config runs, in order (docs/spec.md 1.1): gemm, then scatter (split) or drain (fused), reduce,
 // quantize (fp8), gather, dequantize (fp8/sdma) or pull (fp8/lsa); split-lsa: gemm, allreduce.
 std::vector<std::string> phase_names(const Config&);

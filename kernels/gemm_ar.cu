@@ -258,7 +258,7 @@ class Pipeline {
       for (auto& rb : ranks_) std::swap(rb.out, rb.out_alt);
     verify_counters();
     read_back(ro);
-    ro.pull_blocks = (uses_fp8_wire(eff_) && eff_.gather_transport == Transport::Lsa) ? pull_blocks() : 0;
+    ro.pull_blocks = has_pull(eff_) ? pull_blocks() : 0;
     ro.gemm_impl = vendor_ ? GemmImpl::Cublaslt : GemmImpl::Gemmar;
     return ro;
   }

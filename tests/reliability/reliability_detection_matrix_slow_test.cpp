@@ -56,7 +56,6 @@ bool scatter_by_puts(const Config& c) {
 bool gather_by_copy_engine(const Config& c) {
   return collective(c) && c.mode != Mode::SplitLsa && c.gather_transport == Transport::Sdma;
 }
-bool pull_wire(const Config& c) { return collective(c) && uses_fp8_wire(c) && c.gather_transport == Transport::Lsa; }
 bool fp8_wire(const Config& c) { return collective(c) && uses_fp8_wire(c); }
 bool any_config(const Config&) { return true; }
 
@@ -68,7 +67,7 @@ const std::map<std::string, MatrixTraits>& matrix_traits() {
        {{"silent-puts"}, [](const Config& c) { return scatter_by_puts(c) || gather_by_copy_engine(c); }}},
       {"stale-output", {{"stale-output"}, collective, "", kStaleWording}},
       {"perturb-rank=R", {{"perturb-rank=1"}, collective}},
-      {"pull-blocks=N", {{"pull-blocks=2", "pull-blocks=4096"}, pull_wire}},
+      {"pull-blocks=N", {{"pull-blocks=2", "pull-blocks=4096"}, has_pull}},
       {"wire-bypassed", {{"wire-bypassed"}, fp8_wire}},
       // e4m3fn's NaN code S.1111.111 is a valid e4m3fnuz value (+-240, every block maximum): the output holds
       // NaN, and NaN must be reported as such (never as a silent transfer).

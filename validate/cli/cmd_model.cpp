@@ -83,14 +83,11 @@ void print_table(std::ostream& out, const model::Profile& prof, const Shape& s, 
 // sweep that wire; a config without a pull is told so rather than shown a flat curve.
 void choose_sweep_wire(const po::variables_map& vm, Config& c) {
   const bool wire_given = !vm["gather-dtype"].defaulted() || !vm["gather-transport"].defaulted();
-  const bool has_pull = [](const Config& x) {
-    const Config eff = effective_config(x);
-    return has_collective(eff.mode) && uses_fp8_wire(eff) && eff.gather_transport == Transport::Lsa;
-  }(c);
-  if (!wire_given && !has_pull && has_collective(c.mode) && traits(c.mode).fp8_wire) {
+  const bool pull = has_pull(c);
+  if (!wire_given && !pull && has_collective(c.mode) && traits(c.mode).fp8_wire) {
     c.gather_dtype = WireDtype::Fp8;
     c.gather_transport = Transport::Lsa;
-  } else if (!has_pull) {
+  } else if (!pull) {
     throw UsageError("--param pull-blocks: the pull grid has no effect on " + config_label(c) +
                      " (only an fp8 gather over lsa runs the pull kernel); give --gather-dtype fp8 "
                      "--gather-transport lsa with a fused or split-sdma mode");

@@ -15,6 +15,7 @@
 
 #include "common/config.hpp"
 #include "common/errors.hpp"
+#include "common/stats.hpp"
 #include "validate/record/log_reader.hpp"
 #include "validate/record/python_json.hpp"
 #include "validate/record/run_record.hpp"
@@ -206,11 +207,6 @@ struct Group {
   Shape shape;
   std::vector<size_t> runs;
 };
-
-bool pull_wire(const Config& c) {
-  const auto names = phase_names(c);
-  return std::find(names.begin(), names.end(), "pull") != names.end();
-}
 
 std::string strip_source(const std::string& msg, const std::string& source) {
   if (msg.rfind(source + ": ", 0) == 0) return msg.substr(source.size() + 2);
@@ -516,7 +512,7 @@ class Builder {
     if (!run.profile.empty()) profile_names_.insert(run.profile);
     run.eff = effective_config(rec.config);
     run.label = config_label(rec.config);
-    if (rec.pull_blocks && pull_wire(run.eff)) run.label += " pull=" + std::to_string(*rec.pull_blocks);
+    if (rec.pull_blocks && has_pull(run.eff)) run.label += " pull=" + std::to_string(*rec.pull_blocks);
     run.rec = std::move(rec);
     runs_.push_back(std::move(run));
     return true;
@@ -618,15 +614,7 @@ json stats(std::vector<double> v) {
   for (double x : v) (std::isfinite(x) ? f.push_back(x) : void(++nonfinite));
   if (f.empty()) return nonfinite ? json{{"n", 0}, {"nonfinite", nonfinite}} : json(nullptr);
   std::sort(f.begin(), f.end());
-  const size_t n = f.size();
-  const double med = n % 2 ? f[n / 2] : 0.5 * (f[n / 2 - 1] + f[n / 2]);
-  return {{"n", n}, {"median", med}, {"min", f.front()}, {"max", f.back()}, {"nonfinite", nonfinite}};
-}
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  return {{"n", f.size()}, {"median", median(f)}, {"min", f.front()}, {"max", f.back()}, {"nonfinite", nonfinite}};
 }
 
 size_t mode_rank(Mode m) {
@@ -706,7 +694,7 @@ ModelDoc* Builder::model_for(const Group& g) {
   for (auto& d : models_)
     if (d.label == base && d.shape && d.shape->m == g.shape.m && d.shape->n == g.shape.n && d.shape->k == g.shape.k &&
         d.shape->world == g.shape.world &&
-        (!pull_wire(g.eff) || d.pull_blocks == g.pull.value_or(64)))  // runs without a grid: the default 64
+        (!has_pull(g.eff) || d.pull_blocks == g.pull.value_or(64)))  // runs without a grid: the default 64
       return &d;
   return nullptr;
 }
@@ -737,7 +725,7 @@ json Builder::aggregate(const std::vector<size_t>& idx) const {
     }
     const auto& pr = r.rec.per_rank_time_us;
     if (pr.size() >= 2) {
-      const double med = median_of(pr);
+      const double med = median(pr);
       if (med > 0 && std::isfinite(med)) {
         spreads.push_back((*std::max_element(pr.begin(), pr.end()) - *std::min_element(pr.begin(), pr.end())) / med *
                           100.0);
@@ -756,10 +744,9 @@ json Builder::aggregate(const std::vector<size_t>& idx) const {
             {"time_ok_us", stats(times_ok)},
             {"rel_l2", stats(rels)},
             {"rank_spread_pct", stats(spreads)}};
-  a["floor"] = floors.empty() ? json(nullptr) : json(median_of(floors));
-  a["band"] = band_hi.empty()
-                  ? json(nullptr)
-                  : json::array({band_lo.empty() ? json(nullptr) : json(median_of(band_lo)), median_of(band_hi)});
+  a["floor"] = floors.empty() ? json(nullptr) : json(median(floors));
+  a["band"] = band_hi.empty() ? json(nullptr)
+                              : json::array({band_lo.empty() ? json(nullptr) : json(median(band_lo)), median(band_hi)});
   std::vector<std::pair<std::string, std::pair<std::string, size_t>>> cv(codes.begin(), codes.end());
   std::stable_sort(cv.begin(), cv.end(),
                    [](const auto& x, const auto& y) { return x.second.second > y.second.second; });
@@ -782,7 +769,7 @@ json Builder::group_phases(const Group& g) const {
     for (const auto& [name, us] : runs_[i].rec.phases_us) phase_vals[name].push_back(us);
   if (phase_vals.empty()) return json::array();
   Phases p;
-  for (auto& [name, v] : phase_vals) p.emplace_back(name, median_of(v));
+  for (auto& [name, v] : phase_vals) p.emplace_back(name, median(v));
   sort_phases(p);
   return phases_json(p);
 }

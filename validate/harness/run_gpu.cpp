@@ -26,108 +26,138 @@ namespace gemmar {
 #ifdef GEMMAR_HAVE_GPU
 namespace {
 
+// The device run of `req`: the padded shape, every iteration on its own inputs (its per-rank input scales),
+// every check_every-th read back, stragglers per replay.
+kernels::DeviceRun device_plan(const RunRequest& req, const std::vector<int64_t>& rows_to_return,
+                               const kernels::KernelOptions& kernel_options) {
+  kernels::DeviceRun plan;
+  static_cast<RunRequest&>(plan) = req;
+  plan.kernels = kernel_options;
+  plan.shape.m = padded_m(req.shape, req.config.quant);
+  plan.iterations = std::max(1, req.iterations);
+  plan.check_every = std::max(1, req.check_every);
+  plan.rows = rows_to_return;
+  for (int it = 0; it < plan.iterations; ++it) {
+    std::vector<float> sc, st;
+    for (int r = 0; r < req.shape.world; ++r) {
+      sc.push_back(reference::iteration_input_scale(req.seed, it, r));
+      for (int k = 0; k < 3; ++k)
+        st.push_back(float(reference::straggle_delay_us(req.seed, it * 3 + k, r, req.straggle_us)));
+    }
+    plan.iteration_scales.push_back(sc);
+    if (req.straggle_us > 0) plan.straggle_schedule_us.push_back(st);
+  }
+  return plan;
+}
+
+// --guard: every replay's sums judged as they come (every padded row), only the tally kept in `guard`, which
+// must outlive the run.
+void attach_guard(const RunRequest& req, kernels::DeviceRun& plan, std::optional<GuardReport>& guard) {
+  if (!req.guard || req.selftest_fill) return;
+  guard.emplace();
+  const reference::GuardContext ctx =
+      reference::guard_context(plan.shape, req.config, reference::all_rows(plan.shape, req.config.quant));
+  plan.guard_sink = [&guard, ctx](int it, std::vector<reference::GuardSums>&& sums) {
+    tally_guard_call(*guard, ctx, it, sums);
+  };
+}
+
+// What the driver judges: the sampled rows, the GPU's partials, the per-phase timings and where the ranks ran.
+BackendResult backend_result(const RunRequest& req, const std::vector<int64_t>& rows_to_return,
+                             const kernels::RunOutput& o, const std::optional<GuardReport>& guard) {
+  BackendResult res;
+  res.backend = "gpu";
+  res.rows = rows_to_return;
+  // `outputs` is iteration 0's (what relL2 is judged on: its inputs are the seed's unscaled operands).
+  res.iteration_index = o.iteration_index;
+  res.iteration_outputs = o.iteration_outputs;
+  res.outputs = !o.iteration_index.empty() && o.iteration_index.front() == 0 ? o.iteration_outputs.front() : o.outputs;
+  res.partials = o.partials;
+  res.full_compares = o.full_compares;
+  res.phases_us = o.phases_us;
+  res.per_rank_time_us = o.per_rank_time_us;
+  res.total_us = o.total_us;
+  res.device = o.device + (o.launch == "graph" ? "" : ", " + o.launch);
+  // As kernels/gemm_ar.cu places them: one rank per device when W devices exist, else all on one.
+  res.ranks_per_device = req.ranks_per_device > 0                     ? req.ranks_per_device
+                         : kernels::device_count() >= req.shape.world ? 1
+                                                                      : req.shape.world;
+  res.poisoned_elements = o.unwritten_outputs;
+  res.gemm_impl = to_string(o.gemm_impl);
+  res.guard = guard;
+  return res;
+}
+
+// The unfused baseline of a fused run, same process, same operands: the vendor GEMM (ours where the build has
+// none), then the split all-reduce of the same wire. Timed only: no faults, guard, read-back or stragglers.
+kernels::DeviceRun unfused_baseline_plan(const RunRequest& req, const kernels::DeviceRun& plan) {
+  kernels::DeviceRun base = plan;
+  base.config.mode = Mode::SplitSdma;
+  base.inject = Faults{};
+  base.guard = false;
+  base.guard_sink = nullptr;
+  base.rows.clear();
+  base.straggle_us = 0;
+  base.straggle_schedule_us.clear();
+  base.check_every = 1 << 30;  // timed only: no read-back
+  // The pipeline's vendor GEMM is blockscale's (ptpc / mxfp8 run ours: kernels/gemm_ar.cu, issue 25).
+  const bool lt = kernels::vendor_gemm_available() && req.config.quant == Quant::Blockscale;
+  base.gemm_impl = lt ? GemmImpl::Cublaslt : GemmImpl::Gemmar;
+  return base;
+}
+
 class GpuBackend final : public Backend {
  public:
   std::string name() const override { return "gpu"; }
 
   BackendResult execute(const RunRequest& req, const std::vector<int64_t>& rows_to_return) override {
-    kernels::DeviceRun plan;
-    static_cast<RunRequest&>(plan) = req;
-    plan.kernels = kernel_options_;
-    plan.shape.m = padded_m(req.shape, req.config.quant);
-    plan.iterations = std::max(1, req.iterations);
-    plan.check_every = std::max(1, req.check_every);
-    plan.rows = rows_to_return;
-    // Every iteration on its own inputs, every check_every-th read back, stragglers per replay.
-    for (int it = 0; it < plan.iterations; ++it) {
-      std::vector<float> sc, st;
-      for (int r = 0; r < req.shape.world; ++r) {
-        sc.push_back(reference::iteration_input_scale(req.seed, it, r));
-        for (int k = 0; k < 3; ++k)
-          st.push_back(float(reference::straggle_delay_us(req.seed, it * 3 + k, r, req.straggle_us)));
-      }
-      plan.iteration_scales.push_back(sc);
-      if (req.straggle_us > 0) plan.straggle_schedule_us.push_back(st);
-    }
+    kernels::DeviceRun plan = device_plan(req, rows_to_return, kernel_options_);
+    load_operands(req);
+    const auto operands = [&](int rank, kernels::RankOperands& dst) { dst = cache_[rank]; };
+    std::optional<GuardReport> guard;
+    attach_guard(req, plan, guard);
+    const kernels::RunOutput o = kernels::run_gemm_ar(plan, operands);
+    BackendResult res = backend_result(req, rows_to_return, o, guard);
+    if (is_fused(effective_config(req.config).mode) && req.inject.label() == "none" && !req.selftest_fill)
+      add_unfused_baseline(req, plan, operands, res);
+    return res;
+  }
 
+ private:
+  // Every rank's operands: they depend only on shape and seed, so they are reused across configs.
+  void load_operands(const RunRequest& req) {
+    const auto key = std::make_tuple(req.shape.m, req.shape.n, req.shape.k, req.shape.world, req.seed);
+    if (key == cache_key_) return;
     reference::OperandSpec spec;
     spec.shape = req.shape;
     spec.quant = req.config.quant;
     spec.data = reference::DataKind::Normal;
     spec.seed = req.seed;
     spec.fp8_format = Fp8Format::E4M3FN;
-    const auto key = std::make_tuple(req.shape.m, req.shape.n, req.shape.k, req.shape.world, req.seed);
-    if (key != cache_key_) {  // the operands depend only on shape and seed: reuse them across configs
-      cache_.clear();
-      cache_.resize(size_t(req.shape.world));
-      for (int r = 0; r < req.shape.world; ++r) cache_[r] = reference::make_rank_operands(spec, r);
-      cache_key_ = key;
-    }
-    const auto operands = [&](int rank, kernels::RankOperands& dst) { dst = cache_[rank]; };
-    // --guard: every replay's sums judged as they come (every padded row), only the tally kept.
-    std::optional<GuardReport> guard;
-    if (req.guard && !req.selftest_fill) {
-      guard.emplace();
-      const reference::GuardContext ctx =
-          reference::guard_context(plan.shape, req.config, reference::all_rows(plan.shape, req.config.quant));
-      plan.guard_sink = [&guard, ctx](int it, std::vector<reference::GuardSums>&& sums) {
-        tally_guard_call(*guard, ctx, it, sums);
-      };
-    }
-    const kernels::RunOutput o = kernels::run_gemm_ar(plan, operands);
-
-    BackendResult res;
-    res.backend = "gpu";
-    res.rows = rows_to_return;
-    // `outputs` is iteration 0's (what relL2 is judged on: its inputs are the seed's unscaled operands).
-    res.iteration_index = o.iteration_index;
-    res.iteration_outputs = o.iteration_outputs;
-    res.outputs =
-        !o.iteration_index.empty() && o.iteration_index.front() == 0 ? o.iteration_outputs.front() : o.outputs;
-    res.partials = o.partials;
-    res.full_compares = o.full_compares;
-    res.phases_us = o.phases_us;
-    res.per_rank_time_us = o.per_rank_time_us;
-    res.total_us = o.total_us;
-    res.device = o.device + (o.launch == "graph" ? "" : ", " + o.launch);
-    // As kernels/gemm_ar.cu places them: one rank per device when W devices exist, else all on one.
-    res.ranks_per_device = req.ranks_per_device > 0                     ? req.ranks_per_device
-                           : kernels::device_count() >= req.shape.world ? 1
-                                                                        : req.shape.world;
-    res.poisoned_elements = o.unwritten_outputs;
-    res.gemm_impl = to_string(o.gemm_impl);
-    res.guard = guard;
-    if (is_fused(effective_config(req.config).mode) && req.inject.label() == "none" && !req.selftest_fill) {
-      // The unfused baseline of this fused run, same process, same operands: the vendor GEMM (ours where the
-      // build has none), then the split all-reduce of the same wire. Timed only, once per (shape, wire).
-      kernels::DeviceRun base = plan;
-      base.config.mode = Mode::SplitSdma;
-      base.inject = Faults{};
-      base.guard = false;
-      base.guard_sink = nullptr;
-      base.rows.clear();
-      base.straggle_us = 0;
-      base.straggle_schedule_us.clear();
-      base.check_every = 1 << 30;  // timed only: no read-back
-      // The pipeline's vendor GEMM is blockscale's (ptpc / mxfp8 run ours: kernels/gemm_ar.cu, issue 25).
-      const bool lt = kernels::vendor_gemm_available() && req.config.quant == Quant::Blockscale;
-      base.gemm_impl = lt ? GemmImpl::Cublaslt : GemmImpl::Gemmar;
-      const std::string what = std::string(lt ? "cuBLASLt GEMM" : "gemmar GEMM") + " + split-sdma " +
-                               to_string(base.config.gather_dtype) + "/" + to_string(base.config.gather_transport);
-      auto& cached = baselines_[std::make_tuple(plan.shape.m, plan.shape.n, plan.shape.k, plan.shape.world, what,
-                                                plan.iterations)];
-      if (!(cached > 0)) {
-        const kernels::RunOutput b = kernels::run_gemm_ar(base, operands);
-        cached = b.per_rank_time_us.empty() ? b.total_us
-                                            : *std::max_element(b.per_rank_time_us.begin(), b.per_rank_time_us.end());
-      }
-      res.unfused_baseline_us = cached;
-      res.unfused_baseline = what;
-    }
-    return res;
+    cache_.clear();
+    cache_.resize(size_t(req.shape.world));
+    for (int r = 0; r < req.shape.world; ++r) cache_[r] = reference::make_rank_operands(spec, r);
+    cache_key_ = key;
   }
 
- private:
+  // The fused run's unfused baseline time, measured once per (shape, wire, iterations).
+  void add_unfused_baseline(const RunRequest& req, const kernels::DeviceRun& plan, const kernels::OperandFn& operands,
+                            BackendResult& res) {
+    const kernels::DeviceRun base = unfused_baseline_plan(req, plan);
+    const std::string what = std::string(base.gemm_impl == GemmImpl::Cublaslt ? "cuBLASLt GEMM" : "gemmar GEMM") +
+                             " + split-sdma " + to_string(base.config.gather_dtype) + "/" +
+                             to_string(base.config.gather_transport);
+    auto& cached =
+        baselines_[std::make_tuple(plan.shape.m, plan.shape.n, plan.shape.k, plan.shape.world, what, plan.iterations)];
+    if (!(cached > 0)) {
+      const kernels::RunOutput b = kernels::run_gemm_ar(base, operands);
+      cached = b.per_rank_time_us.empty() ? b.total_us
+                                          : *std::max_element(b.per_rank_time_us.begin(), b.per_rank_time_us.end());
+    }
+    res.unfused_baseline_us = cached;
+    res.unfused_baseline = what;
+  }
+
   // The kernel variants, read from the environment once per backend (README.md lists the variables).
   const kernels::KernelOptions kernel_options_ = kernels::kernel_options_from_env();
   std::tuple<int64_t, int64_t, int64_t, int, uint64_t> cache_key_{-1, -1, -1, -1, 0};

@@ -41,8 +41,9 @@ bool looks_like_run(const nlohmann::json& j) {
 }
 
 // Records of mori's other producers, never gemm_ar runs: the op worker's {"case": ...} self-test lines and the
-// {"route": "mori-<quant>-1p", ...} lines of its single-process GEMM benchmark (benchmark/cco/flydsl/gemm_ar/
-// bench_mori_gemm_1p.py, committed as mori_1p.jsonl). Listed as other records, not judged as broken runs.
+// {"route": ..., ...} lines of the single-process GEMM benchmarks in benchmark/cco/flydsl/gemm_ar/ (mori's
+// "mori-<quant>-1p" from bench_mori_gemm_1p.py, sglang's wo_b routes from bench_sglang_wob.py, aiter's from
+// bench_aiter_blockscale.py). Listed as other records, not judged as broken runs.
 bool another_producers_record(const nlohmann::json& j) {
   return j.is_object() && !j.contains("mode") && (j.contains("case") || j.contains("route"));
 }
@@ -171,34 +172,64 @@ std::string clip(const std::string& s, size_t n = 200) { return s.size() <= n ? 
 
 // A JSON value printed over several lines: `json.dump(result, fh, indent=2, sort_keys=True)` (bench_gemm_ar.py
 // --json-out), or an array of records. Bracket depth is counted outside strings, across lines.
+struct BracketDepth {
+  int depth = 0;
+  bool in_string = false, escape = false;
+  // Reads `c`; true when it is a bracket outside a string (depth then counts it).
+  bool step(char c) {
+    if (in_string) {
+      if (escape)
+        escape = false;
+      else if (c == '\\')
+        escape = true;
+      else if (c == '"')
+        in_string = false;
+      return false;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+      return true;
+    } else if (c == '}' || c == ']') {
+      --depth;
+      return true;
+    }
+    return false;
+  }
+};
+
 struct JsonBlock {
   bool active = false;
   bool too_long = false;
   std::string text;
   std::string source;  // where it starts
-  int depth = 0;
-  bool in_string = false, escape = false;
+  BracketDepth brackets;
+  int depth() const { return brackets.depth; }
   void feed(const std::string& line, size_t cap) {
     if (text.size() + line.size() + 1 > cap) too_long = true;
     if (!too_long) text += line + "\n";
-    for (const char c : line) {
-      if (in_string) {
-        if (escape)
-          escape = false;
-        else if (c == '\\')
-          escape = true;
-        else if (c == '"')
-          in_string = false;
-      } else if (c == '"') {
-        in_string = true;
-      } else if (c == '{' || c == '[') {
-        ++depth;
-      } else if (c == '}' || c == ']') {
-        --depth;
-      }
-    }
+    for (const char c : line) brackets.step(c);
   }
 };
+
+// The elements of an array that closed before its text ends (the file was cut inside the array), in order,
+// each as its own text; an element still open at the end is not among them. Strings are skipped as in
+// JsonBlock, so a bracket inside one counts for nothing.
+std::vector<std::string> closed_array_elements(const std::string& text) {
+  std::vector<std::string> out;
+  BracketDepth br;
+  size_t start = std::string::npos;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (!br.step(text[i])) continue;
+    if (br.depth == 2 && (text[i] == '{' || text[i] == '[')) start = i;
+    if (br.depth == 1 && (text[i] == '}' || text[i] == ']') && start != std::string::npos) {
+      out.push_back(text.substr(start, i - start + 1));
+      start = std::string::npos;
+    }
+  }
+  return out;
+}
 
 // A line that opens a JSON block: `{` or `[` alone (indent=2 output), or `[{` (an array of records on a line).
 bool opens_json_block(const std::string& payload) {
@@ -226,13 +257,28 @@ std::vector<LogEntry> json_block_entries(const JsonBlock& b, const LogReadOption
       broken("a JSON value longer than the " + std::to_string(opt.max_line_bytes) + "-byte cap, not read");
     return out;
   }
+  const bool array = b.text.rfind('[', 0) == 0;
+  const bool mentions_mode = b.text.find("\"mode\"") != std::string::npos;
+  bool cut_array = false;  // an array of records cut short: the records before the cut are read, the cut reported
   nlohmann::json j;
   try {
     j = parse_python_json(b.text);
   } catch (const nlohmann::json::exception&) {
-    if (b.text.find("\"mode\"") != std::string::npos)
-      broken(b.depth > 0 ? "a JSON object that never closes (the file was cut)" : "a JSON object that does not parse");
-    return out;
+    if (!array || b.depth() <= 0) {
+      if (mentions_mode)
+        broken(std::string(array ? "a JSON array" : "a JSON object") +
+               (b.depth() > 0 ? " that never closes (the file was cut)" : " that does not parse"));
+      return out;
+    }
+    cut_array = true;
+    j = nlohmann::json::array();
+    for (const std::string& el : closed_array_elements(b.text)) {
+      try {
+        j.push_back(parse_python_json(el));
+      } catch (const nlohmann::json::exception&) {
+        j.push_back(nullptr);  // keeps the indices; not a record
+      }
+    }
   }
   if (const auto dup = duplicate_key(b.text)) {
     broken("field '" + *dup + "' appears twice in one record (which value is meant?)");
@@ -261,6 +307,12 @@ std::vector<LogEntry> json_block_entries(const JsonBlock& b, const LogReadOption
   } else {
     one(j, b.source);
   }
+  if (cut_array && mentions_mode)
+    broken("a JSON array that never closes (the file was cut" +
+           (j.empty() ? std::string(")")
+                      : " after element [" + std::to_string(j.size() - 1) + "]; the " + std::to_string(j.size()) +
+                            " element(s) before the cut are read)") +
+           ": whatever followed is lost");
   return out;
 }
 
@@ -431,7 +483,7 @@ class LineReader {
   void finish_line();
   LogReadStats finish() {
     if (pending()) finish_line();
-    if (block_.active) finish_block();  // a JSON object cut at the end of the file
+    if (block_.active) finish_block();  // a JSON object or array cut at the end of the file
     return std::move(st_);
   }
   LogReadStats& stats() { return st_; }
@@ -585,7 +637,7 @@ void LineReader::finish_line() {
     block_ = JsonBlock{};
   if (block_.active) {
     block_.feed(payload, opt_.max_line_bytes);
-    if (block_.depth <= 0) finish_block();
+    if (block_.depth() <= 0) finish_block();
   } else {
     traceback_line(payload, prefix_rank);
     // sweep.py's and the ranks' own lines first: a point's `  FAILED: <last line>` is the sweep's finding.
@@ -595,7 +647,7 @@ void LineReader::finish_line() {
         block_.active = true;
         block_.source = source;
         block_.feed(payload, opt_.max_line_bytes);
-        if (block_.depth <= 0) finish_block();
+        if (block_.depth() <= 0) finish_block();
       } else {
         read_candidate(clean, payload, source);
       }

@@ -33,21 +33,11 @@ std::string pct(double frac) {
   return buf;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // A run the benchmark stopped early (--stop-after scatter): only a fused or split run with a reduce-scatter
 // stops anywhere; gemm-only and split-lsa run whole whatever the flag says.
 bool is_partial(const RunRecord& r) {
   return r.stop_after && *r.stop_after != "all" && has_collective(r.config.mode) &&
          !traits(r.config.mode).two_stage_allreduce;
-}
-
-bool is_pull_wire(const Config& eff) {
-  return has_collective(eff.mode) && uses_fp8_wire(eff) && eff.gather_transport == Transport::Lsa;
 }
 
 namespace {
@@ -206,7 +196,7 @@ std::string match_key(const RunRecord& r, const Config& cfg, bool with_quant) {
   if (!with_quant) c.quant = Quant::Blockscale;
   os << r.shape.m << ',' << r.shape.n << ',' << r.shape.k << ',' << r.shape.world << '|' << config_label(c);
   if (with_quant && !r.quant_known) os << "|quant?";  // matches no baseline of a known quant, nor one unknown
-  if (is_pull_wire(eff)) os << "|pull=" << cfg.pull_blocks;
+  if (has_pull(eff)) os << "|pull=" << cfg.pull_blocks;
   // Eager and graph times do not compare, nor does a run that stopped after the scatter with a full one.
   os << '|' << (r.timing.empty() ? "graph" : r.timing) << '|' << r.stop_after.value_or("all");
   return os.str();

@@ -112,7 +112,7 @@ Expectations expectations_for(const RunRecord& r, const JudgeOptions& o) {
   }
   try {
     e.prediction = predict_cached(e.profile_name, *e.profile, r.shape, e.config);
-    if (has_collective(eff.mode) && uses_fp8_wire(eff) && eff.gather_transport == Transport::Lsa) {
+    if (has_pull(eff)) {
       e.pull_sweep = sweep_cached(e.profile_name, *e.profile, r.shape, e.config);
       double best = INFINITY;
       for (const auto& pt : e.pull_sweep->points)

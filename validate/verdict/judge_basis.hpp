@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/stats.hpp"
 #include "model/model.hpp"
 #include "validate/record/run_record.hpp"
 #include "validate/verdict/expectations.hpp"
@@ -76,9 +77,7 @@ struct Hit {
 std::string sci(double);
 std::string us(double);
 std::string pct(double frac);
-double median(std::vector<double>);
 bool is_partial(const RunRecord&);
-bool is_pull_wire(const Config& effective);
 std::string ratio(double x);  // "2.5x"
 // The run's quant as a reader should see it: "quant unknown" when the record did not say and it cannot be
 // inferred; its config label with "/quant?" then.

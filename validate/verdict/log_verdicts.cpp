@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include <utility>
 
 namespace gemmar {
 
@@ -15,6 +16,17 @@ std::string num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g", v);
   return buf;
+}
+
+// `v` as mori writes its constants: 3e-3, 1.5e-2 (shortest mantissa, no padded exponent).
+std::string short_sci(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3e", v);
+  std::string s = buf;
+  const size_t e = s.find('e');
+  std::string mant = s.substr(0, e);
+  while (mant.find('.') != std::string::npos && (mant.back() == '0' || mant.back() == '.')) mant.pop_back();
+  return mant + "e" + std::to_string(std::stoi(s.substr(e + 1)));
 }
 
 Verdict log_entry(const std::string& source, bool pass, const std::string& code, Severity sev,
@@ -113,6 +125,20 @@ Verdict sweep_verdict(const SweepLog& sw, const std::string& name) {
                        "; run gemmar check on that file to judge them.");
 }
 
+namespace {
+
+// Who writes a row keyed by `route` (see other_record_verdict): what it measures, and the script.
+std::pair<std::string, std::string> route_producer(const std::string& route) {
+  const auto starts = [&](const char* p) { return route.rfind(p, 0) == 0; };
+  if (starts("mori-")) return {"mori's single-process GEMM benchmark", "bench_mori_gemm_1p.py"};
+  if (starts("prod-bf16") || starts("native-mxfp8")) return {"sglang's wo_b GEMM routes", "bench_sglang_wob.py"};
+  if (starts("aiter-")) return {"aiter's blockscale GEMM", "bench_aiter_blockscale.py"};
+  return {"a single-process GEMM benchmark",
+          "a route row as bench_mori_gemm_1p.py, bench_sglang_wob.py and bench_aiter_blockscale.py write"};
+}
+
+}  // namespace
+
 Verdict other_record_verdict(const LogEntry& e) {
   Verdict v;
   v.source = e.source;
@@ -126,7 +152,10 @@ Verdict other_record_verdict(const LogEntry& e) {
                                 ? e.raw["route"].get<std::string>()
                                 : "";
   if (c.empty() && !route.empty()) {
-    // bench_mori_gemm_1p.py: mori's GEMM alone in one process (no all-reduce, no validated field of its own).
+    // A single-process GEMM benchmark's row (no all-reduce, no validated field of its own), its producer told by
+    // the route: bench_mori_gemm_1p.py writes "mori-<quant>-1p", bench_sglang_wob.py sglang's "prod-bf16(...)"
+    // and "native-mxfp8(...)", bench_aiter_blockscale.py "aiter-blockscale" (ROCm/mori
+    // benchmark/cco/flydsl/gemm_ar/, @4f4e3e91 and @d5c0277d).
     std::string what = "route " + route;
     for (const char* k : {"m", "n", "k"})
       if (e.raw.contains(k) && e.raw[k].is_number_integer())
@@ -136,9 +165,10 @@ Verdict other_record_verdict(const LogEntry& e) {
       std::snprintf(us, sizeof us, ", %.1f us", e.raw["us"].get<double>());
       what += us;
     }
+    const auto [who, script] = route_producer(route);
     v.findings.push_back({"OTHER_RECORD", Severity::Warning,
-                          "A record of mori's single-process GEMM benchmark (" + what +
-                              "; bench_mori_gemm_1p.py): the GEMM alone, not a gemm_ar run; listed, not judged."});
+                          "A record of " + who + " (" + what + "; " + script +
+                              "): the GEMM alone, not a gemm_ar run; listed, not judged."});
     return v;
   }
   if (c.empty()) {
@@ -154,12 +184,12 @@ Verdict other_record_verdict(const LogEntry& e) {
   for (const auto& [k, val] : e.raw.items()) {
     if (val.is_boolean() && !val.get<bool>()) bad += (bad.empty() ? "" : ", ") + k + "=false";
     if (val.is_number() && !(val.get<double>() < kOpWorkerFloor))
-      bad += (bad.empty() ? "" : ", ") + k + "=" + num(val.get<double>()) + " (>= 3e-3)";
+      bad += (bad.empty() ? "" : ", ") + k + "=" + num(val.get<double>()) + " (>= " + short_sci(kOpWorkerFloor) + ")";
   }
   if (bad.empty()) {
-    v.context.notes = std::vector<std::string>({"op worker case " + c +
-                                                ": every check passes (booleans true, relL2 "
-                                                "below test_gemm_ar_op.py's FP8_FLOOR 3e-3)"});
+    v.context.notes = std::vector<std::string>(
+        {"op worker case " + c + ": every check passes (booleans true, relL2 below test_gemm_ar_op.py's FP8_FLOOR " +
+         short_sci(kOpWorkerFloor) + ")"});
     return v;
   }
   std::string msg = "op worker case " + c + " failed test_gemm_ar_op.py's checks: " + bad + ".";

@@ -42,8 +42,10 @@ std::vector<std::string> notes_of(const RunRecord& r, const Basis& b) {
     notes.push_back(n + ")");
   }
   if (b.num.judged && !has_collective(r.config.mode) && !r.backend && !b.num.rel_ok && r.validated && *r.validated)
-    notes.push_back("gemm-only: the benchmark does not validate this mode (rel_l2 " +
-                    std::string(r.rel_l2 ? "NaN" : "absent") + " by design); only its time was judged");
+    notes.push_back("gemm-only: rel_l2 " + std::string(r.rel_l2 ? "NaN" : "absent") +
+                    ": the benchmark did not validate this run (bench_gemm_ar.py checks gemm-only's GEMM against "
+                    "its rank's partial, e.g. @fc892894; NaN means a version before that check, or "
+                    "--skip-validation); only its time was judged");
   const model::Profile* p = b.e.profile.get();
   if (b.timing && !p->calibrated)
     notes.push_back("profile " + b.e.profile_name + " is uncalibrated (" + p->calibration +
@@ -313,8 +315,7 @@ std::array<std::string, 7> table_row(const Verdict& v) {
   const bool traced = !inv && v.record.raw.is_object() && v.record.raw.contains("trace");
   c[0] = v.source + (traced ? " [trace]" : "");
   c[1] = inv ? "-" : verdict_detail::record_config_label(v.record);
-  if (!inv && verdict_detail::is_pull_wire(effective_config(v.record.config)))
-    c[1] += "/pull=" + std::to_string(v.context.pull_blocks);
+  if (!inv && has_pull(v.record.config)) c[1] += "/pull=" + std::to_string(v.context.pull_blocks);
   if (!inv && v.record.timing == "eager") c[1] += "/eager";
   if (!inv && verdict_detail::is_partial(v.record)) c[1] += "/stop_after=" + *v.record.stop_after;
   c[2] = inv ? "-" : std::to_string(v.record.shape.m);

@@ -4,6 +4,7 @@
 // worker's case records, a pytest repr quoting RESULT_JSON, pytest's own [gemm_ar] prints, tracebacks.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <sstream>
 
 #include "validate/record/log_reader.hpp"
@@ -66,6 +67,28 @@ TEST(MoriShapes, JsonOutFileIsOneRecordAndAnArrayIsOnePerElement) {
   const auto cut = read_text("{\n  \"mode\": \"fused-sdma\",\n  \"m\": 4096,\n");
   ASSERT_EQ(cut.entries.size(), 1u);
   EXPECT_NE(cut.entries[0].error.find("never closes"), std::string::npos) << cut.entries[0].error;
+  // The array cut inside its second record (a file cut mid-write): the first record is read, the cut is one
+  // broken record after it, so neither the records before the cut nor the cut go unseen.
+  std::ifstream whole_in(kMori + "records_array.json");
+  std::stringstream whole;
+  whole << whole_in.rdbuf();
+  const std::string text = whole.str();
+  const size_t second = text.find("\"mode\"", text.find("\"mode\"") + 1);
+  ASSERT_NE(second, std::string::npos);
+  const auto cut_array = read_text(text.substr(0, second + 10));
+  ASSERT_EQ(cut_array.entries.size(), 2u);
+  ASSERT_TRUE(cut_array.entries[0].record) << cut_array.entries[0].error;
+  EXPECT_EQ(cut_array.entries[0].source, "t.log:1[0]");
+  EXPECT_EQ(cut_array.entries[0].record->config.mode, arr.entries[0].record->config.mode);
+  EXPECT_FALSE(cut_array.entries[1].record);
+  EXPECT_EQ(cut_array.entries[1].error,
+            "t.log:1: a JSON array that never closes (the file was cut after element [0]; the 1 element(s) before "
+            "the cut are read): whatever followed is lost");
+  // Cut inside its first record: nothing closed, one broken record.
+  const auto cut_first = read_text(text.substr(0, text.find("\"mode\"") + 10));
+  ASSERT_EQ(cut_first.entries.size(), 1u);
+  EXPECT_EQ(cut_first.entries[0].error,
+            "t.log:1: a JSON array that never closes (the file was cut): whatever followed is lost");
   // A lone `{` that never closes does not swallow the records after it.
   const auto lone = read_text("{\nRESULT_JSON {\"mode\": \"split-sdma\", \"m\": 4096, \"n\": 7168, \"k\": 2048}\n");
   ASSERT_EQ(lone.entries.size(), 1u);

@@ -192,6 +192,40 @@ TEST(VerdictMoriShapes, OpWorkerCasesAreJudgedByTheirOwnFields) {
   ASSERT_TRUE(find(unknown, "OTHER_RECORD"));
 }
 
+// test_gemm_ar_op.py's FP8_FLOOR written as mori writes it, in the failure and in the passing note alike.
+TEST(VerdictMoriShapes, OpWorkerFloorIsWrittenAsTheTestWritesIt) {
+  const auto fail = other_record_verdict(other({{"case", "changing_data"}, {"call0", 4.1e-3}}));
+  ASSERT_TRUE(find(fail, "SELF_TEST_FAILED"));
+  EXPECT_TRUE(contains(find(fail, "SELF_TEST_FAILED")->message, "call0=0.0041 (>= 3e-3)"))
+      << find(fail, "SELF_TEST_FAILED")->message;
+  const auto pass = other_record_verdict(other({{"case", "changing_data"}, {"call0", 2.4e-3}}));
+  ASSERT_EQ(pass.context.notes.size(), 1u);
+  EXPECT_TRUE(contains(pass.context.notes[0], "below test_gemm_ar_op.py's FP8_FLOOR 3e-3)")) << pass.context.notes[0];
+}
+
+// The single-process GEMM rows in mori's benchmark/cco/flydsl/gemm_ar/ are named by the script that wrote them:
+// mori_1p.jsonl (bench_mori_gemm_1p.py), sglang_wob.jsonl (bench_sglang_wob.py), aiter_blockscale.jsonl
+// (bench_aiter_blockscale.py).
+TEST(VerdictMoriShapes, RouteRowsNameTheirProducer) {
+  const auto msg = [](const std::string& route) {
+    const auto v = other_record_verdict(other({{"route", route}, {"m", 4096}, {"n", 5120}, {"k", 2048}, {"us", 89.3}}));
+    EXPECT_TRUE(v.pass);
+    EXPECT_TRUE(is_other_record(v));
+    return find(v, "OTHER_RECORD") ? find(v, "OTHER_RECORD")->message : std::string();
+  };
+  EXPECT_EQ(msg("mori-mxfp8-1p"),
+            "A record of mori's single-process GEMM benchmark (route mori-mxfp8-1p, m=4096, n=5120, k=2048, 89.3 us; "
+            "bench_mori_gemm_1p.py): the GEMM alone, not a gemm_ar run; listed, not judged.");
+  const std::string sglang = msg("prod-bf16(gemm only)");
+  EXPECT_TRUE(contains(sglang, "A record of sglang's wo_b GEMM routes (route prod-bf16(gemm only), m=4096")) << sglang;
+  EXPECT_TRUE(contains(sglang, "; bench_sglang_wob.py)")) << sglang;
+  EXPECT_FALSE(contains(sglang, "mori")) << sglang;
+  EXPECT_TRUE(contains(msg("native-mxfp8(fp8-in)"), "bench_sglang_wob.py"));
+  EXPECT_TRUE(contains(msg("aiter-blockscale"), "aiter's blockscale GEMM (route aiter-blockscale"));
+  EXPECT_TRUE(contains(msg("aiter-blockscale"), "; bench_aiter_blockscale.py)"));
+  EXPECT_TRUE(contains(msg("other-route"), "A record of a single-process GEMM benchmark (route other-route"));
+}
+
 TEST(VerdictMoriShapes, ABaselineOfUnknownQuantIsAMismatchNotARegression) {
   RunRecord base = run(Mode::SplitSdma, 2.3512e-3, true);
   base.max_rank_time_us = 1000.0;

@@ -193,11 +193,21 @@ TEST(VerdictRealRuns, FnuzReadAsFnGetsItsOwnHint) {
   EXPECT_FALSE(contains(find(v, "NUMERICS_ABOVE_FLOOR")->message, "e4m3fnuz")) << dump(v);
 }
 
-TEST(VerdictRealRuns, GemmOnlyIsNotValidatedByTheBenchmarkByDesign) {
+// bench_gemm_ar.py validates gemm-only's GEMM against its rank's partial (@fc892894): a NaN relL2 with validated
+// true is an older version or --skip-validation, timed only, and the note says so (not "by design").
+TEST(VerdictRealRuns, GemmOnlyWithNaNRelL2IsTimedOnlyAndTheNoteSaysWhy) {
   RunRecord r = run(Mode::GemmOnly, 369.4, std::nan(""));
   const auto v = judge(r, expect_for(r));
   EXPECT_TRUE(v.pass) << dump(v);
   EXPECT_FALSE(find(v, "NOT_VALIDATED"));
+  const auto& notes = v.context.notes;
+  EXPECT_TRUE(std::any_of(notes.begin(), notes.end(), [](const std::string& n) {
+    return contains(n, "gemm-only: rel_l2 NaN: the benchmark did not validate this run") &&
+           contains(n, "a version before that check, or --skip-validation");
+  })) << dump(v);
+  EXPECT_FALSE(std::any_of(notes.begin(), notes.end(), [](const std::string& n) {
+    return contains(n, "does not validate this mode");
+  })) << dump(v);
   r.backend = "gpu";  // gemmar's own records validate every mode
   EXPECT_TRUE(find(judge(r, expect_for(r)), "NOT_VALIDATED"));
 }
