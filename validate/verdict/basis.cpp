@@ -40,6 +40,13 @@ bool is_partial(const RunRecord& r) {
          !traits(r.config.mode).two_stage_allreduce;
 }
 
+// A benchmark gemm-only run left unvalidated (rel_l2 NaN, validated true): bench_gemm_ar.py checks gemm-only's
+// GEMM against its rank's partial (e.g. @fc892894), so NaN there is a version before that check or
+// --skip-validation. gemmar's own records (backend set) are validated in every mode.
+bool benchmark_skips_validation(const RunRecord& r, const NumericsBasis& n) {
+  return !has_collective(r.config.mode) && !r.backend && !n.rel_ok && r.validated && *r.validated;
+}
+
 namespace {
 
 // The benchmark's rel_l2 is the minimum over ranks; the worst rank decides correctness.

@@ -78,6 +78,8 @@ std::string sci(double);
 std::string us(double);
 std::string pct(double frac);
 bool is_partial(const RunRecord&);
+// A benchmark gemm-only run that its benchmark left unvalidated (rel_l2 NaN or absent, validated true).
+bool benchmark_skips_validation(const RunRecord&, const NumericsBasis&);
 std::string ratio(double x);  // "2.5x"
 // The run's quant as a reader should see it: "quant unknown" when the record did not say and it cannot be
 // inferred; its config label with "/quant?" then.

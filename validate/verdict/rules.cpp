@@ -40,13 +40,6 @@ std::string fnuz_hint(const RunRecord& r, std::optional<double> rel_l2) {
   return "";
 }
 
-// A benchmark gemm-only run left unvalidated (rel_l2 NaN, validated true): bench_gemm_ar.py checks gemm-only's
-// GEMM against its rank's partial (e.g. @fc892894), so NaN there is a version before that check or
-// --skip-validation. gemmar's own records (backend set) are validated in every mode.
-bool benchmark_skips_validation(const RunRecord& r, const NumericsBasis& n) {
-  return !has_collective(r.config.mode) && !r.backend && !n.rel_ok && r.validated && *r.validated;
-}
-
 // --- NOT_VALIDATED: the benchmark's own check did not run or did not pass.
 Hits not_validated(const RunRecord& r, const Basis& b) {
   if (benchmark_skips_validation(r, b.num)) return {};

@@ -41,7 +41,7 @@ std::vector<std::string> notes_of(const RunRecord& r, const Basis& b) {
     }
     notes.push_back(n + ")");
   }
-  if (b.num.judged && !has_collective(r.config.mode) && !r.backend && !b.num.rel_ok && r.validated && *r.validated)
+  if (b.num.judged && verdict_detail::benchmark_skips_validation(r, b.num))
     notes.push_back("gemm-only: rel_l2 " + std::string(r.rel_l2 ? "NaN" : "absent") +
                     ": the benchmark did not validate this run (bench_gemm_ar.py checks gemm-only's GEMM against "
                     "its rank's partial, e.g. @fc892894; NaN means a version before that check, or "
