@@ -1,5 +1,6 @@
 #include "common/config.hpp"
 
+#include <algorithm>
 #include <array>
 #include <iterator>
 #include <utility>
@@ -154,6 +155,15 @@ int64_t padded_m(const Shape& s, Quant q) {
 
 int64_t slice_rows(const Shape& s, Quant q) { return padded_m(s, q) / s.world; }
 
+int effective_chunks(const Shape& s, const Config& c) {
+  constexpr int kMoriDefaultChunks = 8;
+  int chunks = c.chunks > 0 ? c.chunks : kMoriDefaultChunks;
+  const int64_t bm = block_m(c.quant);
+  const int64_t m_tiles_per_peer = std::max<int64_t>(1, (s.m + bm - 1) / bm / s.world);
+  while (chunks > 1 && m_tiles_per_peer % chunks) chunks /= 2;
+  return chunks;
+}
+
 void validate_shape_config(const Shape& s, const Config& c, bool require_padded) {
   // Limits keep every buffer addressable and every host-side count in range; far above any real layer.
   constexpr int64_t kMaxDim = int64_t(1) << 20;
@@ -173,6 +183,8 @@ void validate_shape_config(const Shape& s, const Config& c, bool require_padded)
                      " is out of range [1, 4096]");
   GEMMAR_USAGE_CHECK(c.pull_blocks >= 1 && c.pull_blocks <= 65536, "--pull-blocks: ", c.pull_blocks,
                      " is out of range [1, 65536]");
+  GEMMAR_USAGE_CHECK(c.chunks >= 0 && c.chunks <= 4096, "--chunks: ", c.chunks,
+                     " is out of range [0, 4096] (0: mori's default)");
   if (require_padded) {
     const int64_t unit = int64_t(s.world) * block_m(c.quant);
     GEMMAR_USAGE_CHECK(s.m % unit == 0, "-m: ", s.m, " is not a multiple of world*BLOCK_M = ", unit, " (pad it to ",

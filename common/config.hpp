@@ -41,6 +41,10 @@ struct Config {
   bool fuse_reduce_push = false;
   int gather_bands = 8;  // bands of the owned slice (mori's default)
   Publish publish = Publish::Writethrough;
+  // fused-sdma: pushes per destination of mori's epilogue (bench_gemm_ar.py --chunks, RESULT_JSON "chunks"): each
+  // destination's slice leaves in this many puts, the first when 1/chunks of the GEMM is done. 0: mori's default
+  // (effective_chunks). Only the timing model reads it; gemmar's own kernels have their own put schedule.
+  int chunks = 0;
 };
 
 std::string to_string(Mode);
@@ -87,6 +91,10 @@ int block_m(Quant);
 int64_t padded_m(const Shape&, Quant);
 // Rows owned per rank after padding: S = padded_m / world.
 int64_t slice_rows(const Shape&, Quant);
+
+// fused-sdma's pushes per destination as mori resolves them (bench_gemm_ar.py @fc892894 run()): the asked chunks, or
+// DEFAULT_CHUNKS = 8 when 0, halved until it divides the M-tiles per destination, max(1, ceil(M / BLOCK_M) / W).
+int effective_chunks(const Shape&, const Config&);
 
 // Throws UsageError (exit 2) naming the option for any shape/config the op cannot run:
 // K not a multiple of 128, N not a multiple of 1024 on an fp8 wire, world not dividing 512, absurd sizes,

@@ -145,6 +145,7 @@ void sweep_jsonl(const std::string& path, const std::string& name, std::vector<C
                          j.at("n"), j.at("k"), j.at("max_rank_time_us"));
       p.config.gather_dtype = parse_wire(j.at("gather_dtype"));
       p.config.gather_transport = parse_transport(j.at("gather_transport"));
+      if (j.contains("chunks") && !j.at("chunks").is_null()) p.config.chunks = j.at("chunks").get<int>();
       out.push_back(p);
     } catch (const nlohmann::json::exception& e) {
       throw UsageError(path + ":" + std::to_string(line_no) + ": " + e.what());
@@ -237,6 +238,19 @@ void headline_txt(const std::string& path, const std::string& name, std::vector<
   });
 }
 
+// chunks_fc89289.txt: bench_gemm_ar.py's table at its --chunks default, "chunks us" (end-to-end, max over ranks;
+// the file's header says its shape and quant).
+void chunks_txt(const std::string& path, const std::string& name, std::vector<CalPoint>& out) {
+  for_each_row(path, [&](std::istringstream& is, int line_no) {
+    int chunks = 0;
+    double us = 0;
+    if (!(is >> chunks >> us) || chunks < 1 || chunks > 4096 || !(us > 0)) throw UsageError("expected 'chunks us'");
+    CalPoint p = point(name + ":" + std::to_string(line_no), Mode::FusedSdma, Quant::Ptpc, 8, 16384, 7168, 2048, us);
+    p.config.chunks = chunks;
+    out.push_back(p);
+  });
+}
+
 void measured_json(const std::string& path, std::vector<CalPoint>& out) {
   std::ifstream in = open(path);
   const auto d = nlohmann::json::parse(in);
@@ -302,6 +316,7 @@ std::vector<CalPoint> load_mi355x_points(const std::string& data_dir) {
   mxfp8_txt(data_dir + "/model/fused_mxfp8.txt", "fused_mxfp8.txt", pts);
   fuse_push_txt(data_dir + "/model/fuse_reduce_push.txt", "fuse_reduce_push.txt", pts);
   headline_txt(data_dir + "/model/headline_fc89289.txt", "headline_fc89289.txt", pts);
+  chunks_txt(data_dir + "/model/chunks_fc89289.txt", "chunks_fc89289.txt", pts);
   return pts;
 }
 

@@ -174,19 +174,39 @@ struct PredictionBuilder {
       // HBM, same bytes), so no push tail exists.
       const bool stores_are_c = p.one_device && !sdma;
       double gemm_f = stores_are_c ? gemm_only : gemm_only * (1.0 + p.gemm.epilogue_slowdown);
-      // Pushes start when the first wave of tiles is done (after the launch and the K-proportional fill), one put
-      // per finished BLOCK_M band per peer queue.
-      const double t_first =
-          x.share * (p.gemm.launch_us + x.gemm_fill_us()) + x.tile_us() * (1.0 + p.gemm.epilogue_slowdown);
-      const double puts_per_queue = sdma ? std::ceil(S / block_m(cfg.quant)) : 0.0;
+      // Pushes start when the first wave of tiles is done (after the launch and the K-proportional fill).
+      const double wave_us = x.tile_us() * (1.0 + p.gemm.epilogue_slowdown);
+      const double t_start = x.share * (p.gemm.launch_us + x.gemm_fill_us());
       const double wire_rate = (sdma ? x.sdma_rate() : x.cu_rate()) * p.link.scatter_efficiency;
+      // fused-sdma over a link follows mori's chunk protocol (bench_gemm_ar.py @fc892894, "Pushes per
+      // destination. This is the whole overlap mechanism"): each destination's slice leaves in `chunks` puts, and
+      // under the rotated tile order every wave works on every destination's rows, so chunk c of every
+      // destination is done with the wave that holds its last tile, at (c + 1) / chunks of the tiles. One chunk
+      // waits for the whole GEMM ("with one chunk the fused path overlaps nothing at all": its drain is the split
+      // scatter). gemmar's one-device kernels put one BLOCK_M band per queue as it finishes.
+      const bool chunked = sdma && !p.one_device;
+      const double chunks = chunked ? effective_chunks(x.s, cfg) : 0.0;
+      const double puts_per_queue = chunked ? chunks : sdma ? std::ceil(S / block_m(cfg.quant)) : 0.0;
       const double push_us = puts_per_queue * p.copy_engine.per_put_us + us_at(scatter_bytes, wire_rate);
       // fused-lsa over a link, where the profile says so: each CU's remote stores of a tile complete (a
       // round trip over the link) before it starts its next tile, so the push adds to the GEMM instead of
       // overlapping it (mori bench_gemm_ar.py @fc892894: "it spends 560us of its GEMM pushing C over xGMI").
       const bool stores_serialize = !sdma && !p.one_device && std::isfinite(p.gemm.remote_store_tile_us);
       if (stores_serialize) gemm_f += push_us + x.waves() * p.gemm.remote_store_tile_us;
-      const double tail = stores_are_c || stores_serialize ? 0.0 : std::max(0.0, t_first + push_us - gemm_f);
+      double tail = 0.0;
+      if (chunked) {
+        // The peer queues run their puts one after another: chunk c leaves at max(its tiles done, chunk c-1 sent).
+        const double put_us = p.copy_engine.per_put_us + us_at(scatter_bytes / chunks, wire_rate);
+        double sent = 0.0;
+        for (int c = 0; c < int(chunks); ++c) {
+          const double waves_done = std::ceil((c + 1) * x.tiles() / chunks / p.gemm.compute_units);
+          const double ready = c + 1 == int(chunks) ? gemm_f : std::min(gemm_f, t_start + waves_done * wave_us);
+          sent = std::max(ready, sent) + put_us;
+        }
+        tail = std::max(0.0, sent - gemm_f);
+      } else if (!stores_are_c && !stores_serialize) {
+        tail = std::max(0.0, t_start + wave_us + push_us - gemm_f);
+      }
       Phase g = phase("gemm", gemm_f, c_bytes, tail > 0 ? "link" : "compute");
       g.flops = x.gemm_flops();
       g.link_bytes = scatter_bytes;

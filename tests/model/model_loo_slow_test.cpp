@@ -12,22 +12,16 @@
 
 using namespace gemmar;
 
-// The issue's target: every standalone total within 5% of its leave-one-out prediction. Four named exceptions,
+// The issue's target: every standalone total within 5% of its leave-one-out prediction. Two named exceptions,
 // each held at 6.5% so that a regression still fails, each with the reason no model term can close it:
 const std::map<std::string, std::string> kNamedExceptions = {
     // The end of the fence curve: fitted on 1..16 bands the per-band release is ~60 us, the 16 -> 32 step
     // measures ~56 us, and no mechanism in mori's kernel read so far predicts that (docs/model.md "Where the
     // model is weakest").
     {"fuse_reduce_push.txt:13", "fence at 32 bands"},
-    // mori's headline gemm-only blockscale, 388.5 us; the same configuration measured 369.4 us
-    // (mi355x_measured.json) and 371.0 us (sweep_dsv41.jsonl:3): 4.7% between mori's own runs of one config.
-    {"headline_fc89289.txt:15", "gemm-only blockscale, 388.5 vs 371.0 us of the same config"},
     // fused-lsa has two points (ptpc, blockscale), and the per-tile remote store term is fitted from them: left
     // out, one is predicted from the other alone, through the fitted ptpc/blockscale GEMM ratio.
     {"headline_fc89289.txt:14", "fused-lsa blockscale, predicted from fused-lsa ptpc alone"},
-    // ptpc split-sdma's collective (1261.7 - 228.9 = 1032.8 us) is 44 us shorter than blockscale's in the same
-    // table (1465.5 - 388.5 = 1077.0 us); the collective does not depend on the GEMM's quant.
-    {"headline_fc89289.txt:7", "ptpc split-sdma, a collective 44 us shorter than blockscale's"},
 };
 constexpr double kWorstLooError = 0.05;
 constexpr double kNamedExceptionLooError = 0.065;
@@ -46,5 +40,6 @@ TEST(ModelLeaveOneOut, EveryStandaloneTotalIsPredictedWithinFivePercentAndTheBan
     const double slower = 1.0 / (1.0 + r.loo_error) - 1.0;
     EXPECT_LE(slower, prof.band(r.point->config.mode)) << r.point->source;
   }
-  EXPECT_EQ(scored, 79);  // 70 standalone totals and 9 of mori's headline table (its ptpc gemm-only fits a ratio)
+  // 70 standalone totals, 9 of mori's headline table (its ptpc gemm-only fits a ratio) and its 3 chunks rows.
+  EXPECT_EQ(scored, 82);
 }

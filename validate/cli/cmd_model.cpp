@@ -50,6 +50,7 @@ nlohmann::json config_json(const Config& c) {
           {"fuse_reduce_push", c.fuse_reduce_push},
           {"gather_bands", c.gather_bands},
           {"publish", to_string(c.publish)},
+          {"chunks", c.chunks},
           {"label", config_label(c)}};
 }
 
@@ -136,6 +137,9 @@ int cmd_model(const Args& args_in) {
         "values", po::value<std::string>(), "comma-separated values (default 8,12,16,...,1024)");
   add_shape_options(desc);
   add_config_options(desc);
+  desc.add_options()("chunks", po::value<int>()->default_value(0),
+                     "fused-sdma: pushes per destination (mori's --chunks); 0: mori's default, 8 halved until it "
+                     "divides the M-tiles per destination");
   add_common_options(desc);
   po::variables_map vm;
   const std::string usage = sweep ? "gemmar model sweep --param pull-blocks [--values 16,24,...] [options]"
@@ -144,6 +148,7 @@ int cmd_model(const Args& args_in) {
 
   const Shape s = read_shape(vm);
   Config c = read_config(vm);
+  c.chunks = vm["chunks"].as<int>();
   if (sweep) choose_sweep_wire(vm, c);
   validate_shape_config(s, c);
   const model::Profile prof = model::load_profile(vm["profile"].as<std::string>());

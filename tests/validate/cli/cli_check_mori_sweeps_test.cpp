@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -45,17 +46,56 @@ std::string mxfp8_records() {
   return out;
 }
 
+// A table file's rows: every line but blanks and '#' comments.
+std::vector<std::string> table_rows(const std::string& file) {
+  std::ifstream in(kModelData + file);
+  EXPECT_TRUE(in) << file;
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] != '#') rows.push_back(line);
+  return rows;
+}
+
 // headline_fc89289.txt's rows ("quant mode us", W = 8, M = 16384, N = 7168, K = 2048: its header).
 std::string headline_records() {
-  std::ifstream in(kModelData + "headline_fc89289.txt");
   std::string out;
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#') continue;
+  for (const std::string& line : table_rows("headline_fc89289.txt")) {
     std::istringstream is(line);
     std::string quant, mode;
     double us = 0;
     is >> quant >> mode >> us;
     out += result_line(mode, quant, 8, 16384, 7168, us);
+  }
+  return out;
+}
+
+// headline_0b26ebf8.txt's rows ("mode chunks us", W = 8, M = 4096, N = 7168, K = 1024: its header), as that
+// version's RESULT_JSON prints them: no quant (ptpc inferred), chunks on the fused modes.
+std::string old_headline_records() {
+  std::string out;
+  for (const std::string& line : table_rows("headline_0b26ebf8.txt")) {
+    std::istringstream is(line);
+    std::string mode, chunks;
+    double us = 0;
+    is >> mode >> chunks >> us;
+    const bool fused = mode.rfind("fused", 0) == 0;
+    const nlohmann::json j = {{"mode", mode},
+                              {"world_size", 8},
+                              {"m", 4096},
+                              {"n", 7168},
+                              {"k", 1024},
+                              {"block_m", 256},
+                              {"block_n", 256},
+                              {"chunks", fused ? nlohmann::json(std::stoi(chunks)) : nlohmann::json(nullptr)},
+                              {"tile_order", "auto"},
+                              {"swap_ab", false},
+                              {"fence", fused ? nlohmann::json("none") : nlohmann::json(nullptr)},
+                              {"stop_after", "all"},
+                              {"max_rank_time_us", us},
+                              {"rel_l2", 0.00237},
+                              {"validated", true},
+                              {"timing", "graph"}};
+    out += "RESULT_JSON " + j.dump() + "\n";
   }
   return out;
 }
@@ -98,6 +138,43 @@ TEST(CheckMoriSweeps, EveryCellOfMorisHeadlineTablePassesWithoutATimingFinding) 
   for (const auto& run : j.at("runs")) EXPECT_EQ(run.at("verdict"), "pass") << run.dump();
   EXPECT_EQ(count_timing_findings(j, "SLOWER_THAN_MODEL"), 0) << r.out;
   EXPECT_EQ(count_timing_findings(j, "FASTER_THAN_MODEL"), 0) << r.out;
+}
+
+// mori's older headline (@0b26ebf8, chunks pinned to 1): with one chunk fused-sdma overlaps nothing, its drain is
+// the split scatter. The model pushed from the first wave on whatever the run's chunks, and called the 348.5 us
+// fused-sdma run SLOWER_THAN_MODEL (+8.8% over 320.5 us); it now follows the record's chunks.
+TEST(CheckMoriSweeps, EveryCellOfMorisOlderHeadlineWithOneChunkPassesWithoutATimingFinding) {
+  const auto r = run_gemmar({"check", "-", "--profile", "mi355x", "--json"}, old_headline_records());
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.at("runs").size(), 4u) << r.out << r.err;
+  EXPECT_EQ(count_timing_findings(j, "SLOWER_THAN_MODEL"), 0) << r.out;
+  EXPECT_EQ(count_timing_findings(j, "FASTER_THAN_MODEL"), 0) << r.out;
+  for (const auto& run : j.at("runs")) {
+    if (run.at("config").get<std::string>().rfind("fused-lsa", 0) == 0) continue;  // marked RACY by mori there
+    EXPECT_EQ(run.at("verdict"), "pass") << run.dump();
+  }
+}
+
+TEST(CheckMoriSweeps, AFusedSdmaRunIsJudgedByItsOwnChunks) {
+  // mori's 348.5 us fused-sdma run at one chunk; the same time claimed with 2 chunks (at M = 4096 and BLOCK_M 256
+  // a destination has 2 M-tiles, the most chunks it can have) should have bought the overlap, and does not.
+  const std::string all = old_headline_records();
+  const auto pos = all.find("\"mode\":\"fused-sdma\"");
+  ASSERT_NE(pos, std::string::npos);
+  const auto begin = all.rfind("RESULT_JSON", pos), end = all.find('\n', pos);
+  std::string line = all.substr(begin, end - begin + 1);
+  const auto one_chunk = run_gemmar({"check", "-", "--profile", "mi355x", "--json"}, line);
+  const auto c = line.find("\"chunks\":1");
+  ASSERT_NE(c, std::string::npos) << line;
+  line.replace(c, 10, "\"chunks\":2");
+  const auto two_chunks = run_gemmar({"check", "-", "--profile", "mi355x", "--json"}, line);
+  const auto model_us = [](const std::string& out) {
+    return nlohmann::json::parse(out).at("runs").at(0).at("context").at("model").at("total_us").get<double>();
+  };
+  EXPECT_EQ(one_chunk.rc, 0) << one_chunk.out;
+  EXPECT_EQ(count_timing_findings(nlohmann::json::parse(one_chunk.out), "SLOWER_THAN_MODEL"), 0) << one_chunk.out;
+  EXPECT_EQ(count_timing_findings(nlohmann::json::parse(two_chunks.out), "SLOWER_THAN_MODEL"), 1) << two_chunks.out;
+  EXPECT_GT(model_us(one_chunk.out), model_us(two_chunks.out) + 10) << one_chunk.out << two_chunks.out;
 }
 
 TEST(CheckMoriSweeps, AFastGemmOnlyRunIsNotToldToCheckItMovedItsData) {
