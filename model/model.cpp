@@ -405,6 +405,15 @@ Prediction predict(const Profile& prof, const Shape& shape, const Config& config
     notes.push_back(os.str());
     cfg.mode = Mode::SplitSdma;
   }
+  if (cfg.mode == Mode::FusedSdma && !prof.params.one_device && cfg.chunks > 0 &&
+      effective_chunks(shape, cfg) != cfg.chunks) {
+    const int64_t bm = block_m(cfg.quant);
+    std::ostringstream os;
+    os << "--chunks " << cfg.chunks << " runs as " << effective_chunks(shape, cfg)
+       << ": mori halves the chunks until they divide a destination's "
+       << std::max<int64_t>(1, (shape.m + bm - 1) / bm / shape.world) << " M-tiles";
+    notes.push_back(os.str());
+  }
   const Ctx x(prof.params, shape, cfg);
   PredictionBuilder b(x, cfg);
   b.pr.fused_engaged = fused_engaged;
