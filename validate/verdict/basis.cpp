@@ -247,10 +247,11 @@ bool device_string_shared(const std::optional<std::string>& device) {
 }  // namespace
 
 Basis make_basis(const RunRecord& r, const Expectations& e) {
-  Basis b{e, e.config, effective_config(e.config), {}, std::nullopt, std::nullopt, false, {}, std::nullopt};
+  Basis b{e, e.config, effective_config(e.config), {}, std::nullopt, std::nullopt, false, {}, std::nullopt, true, {}};
   b.num = numerics_basis(r, e, b.cfg, b.eff);
   b.shared_device = device_string_shared(r.device) || (e.profile && e.profile->params.one_device);
   b.record_quant_printed = r.quant_known && r.quant_inference.empty();
+  if (r.fence && *r.fence != "none" && b.cfg.mode == Mode::FusedSdma) b.unpriced_fence = *r.fence;
   if (!e.profile) return b;
   const bool emulated = r.backend && *r.backend == "cpu-emulation";
   const bool have_time = r.max_rank_time_us && std::isfinite(*r.max_rank_time_us) && *r.max_rank_time_us > 0;

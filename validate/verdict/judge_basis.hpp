@@ -61,6 +61,9 @@ struct Basis {
   std::map<std::string, PhaseEfficiency> phase_efficiency;  // measured phases against their ceilings
   std::optional<BaselineBasis> baseline;
   bool record_quant_printed = true;  // false: the quant was inferred from an older benchmark's keys, or unknown
+  // A fused-sdma run's release before the epilogue push other than mori's default "none" (bench_gemm_ar.py: 'agent'
+  // and 'all' are correct and cost more), which the model, calibrated on runs at fence none, does not price.
+  std::string unpriced_fence;
 };
 
 Basis make_basis(const RunRecord&, const Expectations&);
