@@ -3,10 +3,32 @@
 # the .deb (scripts/package_check.sh), then compile the kernels' device code for gfx942 (clang-19) and sm_90a (nvcc,
 # when present). Under CI (CI=true) or with
 # GEMMAR_FULL_CI=1 it also runs every fuzz target for a bounded time (scripts/fuzz.sh, GEMMAR_FUZZ_SECONDS,
-# default 20 here) and the whole suite under AddressSanitizer + UBSan (scripts/asan.sh; GEMMAR_ASAN=0 skips
-# it). What CI runs (.ci/run).
+# default 20 here) and the suite, both tiers, under AddressSanitizer + UBSan (scripts/asan.sh: all but the
+# "asan_skip" tests, the detection matrix strided; GEMMAR_ASAN=0 skips it). What CI runs (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Every step prints "== step NAME: N s" when it ends, and the run ends with "== total: N s" and one line per
+# step (also when a step fails: that step is marked FAILED), so a CI log shows where the time went.
+run_start=$SECONDS
+step_name=""
+step_times=()
+step() {  # step NAME COMMAND [ARGS...]
+  step_name=$1
+  local t0=$SECONDS
+  shift
+  "$@"
+  step_times+=("$step_name: $((SECONDS - t0)) s")
+  echo "== step $step_name: $((SECONDS - t0)) s"
+  step_name=""
+}
+summary() {
+  local rc=$?
+  [[ -n $step_name ]] && step_times+=("$step_name: FAILED")
+  echo "== total: $((SECONDS - run_start)) s (exit $rc)"
+  local t
+  for t in "${step_times[@]}"; do echo "==   $t"; done
+}
+trap summary EXIT
 full=0
 [[ "${GEMMAR_FULL_CI:-0}" == 1 || "${CI:-}" == true ]] && full=1
 fuzz=$full
@@ -14,36 +36,51 @@ asan=$full
 [[ "${GEMMAR_ASAN:-1}" == 0 ]] && asan=0
 if ((fuzz)); then export GEMMAR_FUZZ_DEPS=1; fi
 export GEMMAR_FORMAT_DEPS=${GEMMAR_FORMAT_DEPS:-1}
-scripts/install_deps.sh
+step install_deps scripts/install_deps.sh
 # Every C++/CUDA source in .clang-format's layout (GEMMAR_FORMAT_DEPS=0 skips installing clang-format-14; the
 # check then runs only where it is installed).
-if command -v clang-format-14 >/dev/null; then scripts/format.sh --check; fi
+if command -v clang-format-14 >/dev/null; then step format_check scripts/format.sh --check; fi
 # Tests run two at a time on two cores, each with OpenMP threads: a passive wait keeps oversubscribed
 # OpenMP regions from spinning against each other.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
-cmake --preset ci >/dev/null
-cmake --build --preset ci -j"$(nproc)"
+build_ci() { cmake --preset ci >/dev/null && cmake --build --preset ci -j"$(nproc)"; }
+step build_ci build_ci
 # The default suite (everything but the "slow" label: a few minutes on 2 cores), then the slow tier
 # (the detection matrix over ~1000 emulated runs, the reference-shape floors, the CLI floors).
-ctest --preset ci -j"$(nproc)" --timeout 600 -LE slow
-ctest --preset ci -j"$(nproc)" --timeout 900 -L slow
+step ctest_default ctest --preset ci -j"$(nproc)" --timeout 600 -LE slow
+step ctest_slow ctest --preset ci -j"$(nproc)" --timeout 900 -L slow
 # The .deb (portable -march, no tests) built, unpacked with dpkg-deb -x and run from a temp dir: --version and
 # validate with its report (scripts/package_check.sh).
-scripts/package_check.sh
+step package_check scripts/package_check.sh
 # The CPU reference compiled for AVX-512 under -Werror on any x86-64 (compile only: an AVX2 machine cannot run
 # it), so a warning that only -march=native on an AVX-512 CPU raises cannot come back unseen.
 # GCC raises different warnings at the sanitizer job's -O1/-O2 than at -O3, hence the second build.
+# Where this machine's -march=native has AVX-512 (F, BW, DQ and VL), the ci build above (-O3) and the sanitizer
+# job's asan build (-O2, when it runs) already compile gemmar_reference with those instructions under -Werror:
+# the matching preset would compile the same code again, so it is skipped and says so.
+build_avx512() {  # preset
+  cmake --preset "$1" >/dev/null
+  cmake --build --preset "$1" -j"$(nproc)"
+  echo "$1: gemmar_reference compiles under -Werror with -mavx512f -mavx512bw -mavx512dq -mavx512vl"
+}
+native_avx512=0
+if (($("${CXX:-c++}" -march=native -dM -E -x c++ /dev/null 2>/dev/null |
+       grep -cE '^#define __AVX512(F|BW|DQ|VL)__ ' || true) == 4)); then
+  native_avx512=1
+fi
 for preset in avx512 avx512-asan; do
-  cmake --preset "$preset" >/dev/null
-  cmake --build --preset "$preset" -j"$(nproc)"
-  echo "$preset: gemmar_reference compiles under -Werror with -mavx512f -mavx512bw -mavx512dq -mavx512vl"
+  if ((native_avx512)) && [[ $preset == avx512 || $asan == 1 ]]; then
+    echo "$preset: skipped, -march=native has AVX-512 here: the $([[ $preset == avx512 ]] && echo ci || echo asan) build compiles gemmar_reference with it under -Werror"
+    continue
+  fi
+  step "$preset" build_avx512 "$preset"
 done
 if [[ "${GEMMAR_DEVICE_COMPILE:-1}" != 0 ]]; then
-  GEMMAR_REQUIRE_HIP=${GEMMAR_REQUIRE_HIP:-1} scripts/ci_device_compile.sh
+  step device_compile env GEMMAR_REQUIRE_HIP="${GEMMAR_REQUIRE_HIP:-1}" scripts/ci_device_compile.sh
 fi
 if ((fuzz)); then
-  GEMMAR_FUZZ_SECONDS=${GEMMAR_FUZZ_SECONDS:-20} scripts/fuzz.sh
+  step fuzz env GEMMAR_FUZZ_SECONDS="${GEMMAR_FUZZ_SECONDS:-20}" scripts/fuzz.sh
 fi
 if ((asan)); then
-  scripts/asan.sh
+  step asan scripts/asan.sh
 fi
