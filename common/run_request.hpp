@@ -30,6 +30,9 @@ struct RunRequest {
   bool selftest_fill = false;
   // `--guard` (docs/guard.md): every checked call is also judged by the per-call guard's checksums alone.
   bool guard = false;
+  // `--guard-sample G`: the guard reads one row in every G consecutive rows, drawn anew per call
+  // (reference/guard_sample.hpp); 1 = every row.
+  int guard_sample = 32;
 };
 
 // The GPU backend's device-side full compare of one checked iteration (kernels/check/output_compare.hpp): every

@@ -106,7 +106,8 @@ class Pipeline {
     if (plan.guard && !plan.selftest_fill) {
       std::vector<int> devs;
       for (const auto& rb : ranks_) devs.push_back(rb.dev);
-      guard_ = std::make_unique<DeviceGuard>(W_, M_, N_, K_, uses_fp8_wire(eff_), devs, plan.kernels.guard_passes);
+      guard_ = std::make_unique<DeviceGuard>(W_, M_, N_, K_, uses_fp8_wire(eff_), devs, plan.guard_sample,
+                                             reference::guard_sample_seed(plan.seed), plan.kernels.guard_passes);
     }
     upload(gen);
   }

@@ -45,7 +45,7 @@ struct DeviceRun : RunRequest {
   std::vector<std::vector<float>> straggle_schedule_us;
   // `guard` (RunRequest): the per-call guard's kernels (kernels/check/guard.hpp) run at the end of every launch, inside
   // the graph, and after every timed replay (iteration >= 0) every rank's sums go to this sink.
-  std::function<void(int iteration, std::vector<reference::GuardSums>&& sums)> guard_sink;
+  std::function<void(int iteration, reference::GuardCall&& call)> guard_sink;
 };
 
 struct RunOutput {

@@ -45,6 +45,8 @@ U_E4M3 = 2.0 ** -4
 BF16_UNDERFLOW = 2.0 ** -134
 COLUMN_BLOCK = 1024  # columns per row block (the GEMM check's granularity), as reference/guard.hpp
 FP8_MAX = 448.0
+SAMPLE_MAX_STRIDE = 128  # reference/guard_sample.hpp: strata nest in the 128-row tile bands
+_MASK64 = (1 << 64) - 1
 
 
 class GuardError(RuntimeError):
@@ -89,15 +91,34 @@ def gemm_bound(abs_partial, abs_pred, terms, k, roundings):
     return e + terms * BF16_UNDERFLOW
 
 
+# ---- the sampled rows (reference/guard_sample.hpp, the same draws) ----------------------------------------
+def _mix64(x):
+    x = (x + 0x9E3779B97F4A7C15) & _MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return x ^ (x >> 31)
+
+
+def sample_rows(m, stride, seed, call):
+    """The rows one call reads: one of every `stride` consecutive rows (stride divides 128 and m), drawn from
+    (seed, call) as gemmar's guard_sample::row. stride 1: every row."""
+    if stride < 1 or SAMPLE_MAX_STRIDE % stride or m % stride:
+        raise ValueError(f"gemmar_guard: sample stride {stride} must divide 128 and M = {m}")
+    seed &= _MASK64
+    base = _mix64(seed ^ _mix64(call & _MASK64))
+    return [i * stride + _mix64(base ^ i) % stride for i in range(m // stride)]
+
+
 # ---- torch part -------------------------------------------------------------------------------------------
 def _torch():
     import torch  # noqa: imported lazily so the bounds above need no torch
     return torch
 
 
-def expand_scale(scale, rows, k, quant="blockscale", operand="a"):
+def expand_scale(scale, rows, k, quant="blockscale", operand="a", row_index=None):
     """The per-element scales [rows, K] of an operand from its quant's scale tensor (QUANTS[quant][operand]:
-    one scale per `rows` x `k` block, k 0 = the whole K; k_major = stored [K/k, rows])."""
+    one scale per `rows` x `k` block, k 0 = the whole K; k_major = stored [K/k, rows]); with row_index, only
+    those rows ([len(row_index), K]), without widening the others."""
     blk = QUANTS[quant][operand]
     kext = blk["k"] or k
     rb, kb = -(-rows // blk["rows"]), k // kext
@@ -106,7 +127,10 @@ def expand_scale(scale, rows, k, quant="blockscale", operand="a"):
         s = s if (s.dim() == 2 and tuple(s.shape) == (rb, kb) and rb != kb) else s.reshape(kb, rb).t()
     else:
         s = s.reshape(rb, kb)
-    return s.repeat_interleave(blk["rows"], 0)[:rows].repeat_interleave(kext, 1)[:, :k]
+    s = s.repeat_interleave(blk["rows"], 0)[:rows]
+    if row_index is not None:
+        s = s[row_index]
+    return s.repeat_interleave(kext, 1)[:, :k]
 
 
 def weights_checksum(b_codes, b_scale, quant="blockscale"):
@@ -143,14 +167,17 @@ def _wire_slice(own, scale_rule="mori"):
 
 
 def rank_sums(partial, output, rank, world, fp8_wire=False, a=None, a_scale=None, weights=None,
-              scale_rule="mori", quant="blockscale"):
+              scale_rule="mori", quant="blockscale", rows=None):
     """One rank's checksums (a dict of fp32 tensors): partial/output [M, N] bf16, M a multiple of world.
-    a [M, K] fp8 and a_scale (the quant's layout: blockscale [K/128, M]) with weights enable the GEMM check."""
+    a [M, K] fp8 and a_scale (the quant's layout: blockscale [K/128, M]) with weights enable the GEMM check.
+    rows (ascending, the same count in every slice: sample_rows): the sums over those rows only."""
     torch = _torch()
-    m, n = output.shape
+    m_all, n = output.shape
+    idx = None if rows is None else torch.as_tensor(rows, dtype=torch.long, device=output.device)
+    m = m_all if idx is None else idx.numel()
     s_rows = m // world
-    p = partial.float()
-    o = output.float()
+    p = (partial if idx is None else partial.index_select(0, idx)).float()
+    o = (output if idx is None else output.index_select(0, idx)).float()
     nb = (n + COLUMN_BLOCK - 1) // COLUMN_BLOCK
     pad = nb * COLUMN_BLOCK - n
     pb = torch.nn.functional.pad(p, (0, pad)).view(m, nb, COLUMN_BLOCK)
@@ -166,12 +193,14 @@ def rank_sums(partial, output, rank, world, fp8_wire=False, a=None, a_scale=None
         "out_row": o.sum(1), "out_row_abs": o.abs().sum(1),
     }
     if fp8_wire:
-        view, scales = _wire_slice(output[rank * s_rows:(rank + 1) * s_rows], scale_rule)
+        # The wire quantizes row by row, so the owner's listed rows alone give the same codes and scales.
+        view, scales = _wire_slice(o[rank * s_rows:(rank + 1) * s_rows].to(output.dtype), scale_rule)
         s["wire_col"] = view.float().sum(0)
         s["wire_scale_sum"] = scales.sum().reshape(1)
     if a is not None and weights is not None:
         k = a.shape[1]
-        a_deq = a.float() * expand_scale(a_scale, a.shape[0], k, quant, "a")
+        a_rows = a if idx is None else a.index_select(0, idx)
+        a_deq = a_rows.float() * expand_scale(a_scale, a.shape[0], k, quant, "a", idx)
         bsum, babs = weights
         prec = torch.get_float32_matmul_precision()
         torch.set_float32_matmul_precision("highest")  # no TF32: the bound assumes fp32 products
@@ -269,14 +298,41 @@ _KEYS = ["partial_col", "partial_col_abs", "out_col", "out_col_abs", "partial_bl
          "out_row_abs", "wire_col", "wire_scale_sum", "gemm_pred", "gemm_pred_abs"]
 
 
+_CALLS = {}  # process group -> [seed, calls so far]: every rank draws the same rows in the same call
+
+
+def _next_sample(m, sample, group, seed):
+    """This call's rows for guard_call: the seed drawn once by rank 0 (or given) and broadcast, the call count
+    kept per group; every rank calls the guard once per call of the op, so the counts stay equal."""
+    if sample == 1:
+        return None
+    import os
+    import torch.distributed as dist
+    key = id(group)
+    if key not in _CALLS:
+        if seed is None:
+            box = [int.from_bytes(os.urandom(8), "little")]
+            dist.broadcast_object_list(box, src=dist.get_global_rank(group, 0) if group is not None else 0,
+                                       group=group)
+            seed = box[0]
+        _CALLS[key] = [seed, 0]
+    state = _CALLS[key]
+    rows = sample_rows(m, sample, state[0], state[1])
+    state[1] += 1
+    return rows
+
+
 def guard_call(partial, output, fp8_wire=False, a=None, a_scale=None, weights=None, group=None,
-               on_finding="raise", scale_rule="mori", quant="blockscale"):
-    """After the op on every rank: all_gather the sums over torch.distributed, judge, raise GuardError or log."""
+               on_finding="raise", scale_rule="mori", quant="blockscale", sample=32, seed=None):
+    """After the op on every rank: all_gather the sums over torch.distributed, judge, raise GuardError or log.
+    sample: read one row of every `sample` (docs/guard.md "Sampled rows"; 1 = every row), drawn anew per call
+    from `seed` (None: rank 0 draws one at the first call) and the call count."""
     torch = _torch()
     import torch.distributed as dist
     world = dist.get_world_size(group)
     rank = dist.get_rank(group)
-    mine = rank_sums(partial, output, rank, world, fp8_wire, a, a_scale, weights, scale_rule, quant)
+    rows = _next_sample(output.shape[0], sample, group, seed)
+    mine = rank_sums(partial, output, rank, world, fp8_wire, a, a_scale, weights, scale_rule, quant, rows)
     keys = [key for key in _KEYS if key in mine]
     flat = torch.cat([mine[key].float().flatten() for key in keys])
     gathered = [torch.empty_like(flat) for _ in range(world)]
@@ -293,11 +349,13 @@ def guard_call(partial, output, fp8_wire=False, a=None, a_scale=None, weights=No
 
 
 def guard_ranks(partials, outputs, fp8_wire=False, a=None, a_scales=None, weights=None, on_finding="raise",
-                scale_rule="mori", quant="blockscale"):
-    """Every rank's tensors at once (ranks as tensors on one device): the same check without a process group."""
+                scale_rule="mori", quant="blockscale", sample=1, seed=0, call=0):
+    """Every rank's tensors at once (ranks as tensors on one device): the same check without a process group,
+    over sample_rows(M, sample, seed, call)."""
     world = len(outputs)
+    rows = None if sample == 1 else sample_rows(outputs[0].shape[0], sample, seed, call)
     sums = [rank_sums(partials[r], outputs[r], r, world, fp8_wire, a[r] if a else None,
-                      a_scales[r] if a_scales else None, weights[r] if weights else None, scale_rule, quant)
+                      a_scales[r] if a_scales else None, weights[r] if weights else None, scale_rule, quant, rows)
             for r in range(world)]
     return _report(check(sums, fp8_wire, a[0].shape[1] if a else None, quant=quant), on_finding)
 
@@ -372,17 +430,20 @@ def selftest(device="cpu", world=8, m=1024, n=2048, k=256, seed=7, quant="blocks
              ("silent-scatter", False, ["GUARD_REDUCE"], "mori"), ("silent-gather", False, ["GUARD_GATHER"], "mori"),
              ("silent-gather", True, ["GUARD_GATHER"], "mori"), ("wire-bypassed", True, ["GUARD_WIRE"], "mori"),
              ("perturb-rank", False, ["GUARD_GEMM"], "mori"), ("stale-output", True, ["GUARD_REDUCE"], "mori")]
-    for fault, fp8, want, rule in cases:
+    # Every case with every row read, and with one row in 32 on three calls (other rows each call).
+    for (fault, fp8, want, rule), (sample, call) in [(c, s) for c in cases for s in ((1, 0), (32, 0), (32, 1), (32, 2))]:
         p = [x * 1.25 if (fault == "perturb-rank" and r == 3) else x for r, x in enumerate(parts)]
         local, outs = _emulate(p, fp8, rule, fault)
         if fault == "stale-output":
             _, outs = _emulate([x * 2 for x in parts], fp8, rule)
-        got = guard_ranks(local, outs, fp8, a, a_scales, weights, on_finding="return", scale_rule=rule, quant=quant)
+        got = guard_ranks(local, outs, fp8, a, a_scales, weights, on_finding="return", scale_rule=rule, quant=quant,
+                          sample=sample, seed=seed, call=call)
         codes = sorted({c for c, _ in got})
         ok = codes == sorted(want)
         failures += not ok
         print(f"{'ok  ' if ok else 'FAIL'} quant={quant:10s} fault={fault or 'none':15s} "
-              f"wire={'fp8 ' + rule if fp8 else 'bf16'} codes={codes} expected={want}" + ("" if ok else f" {got}"))
+              f"wire={'fp8 ' + rule if fp8 else 'bf16'} sample={sample:<3d} call={call} codes={codes} "
+              f"expected={want}" + ("" if ok else f" {got}"))
     return failures
 
 

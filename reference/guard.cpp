@@ -7,6 +7,7 @@
 
 #include "common/errors.hpp"
 #include "reference/formats.hpp"
+#include "reference/guard_sample.hpp"
 #include "reference/quant.hpp"
 
 namespace gemmar::reference {
@@ -294,6 +295,23 @@ GuardContext guard_context(const Shape& shape, const Config& config, const std::
   c.gemm_roundings = guard_gemm_roundings(c.config.quant, shape.k);
   return c;
 }
+
+std::vector<size_t> guard_sample_positions(const std::vector<int64_t>& candidates, int64_t stride, uint64_t seed,
+                                           uint64_t call) {
+  GEMMAR_CHECK(guard_sample::valid_stride(stride), "guard: sample stride ", stride, " does not divide ",
+               guard_sample::kMaxStride);
+  std::vector<size_t> out;
+  for (size_t i = 0; i < candidates.size();) {
+    const int64_t stratum = candidates[i] / stride;
+    size_t end = i;
+    while (end < candidates.size() && candidates[end] / stride == stratum) ++end;
+    out.push_back(i + size_t(guard_sample::pick(seed, call, stratum, int64_t(end - i))));
+    i = end;
+  }
+  return out;
+}
+
+uint64_t guard_sample_seed(uint64_t run_seed) { return guard_sample::mix64(run_seed ^ 0x4755415244ull); }
 
 GuardWeights guard_weights(const std::vector<float>& b_deq, int64_t n, int64_t k) {
   GEMMAR_CHECK(int64_t(b_deq.size()) == n * k, "guard: B size");

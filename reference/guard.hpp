@@ -52,6 +52,12 @@ struct GuardSums {
   float wire_scale_sum = 0;
 };
 
+// One call as the device guard read it: the rows it sampled (ascending) and every rank's sums over them.
+struct GuardCall {
+  std::vector<int64_t> rows;
+  std::vector<GuardSums> sums;  // index = rank
+};
+
 struct GuardContext {
   Shape shape;
   Config config;  // effective config
@@ -63,6 +69,16 @@ struct GuardContext {
 // K products (each exact or one rounding of A_deq*B_deq), K additions, three roundings per scale block.
 int64_t guard_gemm_roundings(Quant, int64_t k);
 GuardContext guard_context(const Shape&, const Config&, const std::vector<int64_t>& rows);
+
+// The rows one call reads (reference/guard_sample.hpp): one of every `stride` consecutive rows, drawn from
+// (seed, call). `candidates` are the rows that exist to be read, ascending (the device: every padded row; the
+// CPU emulation: the rows it holds); each stratum of `stride` rows that holds candidates gives one. Returns
+// positions into `candidates`, ascending. stride 1: every candidate.
+std::vector<size_t> guard_sample_positions(const std::vector<int64_t>& candidates, int64_t stride, uint64_t seed,
+                                           uint64_t call);
+// The sample's seed of a run: from its --seed, so a run (and its findings) reproduces; a serving process draws
+// its own (python/gemmar_guard.py).
+uint64_t guard_sample_seed(uint64_t run_seed);
 
 // The CPU side (the emulation's, or a test's): rank `rank`'s sums over `rows`. `partial` and `output` are its
 // bf16 rows [rows.size(), N]. `a_deq` (its A rows dequantized, [rows.size(), K]) and `weights` feed the GEMM

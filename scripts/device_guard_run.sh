@@ -5,8 +5,10 @@
 #      M = 4096 on the configs it applies to; each must raise its GUARD_* code on every call it applies to
 #      (replay faults: every call but iteration 0, which follows two warm-up launches on the same inputs)
 #   2. 0 false alarms in >= 1000 clean straggled replays (--straggle 50, two wires, M = 4096) and 200 at 16384
-#   3. overhead: the op with and without --guard at M = 4096 and 16384 (fused-sdma bf16 and fp8/sdma), the
-#      guard's own phase ("guard") and the totals; goal <= 2% at 16384
+#   3. overhead: the op with and without --guard at M = 4096 and 16384 (fused-sdma bf16 and fp8/sdma, fused-lsa
+#      fp8/lsa), the guard's own phase ("guard") and the totals, with the default sample (one row in 32) and with
+#      every row (--guard-sample 1); each pair twice, interleaved (the op's own run-to-run spread); goal <= 2% at
+#      16384
 #   4. python/gemmar_guard.py's self-test on the device, when torch is importable
 # Writes OUTDIR/{machine.txt, matrix.log, clean.log, overhead.log, python.log, summary.txt}; summary.txt is what
 # goes into docs/guard.md's measured section and docs/results/.
@@ -25,10 +27,13 @@ source scripts/device_common.sh "$G" "$OUT"
 start=$(date +%s)
 {
   for m in 4096 16384; do
-    for cfg in BF16 FP8S; do
+    for cfg in BF16 FP8S FP8L; do
       declare -n c=$cfg
-      jrun "overhead off $cfg $m" -m "$m" "${c[@]}" --iterations 21 --check-every 100
-      jrun "overhead on $cfg $m" -m "$m" "${c[@]}" --guard --iterations 21 --check-every 100
+      for rep in 1 2; do
+        jrun "overhead off $cfg $m $rep" -m "$m" "${c[@]}" --iterations 21 --check-every 100
+        jrun "overhead on $cfg $m $rep" -m "$m" "${c[@]}" --guard --iterations 21 --check-every 100
+      done
+      jrun "overhead full $cfg $m 1" -m "$m" "${c[@]}" --guard --guard-sample 1 --iterations 21 --check-every 100
     done
   done
   # Each pass of the guard alone (GEMMAR_GUARD_PARTS, kernels/check/guard.cu; the passes left out flag calls: timing only).
@@ -46,6 +51,10 @@ echo "overhead: $(( $(date +%s) - start )) s"
   done
   jrun "matrix wire-bypassed FP8S" -m 4096 "${FP8S[@]}" --guard --inject wire-bypassed --iterations 6 --check-every 100
   jrun "matrix wire-bypassed FP8L" -m 4096 "${FP8L[@]}" --guard --inject wire-bypassed --iterations 6 --check-every 100
+  # Every row read (--guard-sample 1): the same kernels over the identity row list.
+  for f in silent-scatter no-release perturb-rank=3 frozen-flag; do
+    jrun "full $f FP8S" -m 4096 "${FP8S[@]}" --guard --guard-sample 1 --inject "$f" --iterations 6 --check-every 100
+  done
 } > "$OUT/matrix.log" 2>&1
 echo "matrix: $(( $(date +%s) - start )) s"
 {
@@ -104,7 +113,8 @@ for tag, r in runs("matrix.log"):
     need = (calls - 1 if fault in ("stale-replay", "frozen-flag") else calls) if applies(fault, cfg) else 0
     ok = calls > 0 and (flagged >= need if need else flagged == 0)
     misses += not ok
-    print(f"{fault:15s} {r['config']:34s} calls={calls} flagged={flagged} {codes} (CPU emulation's code: "
+    print(f"{fault:15s} {r['config']:34s} sample={g.get('sample')} rows/call={g.get('rows_per_call')} "
+          f"calls={calls} flagged={flagged} {codes} (CPU emulation's code: "
           f"{expect[fault] if applies(fault, cfg) else 'none, the fault does not act here'}) "
           f"{'OK' if ok else 'MISS'}")
 print(f"matrix: {misses} miss(es)")
@@ -124,16 +134,22 @@ for tag, r in runs("overhead.log"):
         _, part, cfg, m = tag.split()
         print(f"pass {part:8s} alone {r['config']:34s} m={m} guard_phase={r['record'].get('phases_us', {}).get('guard')}")
         continue
-    _, onoff, cfg, m = tag.split()
+    _, onoff, cfg, m, rep = tag.split()
     rec = r["record"]
     t = rec.get("max_rank_time_us")
     gp = rec.get("phases_us", {}).get("guard")
-    tab[(cfg, m, onoff)] = (t, gp)
-    print(f"{r['config']:34s} m={m} guard={onoff:3s} time={t} guard_phase={gp}")
-for (cfg, m, onoff), (t, gp) in sorted(tab.items()):
-    if onoff == "on" and (cfg, m, "off") in tab and t and tab[(cfg, m, "off")][0]:
-        base = tab[(cfg, m, "off")][0]
-        print(f"overhead {cfg} m={m}: {100 * (t / base - 1):+.2f}% total, guard phase {gp} us "
-              f"({100 * (gp or 0) / base:.2f}% of the unguarded op)")
+    tab.setdefault((cfg, m, onoff), []).append((t, gp))
+    print(f"{r['config']:34s} m={m} guard={onoff:4s} rep={rep} time={t} guard_phase={gp} "
+          f"rows_per_call={rec.get('guard', {}).get('rows_per_call')}")
+for (cfg, m, onoff), vals in sorted(tab.items()):
+    off = [t for t, _ in tab.get((cfg, m, "off"), []) if t]
+    if onoff == "off" or not off:
+        continue
+    base = sum(off) / len(off)
+    for t, gp in vals:
+        if t:
+            print(f"overhead {cfg} m={m} guard={onoff}: {100 * (t / base - 1):+.2f}% total against the mean of "
+                  f"{len(off)} unguarded runs ({', '.join(f'{x:.1f}' for x in off)} us); guard phase {gp} us "
+                  f"({100 * (gp or 0) / base:.2f}% of the unguarded op)")
 EOF
 echo "== summary"; cat "$OUT/summary.txt"; echo "== python"; tail -5 "$OUT/python.log"

@@ -37,10 +37,11 @@ struct GuardRankView {
 
 class DeviceGuard {
  public:
-  // m padded (a multiple of world * 128), n a multiple of 128, k of 128.
+  // m padded (a multiple of world * 128), n a multiple of 128, k of 128. Each call reads one row of every
+  // `stride` (reference/guard_sample.hpp, drawn on the device from `seed` and the call count; 1: every row).
   // passes: all but for timing one pass alone (KernelOptions::guard_passes).
   DeviceGuard(int world, int64_t m, int64_t n, int64_t k, bool fp8_wire, const std::vector<int>& rank_device,
-              GuardPasses passes = {});
+              int64_t stride, uint64_t seed, GuardPasses passes = {});
   ~DeviceGuard();
   DeviceGuard(const DeviceGuard&) = delete;
   DeviceGuard& operator=(const DeviceGuard&) = delete;
@@ -49,8 +50,8 @@ class DeviceGuard {
   // Enqueues rank's sums of the call on stream `s` (a gpuStream_t, passed as void*: no GPU headers here).
   // Throws EnvironmentError on a failed launch.
   void enqueue(int rank, const GuardRankView&, void* stream);
-  // After the streams finished: every rank's sums, over all padded rows (reference::GuardContext::rows = 0..m-1).
-  std::vector<reference::GuardSums> read() const;
+  // After the streams finished: the rows the last call read and every rank's sums over them.
+  reference::GuardCall read() const;
 
  private:
   struct Impl;

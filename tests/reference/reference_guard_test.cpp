@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -215,6 +216,53 @@ TEST(ReferenceGuard, PythonGuardBoundsEqualTheseBounds) {
   EXPECT_DOUBLE_EQ(w, guard_wire_bound(3.5, 0.125, 2048, Fp8Format::E4M3FN));
   EXPECT_DOUBLE_EQ(wz, guard_wire_bound(3.5, 0.125, 2048, Fp8Format::E4M3FNUZ));
   EXPECT_DOUBLE_EQ(g, guard_gemm_bound(2.5, 100.0, 1024, 2048, guard_gemm_roundings(Quant::Blockscale, 2048)));
+}
+
+// The sampled guard (reference/guard_sample.hpp): one row per aligned stratum of G rows, drawn anew per call.
+TEST(ReferenceGuardSample, OneRowPerStratumEveryCallAndStrideOneIsEveryRow) {
+  std::vector<int64_t> all(1024);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = int64_t(i);
+  for (int64_t g : {1, 2, 8, 32, 128}) {
+    std::set<std::vector<size_t>> distinct;
+    for (uint64_t call = 0; call < 16; ++call) {
+      const std::vector<size_t> p = guard_sample_positions(all, g, 99, call);
+      ASSERT_EQ(int64_t(p.size()), 1024 / g) << "stride " << g;
+      for (size_t i = 0; i < p.size(); ++i) EXPECT_EQ(all[p[i]] / g, int64_t(i)) << "stride " << g;
+      distinct.insert(p);
+    }
+    // The rows move from call to call (stride 1: nothing to move).
+    EXPECT_EQ(distinct.size() > 8, g > 1) << "stride " << g;
+  }
+}
+
+TEST(ReferenceGuardSample, CandidatesTheEmulationHoldsAreSampledPerStratum) {
+  const std::vector<int64_t> held{3, 5, 40, 41, 42, 100, 127, 128};  // strata of 32: 0 0 1 1 1 3 3 4
+  const std::vector<size_t> p = guard_sample_positions(held, 32, 7, 3);
+  ASSERT_EQ(p.size(), 4u);
+  const std::vector<int64_t> stratum{0, 1, 3, 4};
+  for (size_t i = 0; i < p.size(); ++i) EXPECT_EQ(held[p[i]] / 32, stratum[i]);
+  EXPECT_THROW(guard_sample_positions(held, 3, 7, 3), std::exception);  // 3 does not divide 128
+}
+
+// python/gemmar_guard.py draws its rows with the same function, so a serving process and gemmar read the same
+// rows for the same (seed, call).
+TEST(ReferenceGuardSample, PythonGuardDrawsTheSameRows) {
+  const std::string py = std::string(GEMMAR_TEST_DATA_DIR) + "/../../python";
+  const std::string cmd = "/usr/bin/python3 -c \"import sys; sys.path.insert(0, '" + py +
+                          "'); import gemmar_guard as g; print(*g.sample_rows(2048, 32, 0x123456789abcdef0, 41))\"";
+  FILE* f = popen(cmd.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  std::string got;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof(buf), f)) > 0;) got.append(buf, n);
+  ASSERT_EQ(pclose(f), 0) << cmd;
+  std::vector<int64_t> all(2048);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = int64_t(i);
+  std::ostringstream want;
+  const std::vector<size_t> p = guard_sample_positions(all, 32, 0x123456789abcdef0ull, 41);
+  for (size_t i = 0; i < p.size(); ++i) want << (i ? " " : "") << all[p[i]];
+  want << "\n";
+  EXPECT_EQ(got, want.str());
 }
 
 TEST(ReferenceGuard, WrongNumberOfRanksIsAnInternalError) {

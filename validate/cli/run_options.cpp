@@ -76,8 +76,11 @@ void add_run_options(po::options_description& d, RunCommand cmd) {
       "NVIDIA, h200-1gpu for W ranks on one NVIDIA device, mi355x for the CPU emulation)")(
       "guard", po::bool_switch()->default_value(false),
       "also judge every checked call (GPU: every replay) by the per-call guard's checksums alone (docs/guard.md): "
-      "GUARD_* findings")("ranks-per-device", po::value<int>()->default_value(0),
-                          "GPU: ranks emulated per device (0: one per device when W devices exist, else all on one)")(
+      "GUARD_* findings")("guard-sample", po::value<int>()->default_value(32),
+                          "G: the guard reads one row of every G consecutive rows, drawn anew on every call (1, 2, "
+                          "4, ..., 128; 1 = every row, the full guard; docs/guard.md)")(
+      "ranks-per-device", po::value<int>()->default_value(0),
+      "GPU: ranks emulated per device (0: one per device when W devices exist, else all on one)")(
       "baseline", po::value<std::vector<std::string>>(),
       "FILE: earlier runs (a previous validate's results.json or runs.log, or a benchmark log); a run slower "
       "than the baseline's of the same shape and config beyond the run-to-run spread fails with REGRESSION, "
@@ -129,6 +132,9 @@ RunPlan read_run_plan(const po::variables_map& vm, RunCommand cmd) {
   req.gemm_impl = parse_gemm_impl(vm["gemm-impl"].as<std::string>());
   req.ranks_per_device = vm["ranks-per-device"].as<int>();
   req.guard = vm["guard"].as<bool>();
+  req.guard_sample = vm["guard-sample"].as<int>();
+  GEMMAR_USAGE_CHECK(req.guard_sample >= 1 && req.guard_sample <= 128 && 128 % req.guard_sample == 0,
+                     "--guard-sample: must divide 128 (1, 2, 4, ..., 128), got ", req.guard_sample);
   GEMMAR_USAGE_CHECK(req.ranks_per_device >= 0, "--ranks-per-device: must be >= 0");
   if (vm.count("dump")) {
     req.dump_dir = vm["dump"].as<std::string>();

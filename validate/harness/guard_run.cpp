@@ -53,26 +53,39 @@ std::shared_ptr<const GuardOperands> guard_operands(const RunRequest& req, const
 
 }  // namespace
 
-std::vector<reference::GuardSums> cpu_guard_sums(const RunRequest& req, const std::vector<int64_t>& rows, int iteration,
+std::vector<reference::GuardSums> cpu_guard_sums(const RunRequest& req, const std::vector<int64_t>& rows,
+                                                 const std::vector<size_t>& sampled, int iteration,
                                                  const reference::Partials& partials,
                                                  const reference::Bf16Outputs& outputs) {
   const int W = req.shape.world;
+  const size_t N = size_t(req.shape.n), K = size_t(req.shape.k);
   GEMMAR_CHECK(int(partials.size()) == W && int(outputs.size()) == W, "guard: ranks of the CPU call");
-  reference::GuardContext ctx = reference::guard_context(req.shape, req.config, rows);
+  std::vector<int64_t> call_rows;
+  for (size_t i : sampled) call_rows.push_back(rows.at(i));
+  const reference::GuardContext ctx = reference::guard_context(req.shape, req.config, call_rows);
   const auto ops = guard_operands(req, rows);
   std::vector<reference::GuardSums> out;
   for (int r = 0; r < W; ++r) {
     const float mult = r == req.inject.perturbed_rank ? reference::kPerturbFactor : 1.0f;
-    std::vector<uint16_t> local(partials[size_t(r)].size());
-    for (size_t i = 0; i < local.size(); ++i) local[i] = reference::to_bf16(partials[size_t(r)][i] * mult);
     // The call's inputs: A's scales times a power of two, so its dequantized rows scale exactly.
     const float f = reference::iteration_input_scale(req.seed, iteration, r);
-    std::vector<float> a = ops->a_deq[size_t(r)];
-    if (f != 1.0f)
-      for (float& x : a) x *= f;
-    out.push_back(reference::guard_rank_sums(ctx, r, local, outputs[size_t(r)], a, &ops->weights[size_t(r)]));
+    std::vector<uint16_t> local, output;
+    std::vector<float> a;
+    for (size_t i : sampled) {
+      const float* p = partials[size_t(r)].data() + i * N;
+      for (size_t c = 0; c < N; ++c) local.push_back(reference::to_bf16(p[c] * mult));
+      output.insert(output.end(), outputs[size_t(r)].begin() + ptrdiff_t(i * N),
+                    outputs[size_t(r)].begin() + ptrdiff_t((i + 1) * N));
+      const float* ar = ops->a_deq[size_t(r)].data() + i * K;
+      for (size_t c = 0; c < K; ++c) a.push_back(f != 1.0f ? ar[c] * f : ar[c]);
+    }
+    out.push_back(reference::guard_rank_sums(ctx, r, local, output, a, &ops->weights[size_t(r)]));
   }
   return out;
+}
+
+std::vector<size_t> guard_call_sample(const RunRequest& req, const std::vector<int64_t>& candidates, uint64_t call) {
+  return reference::guard_sample_positions(candidates, req.guard_sample, reference::guard_sample_seed(req.seed), call);
 }
 
 void tally_guard_call(GuardReport& rep, const reference::GuardContext& ctx, int iteration,

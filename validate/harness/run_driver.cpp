@@ -248,11 +248,15 @@ class CpuBackend final : public Backend {
   static void tally_guard(const RunRequest& req, const std::vector<int64_t>& rows, const Inputs& in,
                           BackendResult& out) {
     out.guard.emplace();
-    const auto context = reference::guard_context(req.shape, req.config, rows);
+    out.guard->sample = req.guard_sample;
     for (size_t k = 0; k < out.iteration_index.size(); ++k) {
       const int it = out.iteration_index[k];
-      tally_guard_call(*out.guard, context, it,
-                       cpu_guard_sums(req, rows, it, partials_of(in, it), out.iteration_outputs[k]));
+      const std::vector<size_t> sampled = guard_call_sample(req, rows, uint64_t(it));
+      std::vector<int64_t> call_rows;
+      for (size_t i : sampled) call_rows.push_back(rows[i]);
+      out.guard->rows_per_call = int64_t(call_rows.size());
+      tally_guard_call(*out.guard, reference::guard_context(req.shape, req.config, call_rows), it,
+                       cpu_guard_sums(req, rows, sampled, it, partials_of(in, it), out.iteration_outputs[k]));
     }
   }
 

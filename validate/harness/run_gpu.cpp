@@ -50,15 +50,15 @@ kernels::DeviceRun device_plan(const RunRequest& req, const std::vector<int64_t>
   return plan;
 }
 
-// --guard: every replay's sums judged as they come (every padded row), only the tally kept in `guard`, which
-// must outlive the run.
+// --guard: every replay's sums judged as they come, over the rows the device drew for that replay (one of every
+// --guard-sample rows of the padded M); only the tally kept in `guard`, which must outlive the run.
 void attach_guard(const RunRequest& req, kernels::DeviceRun& plan, std::optional<GuardReport>& guard) {
   if (!req.guard || req.selftest_fill) return;
   guard.emplace();
-  const reference::GuardContext ctx =
-      reference::guard_context(plan.shape, req.config, reference::all_rows(plan.shape, req.config.quant));
-  plan.guard_sink = [&guard, ctx](int it, std::vector<reference::GuardSums>&& sums) {
-    tally_guard_call(*guard, ctx, it, sums);
+  guard->sample = req.guard_sample;
+  plan.guard_sink = [&guard, shape = plan.shape, config = req.config](int it, reference::GuardCall&& call) {
+    guard->rows_per_call = int64_t(call.rows.size());
+    tally_guard_call(*guard, reference::guard_context(shape, config, call.rows), it, call.sums);
   };
 }
 

@@ -129,7 +129,10 @@ nlohmann::json guard_to_json(const GuardReport& g) {
   nlohmann::json codes = nlohmann::json::object();
   for (const auto& [code, c] : g.codes)
     codes[code] = {{"calls", c.calls}, {"first_iteration", c.first_iteration}, {"message", c.message}};
-  return {{"calls", g.calls}, {"flagged_calls", g.flagged_calls}, {"codes", codes}};
+  nlohmann::json j = {{"calls", g.calls}, {"flagged_calls", g.flagged_calls}, {"codes", codes}};
+  if (g.sample > 0) j["sample"] = g.sample;
+  if (g.rows_per_call > 0) j["rows_per_call"] = g.rows_per_call;
+  return j;
 }
 
 GuardReport guard_from_json(const nlohmann::json& j, const std::string& source) {
@@ -143,6 +146,8 @@ GuardReport guard_from_json(const nlohmann::json& j, const std::string& source) 
   };
   g.calls = count(j, "calls", "guard");
   g.flagged_calls = count(j, "flagged_calls", "guard");
+  g.sample = count(j, "sample", "guard");
+  g.rows_per_call = count(j, "rows_per_call", "guard");
   if (present(j, "codes")) {
     const auto& c = j.at("codes");
     if (!c.is_object()) bad_field(source, "guard.codes", std::string("must be an object, got ") + type_name(c));

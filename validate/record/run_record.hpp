@@ -33,8 +33,10 @@ struct GuardCode {
   std::string message;
 };
 struct GuardReport {
-  int calls = 0;          // calls (iterations / replays) the guard checked
-  int flagged_calls = 0;  // calls with at least one finding
+  int calls = 0;              // calls (iterations / replays) the guard checked
+  int flagged_calls = 0;      // calls with at least one finding
+  int sample = 0;             // --guard-sample: one row of every `sample` read per call (0: not stated)
+  int64_t rows_per_call = 0;  // rows the guard read per call (the last call's), of every rank
   std::map<std::string, GuardCode> codes;
 };
 
