@@ -191,8 +191,12 @@ struct PredictionBuilder {
       // fused-lsa over a link, where the profile says so: each CU's remote stores of a tile complete (a
       // round trip over the link) before it starts its next tile, so the push adds to the GEMM instead of
       // overlapping it (mori bench_gemm_ar.py @fc892894: "it spends 560us of its GEMM pushing C over xGMI").
+      // That per-tile wait (kernels_fused.py, direct LSA: vmcnt(0), a barrier, one system fence per block, and
+      // the block exits) takes the place of fused-sdma's epilogue tail (vmcnt(0) on local stores, a barrier,
+      // the counter atomic, the elected put) that epilogue_slowdown prices: fused-lsa has no counter, no put and
+      // no copy engine reading C during the GEMM, so it pays its own wait once, not both.
       const bool stores_serialize = !sdma && !p.one_device && std::isfinite(p.gemm.remote_store_tile_us);
-      if (stores_serialize) gemm_f += push_us + x.waves() * p.gemm.remote_store_tile_us;
+      if (stores_serialize) gemm_f = gemm_only + push_us + x.waves() * p.gemm.remote_store_tile_us;
       double tail = 0.0;
       if (chunked) {
         // The peer queues run their puts one after another: chunk c leaves at max(its tiles done, chunk c-1 sent).
@@ -305,18 +309,23 @@ struct PredictionBuilder {
   // fuse_reduce_push (mori python/mori/ops/gemm_ar/README.md @0187031f, "Firing the gather's puts from inside the
   // reduce"): each of the B bands pays a barrier of the reducing blocks, a counter atomic and the elected block's
   // locked puts (band_sync_us); with publish=fence every reducing block also releases its stores to system scope
-  // (an L2 writeback) once per band. Blocks do not wait for each other between bands, so the bands pipeline:
+  // once per band (system_release_us each), and the band's cached stores, now dirty lines in L2, are written back
+  // to memory before the releases complete: the band's bytes at release_writeback_gbps. The per-block part
+  // grows with B, the written-back bytes do not (each reduced byte is written back once, whatever B).
+  // Blocks do not wait for each other between bands, so the bands pipeline:
   // a band's work c (its share of the stream, plus the releases under fence) runs while the previous band's
   // sync posts its puts, and the posts follow one another through the per-peer locks; the chain is
   // c + (B - 1) max(c, sync) + sync (writethrough at many bands is sync-bound, fence always work-bound).
   double band_chain_us(double stream_us) const {
     if (!cfg.fuse_reduce_push) return stream_us;
     GEMMAR_USAGE_CHECK(std::isfinite(p.sync.band_sync_us) && std::isfinite(p.sync.system_release_us) &&
-                           std::isfinite(p.sync.reduce_blocks),
+                           std::isfinite(p.sync.reduce_blocks) && std::isfinite(p.sync.release_writeback_gbps),
                        "--fuse-reduce-push: the profile has no sync.band_sync_us / sync.system_release_us / "
-                       "sync.reduce_blocks, so it cannot model the per-band publish");
+                       "sync.reduce_blocks / sync.release_writeback_gbps, so it cannot model the per-band publish");
     const double B = cfg.gather_bands;
-    const double rel = cfg.publish == Publish::Fence ? p.sync.reduce_blocks * p.sync.system_release_us : 0.0;
+    const double rel = cfg.publish == Publish::Fence ? p.sync.reduce_blocks * p.sync.system_release_us +
+                                                           us_at(slice_bf16 / B, p.sync.release_writeback_gbps)
+                                                     : 0.0;
     const double c = stream_us / B + rel, sync = p.sync.band_sync_us;
     return c + (B - 1) * std::max(c, sync) + sync;
   }

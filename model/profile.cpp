@@ -190,6 +190,7 @@ Params parse_params(const nlohmann::json& doc, const std::string& origin) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   p.sync.band_sync_us = r.number_or("sync.band_sync_us", R::NonNegative, nan);
   p.sync.system_release_us = r.number_or("sync.system_release_us", R::NonNegative, nan);
+  p.sync.release_writeback_gbps = r.number_or("sync.release_writeback_gbps", R::Positive, nan);
   p.sync.reduce_blocks = r.number_or("sync.reduce_blocks", R::AtLeastOne, nan);
   p.sdma_fp8.gather_handoff_us = r.number("sdma_fp8.gather_handoff_us", R::NonNegative);
   p.sdma_fp8.dequantize_handoff_us = r.number("sdma_fp8.dequantize_handoff_us", R::NonNegative);

@@ -88,6 +88,8 @@ struct Params {
     // puts; and, with publish=fence, one system-scope release (an L2 writeback) per reducing block.
     double band_sync_us = std::numeric_limits<double>::quiet_NaN();
     double system_release_us = std::numeric_limits<double>::quiet_NaN();
+    // publish=fence: the rate at which the releases write the reduce's dirty L2 lines back to memory
+    double release_writeback_gbps = std::numeric_limits<double>::quiet_NaN();
     double reduce_blocks = std::numeric_limits<double>::quiet_NaN();  // the reduce kernel's grid
   } sync;
   struct {

@@ -135,3 +135,26 @@ TEST(ModelCalibrationFit, FuseReducePushCurvesFollowTheirMechanisms) {
   plain_lsa.fuse_reduce_push = false;
   EXPECT_EQ(model::predict(prof, Shape{}, c).total_us, model::predict(prof, Shape{}, plain_lsa).total_us);
 }
+
+TEST(ModelCalibrationFit, FenceWritesTheReducedSliceBackOnceWhateverTheBands) {
+  // Under publish=fence the reduce's stores stay dirty in L2 until the releases write them back: S N 2 bytes per
+  // rank in all, a 1/B share per band (mori's README: cached against write-through stores, 1153.4 against
+  // 1148.7 us on the unfused reduce). With the per-block release priced at zero, fence minus writethrough is that
+  // writeback alone, the same at 1 and 4 bands (both work-bound: a band's stream outlasts the sync).
+  auto prof = model::load_profile("mi355x");
+  prof.params.sync.system_release_us = 0;
+  Config c;
+  c.fuse_reduce_push = true;
+  auto reduce_us = [&](int bands, Publish p) {
+    c.gather_bands = bands;
+    c.publish = p;
+    for (const auto& ph : model::predict(prof, Shape{}, c).phases)
+      if (ph.name == "reduce") return ph.us;
+    return std::nan("");
+  };
+  const double slice_bytes = 16384.0 / 8 * 7168 * 2;
+  const double writeback_us = slice_bytes / (prof.params.sync.release_writeback_gbps * 1e3);
+  EXPECT_NEAR(writeback_us, 4.7, 0.01);
+  for (int b : {1, 4})
+    EXPECT_NEAR(reduce_us(b, Publish::Fence) - reduce_us(b, Publish::Writethrough), writeback_us, 1e-9);
+}

@@ -5,26 +5,14 @@
 
 #include <cmath>
 #include <cstdio>
-#include <map>
 #include <string>
 
 #include "model/calibrate.hpp"
 
 using namespace gemmar;
 
-// The issue's target: every standalone total within 5% of its leave-one-out prediction. Two named exceptions,
-// each held at 6.5% so that a regression still fails, each with the reason no model term can close it:
-const std::map<std::string, std::string> kNamedExceptions = {
-    // The end of the fence curve: fitted on 1..16 bands the per-band release is ~60 us, the 16 -> 32 step
-    // measures ~56 us, and no mechanism in mori's kernel read so far predicts that (docs/model.md "Where the
-    // model is weakest").
-    {"fuse_reduce_push.txt:13", "fence at 32 bands"},
-    // fused-lsa has two points (ptpc, blockscale), and the per-tile remote store term is fitted from them: left
-    // out, one is predicted from the other alone, through the fitted ptpc/blockscale GEMM ratio.
-    {"headline_fc89289.txt:14", "fused-lsa blockscale, predicted from fused-lsa ptpc alone"},
-};
+// The issue's target (issue 24): every standalone total within 5% of its leave-one-out prediction, no exceptions.
 constexpr double kWorstLooError = 0.05;
-constexpr double kNamedExceptionLooError = 0.065;
 
 TEST(ModelLeaveOneOut, EveryStandaloneTotalIsPredictedWithinFivePercentAndTheBandsCoverIt) {
   const auto prof = model::load_profile("mi355x");
@@ -35,8 +23,7 @@ TEST(ModelLeaveOneOut, EveryStandaloneTotalIsPredictedWithinFivePercentAndTheBan
     if (!r.point->scored || !r.point->phase.empty()) continue;
     ++scored;
     std::printf("%-60s %8.1f us  LOO %+6.2f%%\n", r.point->source.c_str(), r.point->measured_us, 100 * r.loo_error);
-    const double limit = kNamedExceptions.count(r.point->source) ? kNamedExceptionLooError : kWorstLooError;
-    EXPECT_LE(std::fabs(r.loo_error), limit) << r.point->source;
+    EXPECT_LE(std::fabs(r.loo_error), kWorstLooError) << r.point->source;
     const double slower = 1.0 / (1.0 + r.loo_error) - 1.0;
     EXPECT_LE(slower, prof.band(r.point->config.mode)) << r.point->source;
   }

@@ -198,6 +198,11 @@ TEST(ModelPhysics, FusedLsaPaysItsRemoteStoreWaitOncePerWaveOfTiles) {
   const double no_wait = find(model::predict(prof, s, c), "gemm").us;
   EXPECT_NEAR(with_wait - no_wait, 14 * per_tile, 1e-9);           // 128 x 28 tiles on 256 CUs
   EXPECT_NEAR(ptpc_with_wait - ptpc_no_wait, 7 * per_tile, 1e-9);  // 64 x 28 tiles
+  // The per-tile remote wait replaces fused-sdma's epilogue tail (counter atomic, elected put): fused-lsa does
+  // not pay epilogue_slowdown on top of it.
+  auto no_slowdown = prof;
+  no_slowdown.params.gemm.epilogue_slowdown = 0;
+  EXPECT_NEAR(find(model::predict(no_slowdown, s, c), "gemm").us, no_wait, 1e-9);
   // Without the field the push overlaps the GEMM, as fused-sdma's copy-engine puts do.
   prof.params.gemm.remote_store_tile_us = std::nan("");
   const auto overlapped = model::predict(prof, s, c);
