@@ -447,15 +447,47 @@ def selftest(device="cpu", world=8, m=1024, n=2048, k=256, seed=7, quant="blocks
     return failures
 
 
+def bench(device="cuda", world=8, m=16384, n=7168, k=2048, calls=20, quant="blockscale"):
+    """Per-call time of guard_ranks (all W ranks' sums and the check, ranks as tensors on one device) for one row
+    in 32 and for every row, on clean data of the op's shape; the median of `calls` calls after 3 warm-ups."""
+    import time
+    torch = _torch()
+    g = torch.Generator(device="cpu").manual_seed(11)
+    a = [(torch.randn(m, k, generator=g) / 2).to(torch.float8_e4m3fn).to(device) for _ in range(world)]
+    sa = [_stored_scales(quant, "a", m, k, g).to(device) for _ in range(world)]
+    br = (torch.randn(n, k, generator=g) / 2).to(torch.float8_e4m3fn).to(device)
+    weights = [weights_checksum(br, _stored_scales(quant, "b", n, k, g).to(device), quant)] * world
+    torch.manual_seed(11)
+    parts = [torch.randn(m, n, device=device) for _ in range(world)]  # on the device: 0.9 G draws
+    local, outs = _emulate(parts, False, "mori")
+    for sample in (32, 1):
+        times = []
+        for call in range(calls + 3):
+            if device.startswith("cuda"):
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            guard_ranks(local, outs, False, a, sa, weights, on_finding="return", quant=quant, sample=sample, seed=5,
+                        call=call)
+            if device.startswith("cuda"):
+                torch.cuda.synchronize()
+            if call >= 3:
+                times.append(time.perf_counter() - t0)
+        times.sort()
+        print(f"bench world={world} m={m} n={n} k={k} quant={quant} sample={sample}: "
+              f"{1e3 * times[len(times) // 2]:.3f} ms per call (median of {calls}, all ranks, host wall time)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--selftest", action="store_true", help="emulate the op with W ranks on one device and check")
+    ap.add_argument("--bench", action="store_true",
+                    help="time guard_ranks per call at M=16384, N=7168, K=2048 (one row in 32, and every row)")
     ap.add_argument("--device", default="cpu", help="torch device of the self-test (default: cpu)")
     ap.add_argument("--world", type=int, default=8, help="ranks of the self-test (default: 8)")
     ap.add_argument("--quant", default="all", choices=["all"] + list(QUANTS),
                     help="the self-test's quant (default: all three)")
     args = ap.parse_args()
-    if not args.selftest:
+    if not (args.selftest or args.bench):
         ap.print_help()
         return 2
     try:
@@ -463,6 +495,9 @@ def main():
     except ImportError:
         print("gemmar_guard: torch is not importable", file=sys.stderr)
         return 3
+    if args.bench:
+        bench(args.device, args.world)
+        return 0
     failures = sum(selftest(args.device, args.world, quant=q)
                    for q in (QUANTS if args.quant == "all" else [args.quant]))
     print(f"{failures} failure(s)")
