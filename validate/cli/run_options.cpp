@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "common/errors.hpp"
+#include "reference/guard_sample.hpp"
 #include "validate/cli/baseline.hpp"
 
 namespace gemmar::cli {
@@ -133,8 +134,8 @@ RunPlan read_run_plan(const po::variables_map& vm, RunCommand cmd) {
   req.ranks_per_device = vm["ranks-per-device"].as<int>();
   req.guard = vm["guard"].as<bool>();
   req.guard_sample = vm["guard-sample"].as<int>();
-  GEMMAR_USAGE_CHECK(req.guard_sample >= 1 && req.guard_sample <= 128 && 128 % req.guard_sample == 0,
-                     "--guard-sample: must divide 128 (1, 2, 4, ..., 128), got ", req.guard_sample);
+  GEMMAR_USAGE_CHECK(guard_sample::valid_stride(req.guard_sample), "--guard-sample: must divide ",
+                     guard_sample::kMaxStride, " (1, 2, 4, ..., 128), got ", req.guard_sample);
   GEMMAR_USAGE_CHECK(req.ranks_per_device >= 0, "--ranks-per-device: must be >= 0");
   if (vm.count("dump")) {
     req.dump_dir = vm["dump"].as<std::string>();

@@ -54,15 +54,13 @@ std::shared_ptr<const GuardOperands> guard_operands(const RunRequest& req, const
 }  // namespace
 
 std::vector<reference::GuardSums> cpu_guard_sums(const RunRequest& req, const std::vector<int64_t>& rows,
-                                                 const std::vector<size_t>& sampled, int iteration,
+                                                 const GuardCallRows& sampled, int iteration,
                                                  const reference::Partials& partials,
                                                  const reference::Bf16Outputs& outputs) {
   const int W = req.shape.world;
   const size_t N = size_t(req.shape.n), K = size_t(req.shape.k);
   GEMMAR_CHECK(int(partials.size()) == W && int(outputs.size()) == W, "guard: ranks of the CPU call");
-  std::vector<int64_t> call_rows;
-  for (size_t i : sampled) call_rows.push_back(rows.at(i));
-  const reference::GuardContext ctx = reference::guard_context(req.shape, req.config, call_rows);
+  const reference::GuardContext ctx = reference::guard_context(req.shape, req.config, sampled.rows);
   const auto ops = guard_operands(req, rows);
   std::vector<reference::GuardSums> out;
   for (int r = 0; r < W; ++r) {
@@ -71,7 +69,7 @@ std::vector<reference::GuardSums> cpu_guard_sums(const RunRequest& req, const st
     const float f = reference::iteration_input_scale(req.seed, iteration, r);
     std::vector<uint16_t> local, output;
     std::vector<float> a;
-    for (size_t i : sampled) {
+    for (size_t i : sampled.positions) {
       const float* p = partials[size_t(r)].data() + i * N;
       for (size_t c = 0; c < N; ++c) local.push_back(reference::to_bf16(p[c] * mult));
       output.insert(output.end(), outputs[size_t(r)].begin() + ptrdiff_t(i * N),
@@ -84,8 +82,12 @@ std::vector<reference::GuardSums> cpu_guard_sums(const RunRequest& req, const st
   return out;
 }
 
-std::vector<size_t> guard_call_sample(const RunRequest& req, const std::vector<int64_t>& candidates, uint64_t call) {
-  return reference::guard_sample_positions(candidates, req.guard_sample, reference::guard_sample_seed(req.seed), call);
+GuardCallRows guard_call_sample(const RunRequest& req, const std::vector<int64_t>& candidates, uint64_t call) {
+  GuardCallRows s;
+  s.positions =
+      reference::guard_sample_positions(candidates, req.guard_sample, reference::guard_sample_seed(req.seed), call);
+  for (size_t i : s.positions) s.rows.push_back(candidates.at(i));
+  return s;
 }
 
 void tally_guard_call(GuardReport& rep, const reference::GuardContext& ctx, int iteration,

@@ -14,19 +14,23 @@
 
 namespace gemmar {
 
+// The rows call `call` of a run reads (--guard-sample, the run's seed) among `candidates`: their positions in
+// `candidates` (reference::guard_sample_positions) and the rows themselves.
+struct GuardCallRows {
+  std::vector<size_t> positions;
+  std::vector<int64_t> rows;
+};
+GuardCallRows guard_call_sample(const RunRequest&, const std::vector<int64_t>& candidates, uint64_t call);
+
 // Every rank's guard sums of one call of the CPU emulation over the rows the call samples: `rows` are the rows
-// the emulation holds, `sampled` the call's positions in them (reference::guard_sample_positions), `partials`
-// the call's fp32 partials (its iteration's inputs) and `outputs` what every rank's output held after it, both
-// over `rows`. The partial a rank's GEMM produced carries the perturb-rank fault (reference::kPerturbFactor);
-// the GEMM check's operands are the seed's, dequantized in their true format and scaled by the iteration's
-// input factor.
+// the emulation holds, `sampled` the call's rows among them, `partials` the call's fp32 partials (its
+// iteration's inputs) and `outputs` what every rank's output held after it, both over `rows`. The partial a rank's GEMM
+// produced carries the perturb-rank fault (reference::kPerturbFactor); the GEMM check's operands are the seed's,
+// dequantized in their true format and scaled by the iteration's input factor.
 std::vector<reference::GuardSums> cpu_guard_sums(const RunRequest&, const std::vector<int64_t>& rows,
-                                                 const std::vector<size_t>& sampled, int iteration,
+                                                 const GuardCallRows& sampled, int iteration,
                                                  const reference::Partials& partials,
                                                  const reference::Bf16Outputs& outputs);
-
-// The rows of call `call` of a run (--guard-sample, the run's seed) among `candidates`: positions into them.
-std::vector<size_t> guard_call_sample(const RunRequest&, const std::vector<int64_t>& candidates, uint64_t call);
 
 // Judges one call (every rank's sums, index = rank) over the context's rows and adds its findings to the tally.
 void tally_guard_call(GuardReport&, const reference::GuardContext&, int iteration,

@@ -251,11 +251,9 @@ class CpuBackend final : public Backend {
     out.guard->sample = req.guard_sample;
     for (size_t k = 0; k < out.iteration_index.size(); ++k) {
       const int it = out.iteration_index[k];
-      const std::vector<size_t> sampled = guard_call_sample(req, rows, uint64_t(it));
-      std::vector<int64_t> call_rows;
-      for (size_t i : sampled) call_rows.push_back(rows[i]);
-      out.guard->rows_per_call = int64_t(call_rows.size());
-      tally_guard_call(*out.guard, reference::guard_context(req.shape, req.config, call_rows), it,
+      const GuardCallRows sampled = guard_call_sample(req, rows, uint64_t(it));
+      out.guard->rows_per_call = int64_t(sampled.rows.size());
+      tally_guard_call(*out.guard, reference::guard_context(req.shape, req.config, sampled.rows), it,
                        cpu_guard_sums(req, rows, sampled, it, partials_of(in, it), out.iteration_outputs[k]));
     }
   }
