@@ -456,25 +456,37 @@ def bench(device="cuda", world=8, m=16384, n=7168, k=2048, calls=20, quant="bloc
     a = [(torch.randn(m, k, generator=g) / 2).to(torch.float8_e4m3fn).to(device) for _ in range(world)]
     sa = [_stored_scales(quant, "a", m, k, g).to(device) for _ in range(world)]
     br = (torch.randn(n, k, generator=g) / 2).to(torch.float8_e4m3fn).to(device)
-    weights = [weights_checksum(br, _stored_scales(quant, "b", n, k, g).to(device), quant)] * world
-    torch.manual_seed(11)
-    parts = [torch.randn(m, n, device=device) for _ in range(world)]  # on the device: 0.9 G draws
+    sb = _stored_scales(quant, "b", n, k, g).to(device)
+    weights = [weights_checksum(br, sb, quant)] * world
+    # The partials are the GEMM's (fp32, then the op's bf16): clean data, so the GEMM check must pass too.
+    b_deq = br.float() * expand_scale(sb, n, k, quant, "b")
+    prec = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")
+    parts = [(a[r].float() * expand_scale(sa[r], m, k, quant, "a")) @ b_deq.t() for r in range(world)]
+    torch.set_float32_matmul_precision(prec)
+    del b_deq
     local, outs = _emulate(parts, False, "mori")
+    del parts
+    flagged_total = 0
     for sample in (32, 1):
-        times = []
+        times, flagged = [], 0
         for call in range(calls + 3):
             if device.startswith("cuda"):
                 torch.cuda.synchronize()
             t0 = time.perf_counter()
-            guard_ranks(local, outs, False, a, sa, weights, on_finding="return", quant=quant, sample=sample, seed=5,
-                        call=call)
+            got = guard_ranks(local, outs, False, a, sa, weights, on_finding="return", quant=quant, sample=sample,
+                              seed=5, call=call)
             if device.startswith("cuda"):
                 torch.cuda.synchronize()
             if call >= 3:
                 times.append(time.perf_counter() - t0)
+            flagged += bool(got)
         times.sort()
+        flagged_total += flagged
         print(f"bench world={world} m={m} n={n} k={k} quant={quant} sample={sample}: "
-              f"{1e3 * times[len(times) // 2]:.3f} ms per call (median of {calls}, all ranks, host wall time)")
+              f"{1e3 * times[len(times) // 2]:.3f} ms per call (median of {calls}, all ranks, host wall time); "
+              f"{flagged} of {calls + 3} clean calls flagged")
+    return flagged_total
 
 
 def main():
@@ -496,8 +508,7 @@ def main():
         print("gemmar_guard: torch is not importable", file=sys.stderr)
         return 3
     if args.bench:
-        bench(args.device, args.world)
-        return 0
+        return 1 if bench(args.device, args.world) else 0
     failures = sum(selftest(args.device, args.world, quant=q)
                    for q in (QUANTS if args.quant == "all" else [args.quant]))
     print(f"{failures} failure(s)")

@@ -14,7 +14,7 @@
 # goes into docs/guard.md's measured section and docs/results/.
 # The overhead runs first (the question of issue 21's second round), then the matrix, then the clean replays.
 # Usage: [CLEAN_ITERS=n CLEAN_ITERS_16K=n SKIP_PYTHON=1 PARTS="overhead matrix clean python [passes]"
-#         OVERHEAD_CONFIGS="BF16 FP8S FP8L"]
+#         OVERHEAD_CONFIGS="BF16 FP8S FP8L" OVERHEAD_M="4096 16384" OVERHEAD_FULL=1 (0: no every-row runs)]
 #        scripts/device_guard_run.sh GEMMAR OUTDIR
 # PARTS picks the sections (default all), so a lease's 10-minute command limit can take them in two calls into
 # one OUTDIR; the summary reads whatever logs OUTDIR holds.
@@ -32,14 +32,14 @@ start=$(date +%s)
 PARTS=${PARTS:-overhead matrix clean python}
 want() { [[ " $PARTS " == *" $1 "* ]]; }
 want overhead && {
-  for m in 4096 16384; do
+  for m in ${OVERHEAD_M:-4096 16384}; do
     for cfg in ${OVERHEAD_CONFIGS:-BF16 FP8S FP8L}; do
       declare -n c=$cfg
       for rep in 1 2; do
         jrun "overhead off $cfg $m $rep" -m "$m" "${c[@]}" --iterations 21 --check-every 100
         jrun "overhead on $cfg $m $rep" -m "$m" "${c[@]}" --guard --iterations 21 --check-every 100
       done
-      jrun "overhead full $cfg $m 1" -m "$m" "${c[@]}" --guard --guard-sample 1 --iterations 21 --check-every 100
+      [[ "${OVERHEAD_FULL:-1}" == 1 ]] && jrun "overhead full $cfg $m 1" -m "$m" "${c[@]}" --guard --guard-sample 1 --iterations 21 --check-every 100
     done
   done
   # Each pass of the guard alone (GEMMAR_GUARD_PARTS, kernels/check/guard.cu; the passes left out flag calls: timing

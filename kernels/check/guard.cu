@@ -19,7 +19,11 @@ constexpr int kColBlock = int(reference::kGuardColumnBlock);  // columns per row
 constexpr int kVec = 8;                                       // columns per thread: one 16-byte bf16 load
 constexpr int kSumThreads = kColBlock / kVec;                 // 128
 constexpr int kRowChunk = 128;                                // listed rows per block of the sums, at most
-constexpr int kRowBatch = 4;                                  // rows loaded before any is summed: loads in flight
+// Listed rows per block when sampling. On an H100, 8 ranks, M = 16384, one row in 32 (2026-12-05,
+// docs/results/h100-1gpu-2026-12-05-guard2): 16 rows gave a guard phase of 156-170 us, 32 rows 138-146 us
+// (fewer blocks, so fewer arrivals, fences and finishes per byte).
+constexpr int kSampledChunk = 32;
+constexpr int kRowBatch = 8;  // rows loaded before any is summed: loads in flight
 constexpr int kSumWarps = kSumThreads / GEMMAR_WARP_SIZE;
 
 struct SliceSources {
@@ -37,12 +41,11 @@ __device__ __forceinline__ float warp_sum(float v) {
 // Bf16Loader: bf16 rows of slice sources; WireLoader: the fp8 wire's codes widened as the receivers widen them
 // (bf16(decode(code) * scale)).
 struct Bf16Loader {
-  SliceSources src;
-  int64_t slice_rows, n;
+  const uint16_t* base;  // row row0 of the rows this block reads (a chunk never crosses a slice)
+  int64_t row0, n;
   using Raw = uint4;
   __device__ Raw fetch(int64_t row, int64_t col) const {
-    const int64_t p = row / slice_rows;
-    return *reinterpret_cast<const uint4*>(src.slice[p] + (row - p * slice_rows) * n + col);
+    return *reinterpret_cast<const uint4*>(base + (row - row0) * n + col);
   }
   __device__ void widen(int64_t, const Raw& v, float (&x)[kVec]) const {
     const uint32_t w[4] = {v.x, v.y, v.z, v.w};
@@ -69,34 +72,80 @@ struct WireLoader {
   }
 };
 
-// Grid (column blocks, chunks of the row list): per chunk and column, the sums over the chunk's `len` listed rows
-// (col_part[chunk * n + col], sequential over rows); per listed row and column block, the row sums (blk[i * nb +
-// b] for the i-th listed row: per thread its 8 columns in order, a fixed shuffle tree per warp, the warps in
-// order). `rows` maps list positions to the loader's rows (reference/guard_sample.hpp; the identity when every row
-// is read).
+// One call of the guard on one rank is one launch. The fourth round (docs/guard.md) measured ~83 us (bf16) and
+// ~107 us (fp8) of a 180-200 us phase at M = 0: ten launches per rank (a pick, three sums passes, four finishes,
+// the scale sum, the GEMM check), each waiting for the one before. Now the blocks of every pass share one grid
+// and every block derives its listed rows itself (reference/guard_sample.hpp, from the seed and the call count);
+// a reduction across blocks (a slice's chunks per column, a listed row's column blocks, the wire's chunks) is done
+// by the last block to finish its share, found by an arrival counter that the same block resets. The reductions
+// run in the same fixed order whichever block arrives last, so equal data still gives equal bits on every rank.
+constexpr int kGuardThreads = kSumThreads;
+constexpr int kGuardWarps = kGuardThreads / GEMMAR_WARP_SIZE;
+// The GEMM check per block: listed rows (one per warp), column blocks, k per lane and step
+constexpr int kPredRows = kGuardWarps, kPredBlocks = 8, kPredKVec = 8;
+
+struct GuardCallArgs {
+  SliceSources partial;     // this rank's bf16 partial of slice p, row 0 of the slice
+  const uint16_t* output;   // [m, n]
+  const uint8_t* wire;      // [S, n]: its own slice's fp8 codes
+  const float* wire_scale;  // [S]
+  const uint8_t* a;         // [m, k]
+  const float* a_scale;     // GuardRankView's layout
+  int64_t a_scale_k;
+  int a_scale_k_major, fnuz_half;
+  const float *bsum, *babs;  // [nb][k]: the weights' checksum
+  int world, rank, nb, len;  // len: listed rows per chunk (divides Ls)
+  int64_t m, n, k, S, L, Ls, stride;
+  uint64_t seed;
+  int pred_blocks, partial_blocks, output_blocks, wire_blocks;  // in grid order; 0: the pass is off
+  int pred_row_groups;                                          // ceil(L / kPredRows)
+  float *pblk, *pblk_abs, *oblk, *oblk_abs, *orow, *orow_abs;   // [L][nb], [L]
+  float *pcol, *pcol_abs, *ocol, *ocol_abs, *wcol, *wcol_abs, *wscale, *pred, *pred_abs;
+  float *ppart, *ppart_abs, *opart, *opart_abs, *wpart, *wpart_abs;  // per chunk and column
+  unsigned* arrivals;  // [W nb] partial columns, [W nb] output columns, [L / len] output rows, [nb] wire, [1] call
+  unsigned long long* call;  // calls so far: the draw's call number
+  int64_t* rows;             // [L]: the call's rows, for the host
+};
+
+__device__ __forceinline__ float load_fresh(const float* p) { return *reinterpret_cast<const volatile float*>(p); }
+
+// Every thread of the block calls it after writing its share: true in the block that arrives last of `expected`
+// (which then sees every other block's writes, when `publish`, and resets the counter for the next call).
+__device__ bool arrive_last(unsigned* counter, unsigned expected, bool publish = true) {
+  __shared__ int last;
+  if (publish) __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = atomicAdd(counter, 1u) == expected - 1;
+    if (last) atomicExch(counter, 0u);
+  }
+  __syncthreads();
+  if (last && publish) __threadfence();
+  return last != 0;
+}
+
+// Per chunk of `len` listed rows (row numbers in `rows`, shared memory) and column block b: the column sums over
+// the chunk (col_part[col], sequential over rows) and, when blk is set, per listed row the block's row sum
+// (blk[i * nb]: per thread its 8 columns in order, a fixed shuffle tree per warp, the warps in order).
 template <typename Loader>
-__global__ void __launch_bounds__(kSumThreads)
-    guard_sums_kernel(Loader ld, const int64_t* rows, int len, int64_t n, int nb, float* col_part, float* col_part_abs,
-                      float* blk, float* blk_abs) {
+__device__ void sum_chunk(const Loader& ld, const int64_t* rows, int len, int b, int64_t n, int nb, float* col_part,
+                          float* col_part_abs, float* blk, float* blk_abs) {
   __shared__ float red[kSumWarps][kRowChunk];
   __shared__ float red_abs[kSumWarps][kRowChunk];
-  const int b = blockIdx.x;
-  const int64_t chunk = blockIdx.y;
   const int t = threadIdx.x;
   const int64_t col = int64_t(b) * kColBlock + kVec * t;
   const bool live = col < n;  // n is a multiple of kVec: a thread's columns are all live or none
-  const int64_t* chunk_rows = rows + chunk * len;
   float c[kVec] = {}, a[kVec] = {};
   for (int i0 = 0; i0 < len; i0 += kRowBatch) {
     typename Loader::Raw raw[kRowBatch] = {};
 #pragma unroll
     for (int j = 0; j < kRowBatch; ++j)
-      if (live && i0 + j < len) raw[j] = ld.fetch(chunk_rows[i0 + j], col);
+      if (live && i0 + j < len) raw[j] = ld.fetch(rows[i0 + j], col);
 #pragma unroll
     for (int j = 0; j < kRowBatch; ++j) {
       if (i0 + j >= len) break;
       float x[kVec] = {};
-      if (live) ld.widen(chunk_rows[i0 + j], raw[j], x);
+      if (live) ld.widen(rows[i0 + j], raw[j], x);
       float s = 0, sa = 0;
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
@@ -117,158 +166,173 @@ __global__ void __launch_bounds__(kSumThreads)
   }
   if (live) {
     for (int e = 0; e < kVec; ++e) {
-      col_part[chunk * n + col + e] = c[e];
-      col_part_abs[chunk * n + col + e] = a[e];
+      col_part[col + e] = c[e];
+      col_part_abs[col + e] = a[e];
     }
   }
   if (!blk) return;
   __syncthreads();
-  for (int i = t; i < len; i += kSumThreads) {
+  for (int i = t; i < len; i += kGuardThreads) {
     float s = 0, sa = 0;
     for (int w = 0; w < kSumWarps; ++w) {
       s = nm::add_rn(s, red[w][i]);
       sa = nm::add_rn(sa, red_abs[w][i]);
     }
-    const int64_t pos = chunk * len + i;
-    blk[pos * nb + b] = s;
-    blk_abs[pos * nb + b] = sa;
+    blk[int64_t(i) * nb] = s;
+    blk_abs[int64_t(i) * nb] = sa;
   }
 }
 
-// Per slice and column: the chunks of the slice summed in order. Grid-stride over slices * n.
-__global__ void guard_finish_cols_kernel(const float* part, const float* part_abs, int64_t chunks_per_slice, int slices,
-                                         int64_t n, float* col, float* col_abs) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < slices * n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t s = i / n, c = i % n;
+// Column block b of one slice: its `chunks` chunk sums (part[c * n + col]) added in order.
+__device__ void finish_columns(const float* part, const float* part_abs, int64_t chunks, int b, int64_t n, float* col,
+                               float* col_abs) {
+  const int64_t c0 = int64_t(b) * kColBlock + kVec * threadIdx.x;
+  if (c0 >= n) return;
+  for (int e = 0; e < kVec; ++e) {
     float v = 0, a = 0;
-    for (int64_t k = 0; k < chunks_per_slice; ++k) {
-      v = nm::add_rn(v, part[(s * chunks_per_slice + k) * n + c]);
-      a = nm::add_rn(a, part_abs[(s * chunks_per_slice + k) * n + c]);
+    for (int64_t c = 0; c < chunks; ++c) {
+      v = nm::add_rn(v, load_fresh(part + c * n + c0 + e));
+      a = nm::add_rn(a, load_fresh(part_abs + c * n + c0 + e));
     }
-    col[i] = v;
-    col_abs[i] = a;
+    col[c0 + e] = v;
+    col_abs[c0 + e] = a;
   }
 }
 
-// Per listed row: the row blocks summed in order (the output's row sums).
-__global__ void guard_finish_rows_kernel(const float* blk, const float* blk_abs, int64_t rows, int nb, float* row,
-                                         float* row_abs) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < rows; i += int64_t(gridDim.x) * blockDim.x) {
-    float v = 0, a = 0;
-    for (int b = 0; b < nb; ++b) {
-      v = nm::add_rn(v, blk[i * nb + b]);
-      a = nm::add_rn(a, blk_abs[i * nb + b]);
-    }
-    row[i] = v;
-    row_abs[i] = a;
-  }
-}
-// The sum of the wire's row scales over the owner's listed rows (slice-relative: rows[i] - row0). One warp: lane
-// l sums the listed rows l, l + 32, ... in order, then a fixed shuffle tree. The scale sum only enters B_wire,
-// never a bitwise comparison; the order is fixed all the same.
-__global__ void guard_scale_sum_kernel(const float* scale, const int64_t* rows, int64_t count, int64_t row0,
-                                       float* out) {
-  float v = 0;
-  for (int64_t i = threadIdx.x; i < count; i += GEMMAR_WARP_SIZE) v = nm::add_rn(v, scale[rows[i] - row0]);
-  v = warp_sum(v);
-  if (threadIdx.x == 0) *out = v;
-}
-
-// The call's rows (reference/guard_sample.hpp): one per stratum of `stride` rows, from (seed, call); the call
-// counter lives on the device and advances once per launch, so every graph replay reads other rows with no host
-// step between replays. Every rank keeps its own counter and draws from the same seed, so the ranks read the same
-// rows in the same call.
-__global__ void guard_pick_rows_kernel(uint64_t seed, int64_t stride, int64_t count, unsigned long long* call,
-                                       int64_t* rows) {
-  const uint64_t c = *call;
-  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) rows[i] = guard_sample::row(seed, c, i, stride);
-  __syncthreads();
-  if (threadIdx.x == 0) *call = c + 1;
-}
-
-// The GEMM check over the listed rows: pred[i * nb + b] = sum_k A_deq[rows[i], k] * bsum[b * K + k] (and |A_deq| .
-// babs). A block takes kPredRows listed rows and up to kPredBlocks column blocks; each thread 8 consecutive k
-// (one 8-byte load of codes, all under one A scale: a_scale_k is 32, 128 or K) per step, every checksum value it
-// loads serving the block's rows; then a fixed shuffle tree and the warps in order. A's scale: one per (row,
-// a_scale_k columns of K), at kb * m + row (a_scale_k_major: blockscale's [K/128, M]) or row * (K / a_scale_k) + kb
-// (ptpc: a_scale_k = K; mxfp8: 32). The order of the K terms is free under B_gemm's gamma(K + 1).
-// The kernel before it (one thread per row over all K, A staged through shared memory) ran 724-726 us over every
-// row at M = 16384 on 8 ranks of one H200 (2026-12-04); with one row in 32 it would have had 4 blocks per rank.
-constexpr int kPredThreads = 256, kPredRows = 4, kPredBlocks = 8, kPredKVec = 8;
-constexpr int kPredWarps = kPredThreads / GEMMAR_WARP_SIZE;
-__global__ void __launch_bounds__(kPredThreads)
-    guard_gemm_pred_kernel(const uint8_t* a, const float* a_scale, int64_t a_scale_k, bool a_scale_k_major,
-                           bool fnuz_half, const float* bsum, const float* babs, const int64_t* rows, int64_t count,
-                           int64_t m, int64_t k, int nb, float* pred, float* pred_abs) {
-  __shared__ float red[kPredWarps][kPredRows][kPredBlocks][2];
-  const int t = threadIdx.x;
-  const int64_t i0 = int64_t(blockIdx.x) * kPredRows;
-  const int b0 = int(blockIdx.y) * kPredBlocks;
-  const int live_blocks = nb - b0 < kPredBlocks ? nb - b0 : kPredBlocks;
-  float s[kPredRows][kPredBlocks] = {}, sab[kPredRows][kPredBlocks] = {};
-  for (int64_t kc = int64_t(t) * kPredKVec; kc < k; kc += int64_t(kPredThreads) * kPredKVec) {
-    float av[kPredRows][kPredKVec];
+// The GEMM check over listed rows i0 .. i0 + kPredRows - 1 (one warp each) and column blocks b0 .. b0 + 7:
+// pred[i * nb + b] = sum_k A_deq[rows[i], k] * bsum[b * K + k] (and |A_deq| . babs). Lane l takes 8 consecutive
+// k per step (one 8-byte load of codes, all under one A scale: a_scale_k is 32, 128 or K), the warp 256 contiguous
+// bytes of the row; then a fixed shuffle tree. A's scale: one per (row, a_scale_k columns of K), at kb * m + row
+// (a_scale_k_major: blockscale's [K/128, M]) or row * (K / a_scale_k) + kb (ptpc: a_scale_k = K; mxfp8: 32). The
+// order of the K terms is free under B_gemm's gamma(K + 1). One row per warp keeps the kernel at 64 registers
+// (4 rows per thread took it to 152, and the whole fused launch to 4 blocks per SM: the sums' share slowed ~1.5x).
+__device__ void gemm_check(const GuardCallArgs& g, const int64_t* rows, int64_t i0, int b0) {
+  const int warp = int(threadIdx.x) / GEMMAR_WARP_SIZE, lane = int(threadIdx.x) % GEMMAR_WARP_SIZE;
+  const int64_t i = i0 + warp;
+  if (i >= g.L) return;  // warp-uniform, and nothing below waits for the block
+  const int live_blocks = g.nb - b0 < kPredBlocks ? g.nb - b0 : kPredBlocks;
+  const int64_t row = rows[warp];
+  float s[kPredBlocks] = {}, sab[kPredBlocks] = {};
+  for (int64_t kc = int64_t(lane) * kPredKVec; kc < g.k; kc += int64_t(GEMMAR_WARP_SIZE) * kPredKVec) {
+    const uint2 w = *reinterpret_cast<const uint2*>(g.a + row * g.k + kc);
+    const int64_t kb = kc / g.a_scale_k;
+    const float sc = g.a_scale[g.a_scale_k_major ? kb * g.m + row : row * (g.k / g.a_scale_k) + kb];
+    float av[kPredKVec];
 #pragma unroll
-    for (int r = 0; r < kPredRows; ++r) {
-      if (i0 + r >= count) {
-        for (int e = 0; e < kPredKVec; ++e) av[r][e] = 0.0f;
-        continue;
-      }
-      const int64_t row = rows[i0 + r];
-      const uint2 w = *reinterpret_cast<const uint2*>(a + row * k + kc);
-      const int64_t kb = kc / a_scale_k;
-      const float sc = a_scale[a_scale_k_major ? kb * m + row : row * (k / a_scale_k) + kb];
-#pragma unroll
-      for (int e = 0; e < kPredKVec; ++e) {
-        // gfx942: the stored fnuz code reads as half the fn value it encodes; times 2 is exact.
-        float v = nm::dequantize_operand(uint8_t((e < 4 ? w.x : w.y) >> (8 * (e % 4))), sc, fnuz_half);
-        if (fnuz_half) v = nm::mul_rn(v, 2.0f);
-        av[r][e] = v;
-      }
+    for (int e = 0; e < kPredKVec; ++e) {
+      // gfx942: the stored fnuz code reads as half the fn value it encodes; times 2 is exact.
+      float v = nm::dequantize_operand(uint8_t((e < 4 ? w.x : w.y) >> (8 * (e % 4))), sc, g.fnuz_half != 0);
+      if (g.fnuz_half) v = nm::mul_rn(v, 2.0f);
+      av[e] = v;
     }
 #pragma unroll
     for (int bl = 0; bl < kPredBlocks; ++bl) {
       if (bl >= live_blocks) break;  // uniform
-      const float4* bp = reinterpret_cast<const float4*>(bsum + int64_t(b0 + bl) * k + kc);
-      const float4* ap = reinterpret_cast<const float4*>(babs + int64_t(b0 + bl) * k + kc);
+      const float4* bp = reinterpret_cast<const float4*>(g.bsum + int64_t(b0 + bl) * g.k + kc);
+      const float4* ap = reinterpret_cast<const float4*>(g.babs + int64_t(b0 + bl) * g.k + kc);
       const float4 b_lo = bp[0], b_hi = bp[1], a_lo = ap[0], a_hi = ap[1];
       const float bv[kPredKVec] = {b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w};
       const float bav[kPredKVec] = {a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w};
 #pragma unroll
-      for (int r = 0; r < kPredRows; ++r)
+      for (int e = 0; e < kPredKVec; ++e) {
+        s[bl] = fmaf(av[e], bv[e], s[bl]);
+        sab[bl] = fmaf(nm::abs_f32(av[e]), bav[e], sab[bl]);
+      }
+    }
+  }
 #pragma unroll
-        for (int e = 0; e < kPredKVec; ++e) {
-          s[r][bl] = fmaf(av[r][e], bv[e], s[r][bl]);
-          sab[r][bl] = fmaf(nm::abs_f32(av[r][e]), bav[e], sab[r][bl]);
+  for (int bl = 0; bl < kPredBlocks; ++bl) {
+    const float v = warp_sum(s[bl]), va = warp_sum(sab[bl]);
+    if (lane == 0 && bl < live_blocks) {
+      g.pred[i * g.nb + b0 + bl] = v;
+      g.pred_abs[i * g.nb + b0 + bl] = va;
+    }
+  }
+}
+
+// The grid: the GEMM check's blocks first (the longest per block), then the partial's, the output's and the
+// wire's sums, each (chunk, column block) with the column block fastest.
+__global__ void __launch_bounds__(kGuardThreads, 8) guard_call_kernel(GuardCallArgs g) {
+  __shared__ int64_t rows[kRowChunk];
+  const int t = threadIdx.x;
+  const uint64_t call = *reinterpret_cast<const volatile unsigned long long*>(g.call);
+  auto list_row = [&](int64_t pos) {
+    return g.stride == 1 ? pos : gemmar::guard_sample::row(g.seed, call, pos, g.stride);
+  };
+  const int64_t chunks = g.L / g.len, chunks_per_slice = g.Ls / g.len;
+  unsigned* const col_arrivals_partial = g.arrivals;
+  unsigned* const col_arrivals_output = col_arrivals_partial + g.world * g.nb;
+  unsigned* const row_arrivals = col_arrivals_output + g.world * g.nb;
+  unsigned* const wire_arrivals = row_arrivals + chunks;
+  unsigned* const call_arrivals = wire_arrivals + g.nb;
+  int blk = int(blockIdx.x);
+  if (blk < g.pred_blocks) {
+    const int64_t i0 = int64_t(blk % g.pred_row_groups) * kPredRows;
+    const int b0 = (blk / g.pred_row_groups) * kPredBlocks;
+    if (t < kPredRows && i0 + t < g.L) {
+      rows[t] = list_row(i0 + t);
+      if (b0 == 0) g.rows[i0 + t] = rows[t];
+    }
+    __syncthreads();
+    gemm_check(g, rows, i0, b0);
+  } else if ((blk -= g.pred_blocks) < g.partial_blocks + g.output_blocks) {
+    const bool out = blk >= g.partial_blocks;
+    if (out) blk -= g.partial_blocks;
+    const int64_t chunk = blk / g.nb;
+    const int b = blk % g.nb;
+    for (int i = t; i < g.len; i += kGuardThreads) {
+      rows[i] = list_row(chunk * g.len + i);
+      if (b == 0) g.rows[chunk * g.len + i] = rows[i];
+    }
+    __syncthreads();
+    const int64_t slice = chunk / chunks_per_slice;
+    const Bf16Loader ld = out ? Bf16Loader{g.output, 0, g.n} : Bf16Loader{g.partial.slice[slice], slice * g.S, g.n};
+    float* part = out ? g.opart : g.ppart;
+    float* part_abs = out ? g.opart_abs : g.ppart_abs;
+    float* blks = out ? g.oblk : g.pblk;
+    float* blks_abs = out ? g.oblk_abs : g.pblk_abs;
+    const int64_t first = chunk * g.len;  // the chunk's first list position
+    sum_chunk(ld, rows, g.len, b, g.n, g.nb, part + chunk * g.n, part_abs + chunk * g.n, blks + first * g.nb + b,
+              blks_abs + first * g.nb + b);
+    if (arrive_last((out ? col_arrivals_output : col_arrivals_partial) + slice * g.nb + b, unsigned(chunks_per_slice)))
+      finish_columns(part + slice * chunks_per_slice * g.n, part_abs + slice * chunks_per_slice * g.n, chunks_per_slice,
+                     b, g.n, (out ? g.ocol : g.pcol) + slice * g.n, (out ? g.ocol_abs : g.pcol_abs) + slice * g.n);
+    if (out && arrive_last(row_arrivals + chunk, unsigned(g.nb)))  // the listed rows' sums over the column blocks
+      for (int i = t; i < g.len; i += kGuardThreads) {
+        float v = 0, a = 0;
+        for (int c = 0; c < g.nb; ++c) {
+          v = nm::add_rn(v, load_fresh(g.oblk + (first + i) * g.nb + c));
+          a = nm::add_rn(a, load_fresh(g.oblk_abs + (first + i) * g.nb + c));
         }
+        g.orow[first + i] = v;
+        g.orow_abs[first + i] = a;
+      }
+  } else {  // the owner's slice as the wire carries it: its own listed rows
+    blk -= g.partial_blocks + g.output_blocks;
+    const int64_t chunk = blk / g.nb;
+    const int b = blk % g.nb;
+    const int64_t own = int64_t(g.rank) * g.Ls;  // the rank's first list position
+    for (int i = t; i < g.len; i += kGuardThreads) rows[i] = list_row(own + chunk * g.len + i);
+    __syncthreads();
+    const WireLoader ld{g.wire, g.wire_scale, g.rank * g.S, g.n};
+    sum_chunk(ld, rows, g.len, b, g.n, g.nb, g.wpart + chunk * g.n, g.wpart_abs + chunk * g.n, nullptr, nullptr);
+    if (arrive_last(wire_arrivals + b, unsigned(chunks_per_slice)))
+      finish_columns(g.wpart, g.wpart_abs, chunks_per_slice, b, g.n, g.wcol, g.wcol_abs);
+    // The sum of the row scales over the owner's listed rows: one warp, lane l the listed rows l, l + 32, ... in
+    // order, then a fixed shuffle tree. It only enters B_wire, never a bitwise comparison; the order is fixed
+    // all the same.
+    if (blk == 0 && t < GEMMAR_WARP_SIZE) {
+      float v = 0;
+      for (int64_t i = t; i < g.Ls; i += GEMMAR_WARP_SIZE)
+        v = nm::add_rn(v, g.wire_scale[list_row(own + i) - g.rank * g.S]);
+      v = warp_sum(v);
+      if (t == 0) *g.wscale = v;
     }
   }
-  const int warp = t / GEMMAR_WARP_SIZE, lane = t % GEMMAR_WARP_SIZE;
-#pragma unroll
-  for (int r = 0; r < kPredRows; ++r)
-#pragma unroll
-    for (int bl = 0; bl < kPredBlocks; ++bl) {
-      if (bl >= live_blocks) break;
-      const float v = warp_sum(s[r][bl]), va = warp_sum(sab[r][bl]);
-      if (lane == 0) {
-        red[warp][r][bl][0] = v;
-        red[warp][r][bl][1] = va;
-      }
-    }
-  __syncthreads();
-  if (t < kPredRows * kPredBlocks) {
-    const int r = t / kPredBlocks, bl = t % kPredBlocks;
-    if (bl < live_blocks && i0 + r < count) {
-      float v = 0, va = 0;
-      for (int w = 0; w < kPredWarps; ++w) {
-        v = nm::add_rn(v, red[w][r][bl][0]);
-        va = nm::add_rn(va, red[w][r][bl][1]);
-      }
-      pred[(i0 + r) * nb + b0 + bl] = v;
-      pred_abs[(i0 + r) * nb + b0 + bl] = va;
-    }
-  }
+  // The call count advances once per launch, after every block has read it (no data to publish: a block's read of
+  // the count precedes its arrival): every graph replay reads other rows with no host step between replays. Every
+  // rank keeps its own count and draws from the same seed, so the ranks read the same rows in the same call.
+  if (arrive_last(call_arrivals, gridDim.x, false) && t == 0) *g.call = call + 1;
 }
 
 }  // namespace
@@ -276,19 +340,22 @@ __global__ void __launch_bounds__(kPredThreads)
 struct DeviceGuard::Impl {
   struct Rank {
     int dev = 0;
-    float *part = nullptr, *part_abs = nullptr;                                        // [L / len][n] scratch
-    float *pcol = nullptr, *pcol_abs = nullptr, *ocol = nullptr, *ocol_abs = nullptr;  // [W][n]
-    float *pblk = nullptr, *pblk_abs = nullptr, *oblk = nullptr, *oblk_abs = nullptr;  // [L][nb]
-    float *orow = nullptr, *orow_abs = nullptr;                                        // [L]
-    float *wcol = nullptr, *wcol_abs = nullptr, *wscale = nullptr;                     // [n], [n], [1]
-    float *pred = nullptr, *pred_abs = nullptr;                                        // [L][nb]
-    float *bsum = nullptr, *babs = nullptr;                                            // [nb][k]
-    int64_t* rows = nullptr;                                                           // [L] the call's rows
-    unsigned long long* call = nullptr;                                                // calls so far
+    float *ppart = nullptr, *ppart_abs = nullptr, *opart = nullptr, *opart_abs = nullptr;  // [L / len][n] scratch
+    float *wpart = nullptr, *wpart_abs = nullptr;                                          // [Ls / len][n] scratch
+    float *pcol = nullptr, *pcol_abs = nullptr, *ocol = nullptr, *ocol_abs = nullptr;      // [W][n]
+    float *pblk = nullptr, *pblk_abs = nullptr, *oblk = nullptr, *oblk_abs = nullptr;      // [L][nb]
+    float *orow = nullptr, *orow_abs = nullptr;                                            // [L]
+    float *wcol = nullptr, *wcol_abs = nullptr, *wscale = nullptr;                         // [n], [n], [1]
+    float *pred = nullptr, *pred_abs = nullptr;                                            // [L][nb]
+    float *bsum = nullptr, *babs = nullptr;                                                // [nb][k]
+    int64_t* rows = nullptr;                                                               // [L] the call's rows
+    unsigned* arrivals = nullptr;        // guard_call_kernel's arrival counters, zero between calls
+    unsigned long long* call = nullptr;  // calls so far
     bool has_weights = false;
     std::vector<void*> all() const {
-      return {part,     part_abs, pcol,     pcol_abs, ocol, ocol_abs, pblk, pblk_abs, oblk, oblk_abs, orow,
-              orow_abs, wcol,     wcol_abs, wscale,   pred, pred_abs, bsum, babs,     rows, call};
+      return {ppart,    ppart_abs, opart,    opart_abs, wpart,    wpart_abs, pcol,     pcol_abs, ocol,
+              ocol_abs, pblk,      pblk_abs, oblk,      oblk_abs, orow,      orow_abs, wcol,     wcol_abs,
+              wscale,   pred,      pred_abs, bsum,      babs,     rows,      arrivals, call};
     }
   };
   int W;
@@ -300,6 +367,7 @@ struct DeviceGuard::Impl {
   uint64_t seed;
   int64_t L, Ls;  // rows read per call, per slice
   int len;        // listed rows per chunk of the sums (divides Ls)
+  int64_t arrival_count;
   std::vector<Rank> ranks;
 };
 
@@ -323,19 +391,18 @@ DeviceGuard::DeviceGuard(int world, int64_t m, int64_t n, int64_t k, bool fp8_wi
   g.seed = seed;
   g.L = m / stride;
   g.Ls = g.S / stride;
-  // Every row: 128-row chunks, as many blocks as the data wants. A sample: short chunks (at most 16 rows, 4
-  // batches of loads in flight per thread), so its few rows still spread over the device.
-  g.len = int(std::gcd(g.Ls, int64_t(stride == 1 ? kRowChunk : 16)));
-  std::vector<int64_t> identity(static_cast<size_t>(g.L));
-  std::iota(identity.begin(), identity.end(), int64_t(0));
+  // Every row: 128-row chunks, as many blocks as the data wants. A sample: shorter chunks, so its few rows still
+  // spread over the device.
+  g.len = int(std::gcd(g.Ls, int64_t(stride == 1 ? kRowChunk : kSampledChunk)));
+  const int64_t chunks = g.L / g.len, wire_chunks = g.Ls / g.len;
+  g.arrival_count = 2 * int64_t(world) * g.nb + chunks + g.nb + 1;
   g.ranks.resize(size_t(world));
   for (int r = 0; r < world; ++r) {
     Impl::Rank& rk = g.ranks[size_t(r)];
     rk.dev = rank_device[size_t(r)];
     GPU_CHECK(gpuSetDevice(rk.dev));
-    const int64_t chunks = g.L / g.len;
-    rk.part = dalloc<float>(chunks * n);
-    rk.part_abs = dalloc<float>(chunks * n);
+    for (float** p : {&rk.ppart, &rk.ppart_abs, &rk.opart, &rk.opart_abs}) *p = dalloc<float>(chunks * n);
+    for (float** p : {&rk.wpart, &rk.wpart_abs}) *p = dalloc<float>(wire_chunks * n);
     for (float** p : {&rk.pcol, &rk.pcol_abs, &rk.ocol, &rk.ocol_abs}) *p = dalloc<float>(int64_t(world) * n);
     for (float** p : {&rk.pblk, &rk.pblk_abs, &rk.oblk, &rk.oblk_abs, &rk.pred, &rk.pred_abs})
       *p = dalloc<float>(g.L * g.nb);
@@ -347,8 +414,9 @@ DeviceGuard::DeviceGuard(int world, int64_t m, int64_t n, int64_t k, bool fp8_wi
     rk.bsum = dalloc<float>(int64_t(g.nb) * k);
     rk.babs = dalloc<float>(int64_t(g.nb) * k);
     rk.rows = dalloc<int64_t>(g.L);
+    rk.arrivals = dalloc<unsigned>(g.arrival_count);
     rk.call = dalloc<unsigned long long>(1);
-    GPU_CHECK(gpuMemcpy(rk.rows, identity.data(), identity.size() * sizeof(int64_t), gpuMemcpyHostToDevice));
+    GPU_CHECK(gpuMemset(rk.arrivals, 0, size_t(g.arrival_count) * sizeof(unsigned)));
     GPU_CHECK(gpuMemset(rk.call, 0, sizeof(unsigned long long)));
   }
 }
@@ -374,44 +442,65 @@ void DeviceGuard::set_weights(int rank, const reference::GuardWeights& w) {
 void DeviceGuard::enqueue(int rank, const GuardRankView& v, void* stream) {
   const Impl& g = *impl_;
   const Impl::Rank& rk = g.ranks.at(size_t(rank));
-  auto s = static_cast<gpuStream_t>(stream);
-  const int fin_grid = 1024;
-  const int64_t chunks_per_slice = g.Ls / g.len;
-  if (g.stride > 1) guard_pick_rows_kernel<<<1, 256, 0, s>>>(g.seed, g.stride, g.L, rk.call, rk.rows);
-  const dim3 grid(unsigned(g.nb), unsigned(g.L / g.len));
-  // The partial: column sums per slice, row-block sums.
-  if (g.passes.partial) {
-    Bf16Loader pl{{}, g.S, g.N};
-    for (int p = 0; p < g.W; ++p) pl.src.slice[p] = v.partial_slice[p];
-    guard_sums_kernel<<<grid, kSumThreads, 0, s>>>(pl, rk.rows, g.len, g.N, g.nb, rk.part, rk.part_abs, rk.pblk,
-                                                   rk.pblk_abs);
-    guard_finish_cols_kernel<<<fin_grid, 256, 0, s>>>(rk.part, rk.part_abs, chunks_per_slice, g.W, g.N, rk.pcol,
-                                                      rk.pcol_abs);
-  }
-  if (g.passes.output) {  // the output, as one source over all rows
-    Bf16Loader ol{{}, g.M, g.N};
-    ol.src.slice[0] = v.output;
-    guard_sums_kernel<<<grid, kSumThreads, 0, s>>>(ol, rk.rows, g.len, g.N, g.nb, rk.part, rk.part_abs, rk.oblk,
-                                                   rk.oblk_abs);
-    guard_finish_cols_kernel<<<fin_grid, 256, 0, s>>>(rk.part, rk.part_abs, chunks_per_slice, g.W, g.N, rk.ocol,
-                                                      rk.ocol_abs);
-    guard_finish_rows_kernel<<<fin_grid, 256, 0, s>>>(rk.oblk, rk.oblk_abs, g.L, g.nb, rk.orow, rk.orow_abs);
-  }
-  if (g.fp8 && v.wire && g.passes.wire) {  // the owner's slice as the wire carries it: its own listed rows
-    const int64_t* own_rows = rk.rows + rank * g.Ls;
-    WireLoader wl{v.wire, v.wire_scale, rank * g.S, g.N};
-    guard_sums_kernel<<<dim3(unsigned(g.nb), unsigned(chunks_per_slice)), kSumThreads, 0, s>>>(
-        wl, own_rows, g.len, g.N, g.nb, rk.part, rk.part_abs, nullptr, nullptr);
-    guard_finish_cols_kernel<<<fin_grid, 256, 0, s>>>(rk.part, rk.part_abs, chunks_per_slice, 1, g.N, rk.wcol,
-                                                      rk.wcol_abs);
-    guard_scale_sum_kernel<<<1, GEMMAR_WARP_SIZE, 0, s>>>(v.wire_scale, own_rows, g.Ls, rank * g.S, rk.wscale);
-  }
-  if (rk.has_weights && v.a && g.passes.gemm) {
-    const dim3 pg(unsigned((g.L + kPredRows - 1) / kPredRows), unsigned((g.nb + kPredBlocks - 1) / kPredBlocks));
-    guard_gemm_pred_kernel<<<pg, kPredThreads, 0, s>>>(v.a, v.a_scale, v.a_scale_k, v.a_scale_k_major, v.a_fnuz_half,
-                                                       rk.bsum, rk.babs, rk.rows, g.L, g.M, g.K, g.nb, rk.pred,
-                                                       rk.pred_abs);
-  }
+  GuardCallArgs a{};
+  for (int p = 0; p < g.W; ++p) a.partial.slice[p] = v.partial_slice[p];
+  a.output = v.output;
+  a.wire = v.wire;
+  a.wire_scale = v.wire_scale;
+  a.a = v.a;
+  a.a_scale = v.a_scale;
+  a.a_scale_k = v.a_scale_k;
+  a.a_scale_k_major = v.a_scale_k_major;
+  a.fnuz_half = v.a_fnuz_half;
+  a.bsum = rk.bsum;
+  a.babs = rk.babs;
+  a.world = g.W;
+  a.rank = rank;
+  a.nb = g.nb;
+  a.len = g.len;
+  a.m = g.M;
+  a.n = g.N;
+  a.k = g.K;
+  a.S = g.S;
+  a.L = g.L;
+  a.Ls = g.Ls;
+  a.stride = g.stride;
+  a.seed = g.seed;
+  const int64_t chunks = g.L / g.len, wire_chunks = g.Ls / g.len;
+  a.pred_row_groups = int((g.L + kPredRows - 1) / kPredRows);
+  const bool gemm = rk.has_weights && v.a && g.passes.gemm;
+  a.pred_blocks = gemm ? a.pred_row_groups * ((g.nb + kPredBlocks - 1) / kPredBlocks) : 0;
+  a.partial_blocks = g.passes.partial ? int(chunks * g.nb) : 0;
+  a.output_blocks = g.passes.output ? int(chunks * g.nb) : 0;
+  a.wire_blocks = g.fp8 && v.wire && g.passes.wire ? int(wire_chunks * g.nb) : 0;
+  a.pblk = rk.pblk;
+  a.pblk_abs = rk.pblk_abs;
+  a.oblk = rk.oblk;
+  a.oblk_abs = rk.oblk_abs;
+  a.orow = rk.orow;
+  a.orow_abs = rk.orow_abs;
+  a.pcol = rk.pcol;
+  a.pcol_abs = rk.pcol_abs;
+  a.ocol = rk.ocol;
+  a.ocol_abs = rk.ocol_abs;
+  a.wcol = rk.wcol;
+  a.wcol_abs = rk.wcol_abs;
+  a.wscale = rk.wscale;
+  a.pred = rk.pred;
+  a.pred_abs = rk.pred_abs;
+  a.ppart = rk.ppart;
+  a.ppart_abs = rk.ppart_abs;
+  a.opart = rk.opart;
+  a.opart_abs = rk.opart_abs;
+  a.wpart = rk.wpart;
+  a.wpart_abs = rk.wpart_abs;
+  a.arrivals = rk.arrivals;
+  a.call = rk.call;
+  a.rows = rk.rows;
+  const int64_t blocks = int64_t(a.pred_blocks) + a.partial_blocks + a.output_blocks + a.wire_blocks;
+  GEMMAR_CHECK(blocks < (int64_t(1) << 31), "guard: ", blocks, " blocks in one launch");
+  if (blocks == 0) return;
+  guard_call_kernel<<<unsigned(blocks), kGuardThreads, 0, static_cast<gpuStream_t>(stream)>>>(a);
   GPU_CHECK(gpuGetLastError());
 }
 
