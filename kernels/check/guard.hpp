@@ -2,14 +2,14 @@
 // checksums of one call computed by streaming kernels on its own compute stream, right after the op, inside the
 // same graph. Plain C++ (no GPU headers): gemm_ar.cu owns one DeviceGuard per run when DeviceRun::guard is set.
 //
-// Choice and cost (docs/guard.md "Device implementation"): the partial's column and row-block sums are a
-// streaming pass over the stored bf16 partial (not folded into the GEMM epilogue yet: three main-loop families,
-// two vendors and the fused pushes), the output's a second pass; per rank that reads 2 M N 2 bytes, 16 bytes per
-// thread with 4 rows of loads in flight. The fp8 wire's sums read the owner's codes (S N bytes). The GEMM check
-// reads A once (M K bytes): 4 rows per thread against every column block's checksum (2 M K ceil(N / 1024)
-// fp32 multiply-adds), any quant's A-scale layout. GEMMAR_GUARD_PARTS times each pass alone.
-// Every sum is taken in a fixed order (no atomics), so equal data gives equal bits: the views of a slice compare
-// bitwise on the host.
+// Choice and cost (docs/guard.md "Device implementation"): one launch per rank and call (guard_call_kernel), whose
+// grid holds every pass's blocks: the partial's column and row-block sums and the output's, streaming over the
+// call's sampled rows (not folded into the GEMM epilogue: three main-loop families, two vendors and the fused
+// pushes), the fp8 wire's sums over the owner's codes, and the GEMM check (A's sampled rows against every column
+// block's checksum, any quant's A-scale layout). Cross-block sums are finished by the last block to arrive.
+// GEMMAR_GUARD_PARTS keeps only some passes' blocks, to time each.
+// Every sum is taken in a fixed order (atomics only count arrivals), so equal data gives equal bits: the views of a
+// slice compare bitwise on the host.
 #pragma once
 #include <cstdint>
 #include <memory>
