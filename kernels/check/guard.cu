@@ -23,7 +23,10 @@ constexpr int kRowChunk = 128;                                // listed rows per
 // docs/results/h100-1gpu-2026-12-05-guard2): 16 rows gave a guard phase of 156-170 us, 32 rows 138-146 us
 // (fewer blocks, so fewer arrivals, fences and finishes per byte).
 constexpr int kSampledChunk = 32;
-constexpr int kRowBatch = 8;  // rows loaded before any is summed: loads in flight
+// Rows loaded before any is summed (loads in flight). 4 rather than 8: at the 64 registers of 8 blocks per SM, 8
+// spilled (92 bytes) and gave a phase of 136 / 146 us (bf16 / fp8 wire, M = 16384), 4 spills 16 bytes and gave
+// 130 / 143 us (H100, the same call: docs/results/h100-1gpu-2026-12-05-guard2/call6-variants).
+constexpr int kRowBatch = 4;
 constexpr int kSumWarps = kSumThreads / GEMMAR_WARP_SIZE;
 
 struct SliceSources {
