@@ -87,6 +87,23 @@ constexpr int kGuardWarps = kGuardThreads / GEMMAR_WARP_SIZE;
 // The GEMM check per block: listed rows (one per warp), column blocks, k per lane and step
 constexpr int kPredRows = kGuardWarps, kPredBlocks = 8, kPredKVec = 8;
 
+// One rank's device buffers of the guard, allocated once per run: what guard_call_kernel writes (per call: the
+// results the host reads, the scratch of the cross-block sums, the arrival counters and the call count) and the
+// weights' checksum it reads.
+struct GuardBuffers {
+  float *ppart, *ppart_abs, *opart, *opart_abs;  // [L / len][n]: per chunk and column, scratch
+  float *wpart, *wpart_abs;                      // [Ls / len][n]: the wire's, scratch
+  float *pcol, *pcol_abs, *ocol, *ocol_abs;      // [W][n]
+  float *pblk, *pblk_abs, *oblk, *oblk_abs;      // [L][nb]
+  float *orow, *orow_abs;                        // [L]
+  float *wcol, *wcol_abs, *wscale;               // [n], [n], [1]
+  float *pred, *pred_abs;                        // [L][nb]
+  float *bsum, *babs;                            // [nb][k]: the weights' checksum
+  int64_t* rows;                                 // [L]: the call's rows, for the host
+  unsigned* arrivals;  // [W nb] partial columns, [W nb] output columns, [L / len] output rows, [nb] wire, [1] call
+  unsigned long long* call;  // calls so far: the draw's call number
+};
+
 struct GuardCallArgs {
   SliceSources partial;     // this rank's bf16 partial of slice p, row 0 of the slice
   const uint16_t* output;   // [m, n]
@@ -96,18 +113,12 @@ struct GuardCallArgs {
   const float* a_scale;     // GuardRankView's layout
   int64_t a_scale_k;
   int a_scale_k_major, fnuz_half;
-  const float *bsum, *babs;  // [nb][k]: the weights' checksum
   int world, rank, nb, len;  // len: listed rows per chunk (divides Ls)
   int64_t m, n, k, S, L, Ls, stride;
   uint64_t seed;
   int pred_blocks, partial_blocks, output_blocks, wire_blocks;  // in grid order; 0: the pass is off
   int pred_row_groups;                                          // ceil(L / kPredRows)
-  float *pblk, *pblk_abs, *oblk, *oblk_abs, *orow, *orow_abs;   // [L][nb], [L]
-  float *pcol, *pcol_abs, *ocol, *ocol_abs, *wcol, *wcol_abs, *wscale, *pred, *pred_abs;
-  float *ppart, *ppart_abs, *opart, *opart_abs, *wpart, *wpart_abs;  // per chunk and column
-  unsigned* arrivals;  // [W nb] partial columns, [W nb] output columns, [L / len] output rows, [nb] wire, [1] call
-  unsigned long long* call;  // calls so far: the draw's call number
-  int64_t* rows;             // [L]: the call's rows, for the host
+  GuardBuffers buf;
 };
 
 __device__ __forceinline__ float load_fresh(const float* p) { return *reinterpret_cast<const volatile float*>(p); }
@@ -231,8 +242,8 @@ __device__ void gemm_check(const GuardCallArgs& g, const int64_t* rows, int64_t 
 #pragma unroll
     for (int bl = 0; bl < kPredBlocks; ++bl) {
       if (bl >= live_blocks) break;  // uniform
-      const float4* bp = reinterpret_cast<const float4*>(g.bsum + int64_t(b0 + bl) * g.k + kc);
-      const float4* ap = reinterpret_cast<const float4*>(g.babs + int64_t(b0 + bl) * g.k + kc);
+      const float4* bp = reinterpret_cast<const float4*>(g.buf.bsum + int64_t(b0 + bl) * g.k + kc);
+      const float4* ap = reinterpret_cast<const float4*>(g.buf.babs + int64_t(b0 + bl) * g.k + kc);
       const float4 b_lo = bp[0], b_hi = bp[1], a_lo = ap[0], a_hi = ap[1];
       const float bv[kPredKVec] = {b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w};
       const float bav[kPredKVec] = {a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w};
@@ -247,8 +258,8 @@ __device__ void gemm_check(const GuardCallArgs& g, const int64_t* rows, int64_t 
   for (int bl = 0; bl < kPredBlocks; ++bl) {
     const float v = warp_sum(s[bl]), va = warp_sum(sab[bl]);
     if (lane == 0 && bl < live_blocks) {
-      g.pred[i * g.nb + b0 + bl] = v;
-      g.pred_abs[i * g.nb + b0 + bl] = va;
+      g.buf.pred[i * g.nb + b0 + bl] = v;
+      g.buf.pred_abs[i * g.nb + b0 + bl] = va;
     }
   }
 }
@@ -258,12 +269,12 @@ __device__ void gemm_check(const GuardCallArgs& g, const int64_t* rows, int64_t 
 __global__ void __launch_bounds__(kGuardThreads, 8) guard_call_kernel(GuardCallArgs g) {
   __shared__ int64_t rows[kRowChunk];
   const int t = threadIdx.x;
-  const uint64_t call = *reinterpret_cast<const volatile unsigned long long*>(g.call);
+  const uint64_t call = *reinterpret_cast<const volatile unsigned long long*>(g.buf.call);
   auto list_row = [&](int64_t pos) {
     return g.stride == 1 ? pos : gemmar::guard_sample::row(g.seed, call, pos, g.stride);
   };
   const int64_t chunks = g.L / g.len, chunks_per_slice = g.Ls / g.len;
-  unsigned* const col_arrivals_partial = g.arrivals;
+  unsigned* const col_arrivals_partial = g.buf.arrivals;
   unsigned* const col_arrivals_output = col_arrivals_partial + g.world * g.nb;
   unsigned* const row_arrivals = col_arrivals_output + g.world * g.nb;
   unsigned* const wire_arrivals = row_arrivals + chunks;
@@ -274,7 +285,7 @@ __global__ void __launch_bounds__(kGuardThreads, 8) guard_call_kernel(GuardCallA
     const int b0 = (blk / g.pred_row_groups) * kPredBlocks;
     if (t < kPredRows && i0 + t < g.L) {
       rows[t] = list_row(i0 + t);
-      if (b0 == 0) g.rows[i0 + t] = rows[t];
+      if (b0 == 0) g.buf.rows[i0 + t] = rows[t];
     }
     __syncthreads();
     gemm_check(g, rows, i0, b0);
@@ -285,30 +296,31 @@ __global__ void __launch_bounds__(kGuardThreads, 8) guard_call_kernel(GuardCallA
     const int b = blk % g.nb;
     for (int i = t; i < g.len; i += kGuardThreads) {
       rows[i] = list_row(chunk * g.len + i);
-      if (b == 0) g.rows[chunk * g.len + i] = rows[i];
+      if (b == 0) g.buf.rows[chunk * g.len + i] = rows[i];
     }
     __syncthreads();
     const int64_t slice = chunk / chunks_per_slice;
     const Bf16Loader ld = out ? Bf16Loader{g.output, 0, g.n} : Bf16Loader{g.partial.slice[slice], slice * g.S, g.n};
-    float* part = out ? g.opart : g.ppart;
-    float* part_abs = out ? g.opart_abs : g.ppart_abs;
-    float* blks = out ? g.oblk : g.pblk;
-    float* blks_abs = out ? g.oblk_abs : g.pblk_abs;
+    float* part = out ? g.buf.opart : g.buf.ppart;
+    float* part_abs = out ? g.buf.opart_abs : g.buf.ppart_abs;
+    float* blks = out ? g.buf.oblk : g.buf.pblk;
+    float* blks_abs = out ? g.buf.oblk_abs : g.buf.pblk_abs;
     const int64_t first = chunk * g.len;  // the chunk's first list position
     sum_chunk(ld, rows, g.len, b, g.n, g.nb, part + chunk * g.n, part_abs + chunk * g.n, blks + first * g.nb + b,
               blks_abs + first * g.nb + b);
     if (arrive_last((out ? col_arrivals_output : col_arrivals_partial) + slice * g.nb + b, unsigned(chunks_per_slice)))
       finish_columns(part + slice * chunks_per_slice * g.n, part_abs + slice * chunks_per_slice * g.n, chunks_per_slice,
-                     b, g.n, (out ? g.ocol : g.pcol) + slice * g.n, (out ? g.ocol_abs : g.pcol_abs) + slice * g.n);
+                     b, g.n, (out ? g.buf.ocol : g.buf.pcol) + slice * g.n,
+                     (out ? g.buf.ocol_abs : g.buf.pcol_abs) + slice * g.n);
     if (out && arrive_last(row_arrivals + chunk, unsigned(g.nb)))  // the listed rows' sums over the column blocks
       for (int i = t; i < g.len; i += kGuardThreads) {
         float v = 0, a = 0;
         for (int c = 0; c < g.nb; ++c) {
-          v = nm::add_rn(v, load_fresh(g.oblk + (first + i) * g.nb + c));
-          a = nm::add_rn(a, load_fresh(g.oblk_abs + (first + i) * g.nb + c));
+          v = nm::add_rn(v, load_fresh(g.buf.oblk + (first + i) * g.nb + c));
+          a = nm::add_rn(a, load_fresh(g.buf.oblk_abs + (first + i) * g.nb + c));
         }
-        g.orow[first + i] = v;
-        g.orow_abs[first + i] = a;
+        g.buf.orow[first + i] = v;
+        g.buf.orow_abs[first + i] = a;
       }
   } else {  // the owner's slice as the wire carries it: its own listed rows
     blk -= g.partial_blocks + g.output_blocks;
@@ -318,9 +330,10 @@ __global__ void __launch_bounds__(kGuardThreads, 8) guard_call_kernel(GuardCallA
     for (int i = t; i < g.len; i += kGuardThreads) rows[i] = list_row(own + chunk * g.len + i);
     __syncthreads();
     const WireLoader ld{g.wire, g.wire_scale, g.rank * g.S, g.n};
-    sum_chunk(ld, rows, g.len, b, g.n, g.nb, g.wpart + chunk * g.n, g.wpart_abs + chunk * g.n, nullptr, nullptr);
+    sum_chunk(ld, rows, g.len, b, g.n, g.nb, g.buf.wpart + chunk * g.n, g.buf.wpart_abs + chunk * g.n, nullptr,
+              nullptr);
     if (arrive_last(wire_arrivals + b, unsigned(chunks_per_slice)))
-      finish_columns(g.wpart, g.wpart_abs, chunks_per_slice, b, g.n, g.wcol, g.wcol_abs);
+      finish_columns(g.buf.wpart, g.buf.wpart_abs, chunks_per_slice, b, g.n, g.buf.wcol, g.buf.wcol_abs);
     // The sum of the row scales over the owner's listed rows: one warp, lane l the listed rows l, l + 32, ... in
     // order, then a fixed shuffle tree. It only enters B_wire, never a bitwise comparison; the order is fixed
     // all the same.
@@ -329,13 +342,13 @@ __global__ void __launch_bounds__(kGuardThreads, 8) guard_call_kernel(GuardCallA
       for (int64_t i = t; i < g.Ls; i += GEMMAR_WARP_SIZE)
         v = nm::add_rn(v, g.wire_scale[list_row(own + i) - g.rank * g.S]);
       v = warp_sum(v);
-      if (t == 0) *g.wscale = v;
+      if (t == 0) *g.buf.wscale = v;
     }
   }
   // The call count advances once per launch, after every block has read it (no data to publish: a block's read of
   // the count precedes its arrival): every graph replay reads other rows with no host step between replays. Every
   // rank keeps its own count and draws from the same seed, so the ranks read the same rows in the same call.
-  if (arrive_last(call_arrivals, gridDim.x, false) && t == 0) *g.call = call + 1;
+  if (arrive_last(call_arrivals, gridDim.x, false) && t == 0) *g.buf.call = call + 1;
 }
 
 }  // namespace
@@ -343,22 +356,14 @@ __global__ void __launch_bounds__(kGuardThreads, 8) guard_call_kernel(GuardCallA
 struct DeviceGuard::Impl {
   struct Rank {
     int dev = 0;
-    float *ppart = nullptr, *ppart_abs = nullptr, *opart = nullptr, *opart_abs = nullptr;  // [L / len][n] scratch
-    float *wpart = nullptr, *wpart_abs = nullptr;                                          // [Ls / len][n] scratch
-    float *pcol = nullptr, *pcol_abs = nullptr, *ocol = nullptr, *ocol_abs = nullptr;      // [W][n]
-    float *pblk = nullptr, *pblk_abs = nullptr, *oblk = nullptr, *oblk_abs = nullptr;      // [L][nb]
-    float *orow = nullptr, *orow_abs = nullptr;                                            // [L]
-    float *wcol = nullptr, *wcol_abs = nullptr, *wscale = nullptr;                         // [n], [n], [1]
-    float *pred = nullptr, *pred_abs = nullptr;                                            // [L][nb]
-    float *bsum = nullptr, *babs = nullptr;                                                // [nb][k]
-    int64_t* rows = nullptr;                                                               // [L] the call's rows
-    unsigned* arrivals = nullptr;        // guard_call_kernel's arrival counters, zero between calls
-    unsigned long long* call = nullptr;  // calls so far
+    GuardBuffers buf{};
     bool has_weights = false;
     std::vector<void*> all() const {
-      return {ppart,    ppart_abs, opart,    opart_abs, wpart,    wpart_abs, pcol,     pcol_abs, ocol,
-              ocol_abs, pblk,      pblk_abs, oblk,      oblk_abs, orow,      orow_abs, wcol,     wcol_abs,
-              wscale,   pred,      pred_abs, bsum,      babs,     rows,      arrivals, call};
+      const GuardBuffers& b = buf;
+      return {b.ppart,    b.ppart_abs, b.opart,    b.opart_abs, b.wpart,    b.wpart_abs, b.pcol,
+              b.pcol_abs, b.ocol,      b.ocol_abs, b.pblk,      b.pblk_abs, b.oblk,      b.oblk_abs,
+              b.orow,     b.orow_abs,  b.wcol,     b.wcol_abs,  b.wscale,   b.pred,      b.pred_abs,
+              b.bsum,     b.babs,      b.rows,     b.arrivals,  b.call};
     }
   };
   int W;
@@ -404,23 +409,25 @@ DeviceGuard::DeviceGuard(int world, int64_t m, int64_t n, int64_t k, bool fp8_wi
     Impl::Rank& rk = g.ranks[size_t(r)];
     rk.dev = rank_device[size_t(r)];
     GPU_CHECK(gpuSetDevice(rk.dev));
-    for (float** p : {&rk.ppart, &rk.ppart_abs, &rk.opart, &rk.opart_abs}) *p = dalloc<float>(chunks * n);
-    for (float** p : {&rk.wpart, &rk.wpart_abs}) *p = dalloc<float>(wire_chunks * n);
-    for (float** p : {&rk.pcol, &rk.pcol_abs, &rk.ocol, &rk.ocol_abs}) *p = dalloc<float>(int64_t(world) * n);
-    for (float** p : {&rk.pblk, &rk.pblk_abs, &rk.oblk, &rk.oblk_abs, &rk.pred, &rk.pred_abs})
+    for (float** p : {&rk.buf.ppart, &rk.buf.ppart_abs, &rk.buf.opart, &rk.buf.opart_abs})
+      *p = dalloc<float>(chunks * n);
+    for (float** p : {&rk.buf.wpart, &rk.buf.wpart_abs}) *p = dalloc<float>(wire_chunks * n);
+    for (float** p : {&rk.buf.pcol, &rk.buf.pcol_abs, &rk.buf.ocol, &rk.buf.ocol_abs})
+      *p = dalloc<float>(int64_t(world) * n);
+    for (float** p : {&rk.buf.pblk, &rk.buf.pblk_abs, &rk.buf.oblk, &rk.buf.oblk_abs, &rk.buf.pred, &rk.buf.pred_abs})
       *p = dalloc<float>(g.L * g.nb);
-    rk.orow = dalloc<float>(g.L);
-    rk.orow_abs = dalloc<float>(g.L);
-    rk.wcol = dalloc<float>(n);
-    rk.wcol_abs = dalloc<float>(n);
-    rk.wscale = dalloc<float>(1);
-    rk.bsum = dalloc<float>(int64_t(g.nb) * k);
-    rk.babs = dalloc<float>(int64_t(g.nb) * k);
-    rk.rows = dalloc<int64_t>(g.L);
-    rk.arrivals = dalloc<unsigned>(g.arrival_count);
-    rk.call = dalloc<unsigned long long>(1);
-    GPU_CHECK(gpuMemset(rk.arrivals, 0, size_t(g.arrival_count) * sizeof(unsigned)));
-    GPU_CHECK(gpuMemset(rk.call, 0, sizeof(unsigned long long)));
+    rk.buf.orow = dalloc<float>(g.L);
+    rk.buf.orow_abs = dalloc<float>(g.L);
+    rk.buf.wcol = dalloc<float>(n);
+    rk.buf.wcol_abs = dalloc<float>(n);
+    rk.buf.wscale = dalloc<float>(1);
+    rk.buf.bsum = dalloc<float>(int64_t(g.nb) * k);
+    rk.buf.babs = dalloc<float>(int64_t(g.nb) * k);
+    rk.buf.rows = dalloc<int64_t>(g.L);
+    rk.buf.arrivals = dalloc<unsigned>(g.arrival_count);
+    rk.buf.call = dalloc<unsigned long long>(1);
+    GPU_CHECK(gpuMemset(rk.buf.arrivals, 0, size_t(g.arrival_count) * sizeof(unsigned)));
+    GPU_CHECK(gpuMemset(rk.buf.call, 0, sizeof(unsigned long long)));
   }
 }
 
@@ -437,8 +444,8 @@ void DeviceGuard::set_weights(int rank, const reference::GuardWeights& w) {
   Impl::Rank& rk = g.ranks.at(size_t(rank));
   GEMMAR_CHECK(w.k == g.K && w.blocks == g.nb, "guard: weights' checksum of the wrong shape");
   GPU_CHECK(gpuSetDevice(rk.dev));
-  GPU_CHECK(gpuMemcpy(rk.bsum, w.bsum.data(), w.bsum.size() * 4, gpuMemcpyHostToDevice));
-  GPU_CHECK(gpuMemcpy(rk.babs, w.babs.data(), w.babs.size() * 4, gpuMemcpyHostToDevice));
+  GPU_CHECK(gpuMemcpy(rk.buf.bsum, w.bsum.data(), w.bsum.size() * 4, gpuMemcpyHostToDevice));
+  GPU_CHECK(gpuMemcpy(rk.buf.babs, w.babs.data(), w.babs.size() * 4, gpuMemcpyHostToDevice));
   rk.has_weights = true;
 }
 
@@ -455,8 +462,7 @@ void DeviceGuard::enqueue(int rank, const GuardRankView& v, void* stream) {
   a.a_scale_k = v.a_scale_k;
   a.a_scale_k_major = v.a_scale_k_major;
   a.fnuz_half = v.a_fnuz_half;
-  a.bsum = rk.bsum;
-  a.babs = rk.babs;
+  a.buf = rk.buf;
   a.world = g.W;
   a.rank = rank;
   a.nb = g.nb;
@@ -476,30 +482,6 @@ void DeviceGuard::enqueue(int rank, const GuardRankView& v, void* stream) {
   a.partial_blocks = g.passes.partial ? int(chunks * g.nb) : 0;
   a.output_blocks = g.passes.output ? int(chunks * g.nb) : 0;
   a.wire_blocks = g.fp8 && v.wire && g.passes.wire ? int(wire_chunks * g.nb) : 0;
-  a.pblk = rk.pblk;
-  a.pblk_abs = rk.pblk_abs;
-  a.oblk = rk.oblk;
-  a.oblk_abs = rk.oblk_abs;
-  a.orow = rk.orow;
-  a.orow_abs = rk.orow_abs;
-  a.pcol = rk.pcol;
-  a.pcol_abs = rk.pcol_abs;
-  a.ocol = rk.ocol;
-  a.ocol_abs = rk.ocol_abs;
-  a.wcol = rk.wcol;
-  a.wcol_abs = rk.wcol_abs;
-  a.wscale = rk.wscale;
-  a.pred = rk.pred;
-  a.pred_abs = rk.pred_abs;
-  a.ppart = rk.ppart;
-  a.ppart_abs = rk.ppart_abs;
-  a.opart = rk.opart;
-  a.opart_abs = rk.opart_abs;
-  a.wpart = rk.wpart;
-  a.wpart_abs = rk.wpart_abs;
-  a.arrivals = rk.arrivals;
-  a.call = rk.call;
-  a.rows = rk.rows;
   const int64_t blocks = int64_t(a.pred_blocks) + a.partial_blocks + a.output_blocks + a.wire_blocks;
   GEMMAR_CHECK(blocks < (int64_t(1) << 31), "guard: ", blocks, " blocks in one launch");
   if (blocks == 0) return;
@@ -520,29 +502,29 @@ reference::GuardCall DeviceGuard::read() const {
     reference::GuardSums& s = call.sums[size_t(r)];
     GPU_CHECK(gpuSetDevice(rk.dev));
     std::vector<int64_t> rows;
-    get(rows, rk.rows, g.L);
+    get(rows, rk.buf.rows, g.L);
     // Every rank drew from the same seed and call count: a rank that read other rows is a broken guard, not a
     // finding about the op.
     if (r == 0)
       call.rows = std::move(rows);
     else
       GEMMAR_CHECK(rows == call.rows, "guard: rank ", r, " read other rows than rank 0 in the same call");
-    get(s.partial_col, rk.pcol, g.W * g.N);
-    get(s.partial_col_abs, rk.pcol_abs, g.W * g.N);
-    get(s.out_col, rk.ocol, g.W * g.N);
-    get(s.out_col_abs, rk.ocol_abs, g.W * g.N);
-    get(s.partial_blk, rk.pblk, g.L * g.nb);
-    get(s.partial_blk_abs, rk.pblk_abs, g.L * g.nb);
-    get(s.out_row, rk.orow, g.L);
-    get(s.out_row_abs, rk.orow_abs, g.L);
+    get(s.partial_col, rk.buf.pcol, g.W * g.N);
+    get(s.partial_col_abs, rk.buf.pcol_abs, g.W * g.N);
+    get(s.out_col, rk.buf.ocol, g.W * g.N);
+    get(s.out_col_abs, rk.buf.ocol_abs, g.W * g.N);
+    get(s.partial_blk, rk.buf.pblk, g.L * g.nb);
+    get(s.partial_blk_abs, rk.buf.pblk_abs, g.L * g.nb);
+    get(s.out_row, rk.buf.orow, g.L);
+    get(s.out_row_abs, rk.buf.orow_abs, g.L);
     if (rk.has_weights) {
-      get(s.gemm_pred, rk.pred, g.L * g.nb);
-      get(s.gemm_pred_abs, rk.pred_abs, g.L * g.nb);
+      get(s.gemm_pred, rk.buf.pred, g.L * g.nb);
+      get(s.gemm_pred_abs, rk.buf.pred_abs, g.L * g.nb);
     }
     if (g.fp8) {
-      get(s.wire_col, rk.wcol, g.N);
+      get(s.wire_col, rk.buf.wcol, g.N);
       std::vector<float> one;
-      get(one, rk.wscale, 1);
+      get(one, rk.buf.wscale, 1);
       s.wire_scale_sum = one[0];
     }
   }
