@@ -655,6 +655,7 @@ class Pipeline {
       d.slice_rows = S_;
       d.ldd = N_;
       d.counters = rb.counters;
+      d.counters_release = persistent_puts_;  // the puts wait on them; otherwise a tally for verify_counters
       for (int p = 0; p < W_; ++p) {
         if (epilogue_stores_)
           d.dst[p] = (p != r && f.silent_scatter) ? nullptr : partial_of(r, p);

@@ -124,7 +124,13 @@ struct GemmTiming {
 };
 // quant (issue 25): the operands' scale layout; ptpc's vendor GEMM is cuBLASLt's outer-vector scaling, mxfp8 has
 // none on Hopper (UsageError).
+// m: any positive M; ours runs it padded to a multiple of 128 with zero rows (as the op pads), the
+// vendor's at m itself. The operand generator must produce the padded M.
 GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const OperandFn&, GemmImpl impl,
                           const std::vector<int64_t>& rows, Quant quant, GemmKernel variant);
+// `world` such GEMMs (rank r's operands from gen(r, ...)), each on its own stream, launched together as the one-device
+// backend launches the ranks' GEMMs: the median time from the fork to the last one's end (us).
+double time_gemm_concurrent(int64_t m, int64_t n, int64_t k, int world, int iterations, const OperandFn&, GemmImpl impl,
+                            Quant quant, GemmKernel variant);
 
 }  // namespace gemmar::kernels

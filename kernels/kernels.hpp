@@ -19,7 +19,11 @@ struct GemmDest {
   uint16_t* dst[kMaxWorld];
   int64_t slice_rows;
   int64_t ldd;
-  unsigned int* counters;  // [world], may be null
+  unsigned int* counters;  // [world], may be null: finished 128-row tiles per destination slice
+  // A consumer waits on the counters (fused-sdma's puts, gpu::stream_wait_geq): each count is then a release of
+  // the tile's stores (a gpu-scope fence before it). Otherwise the counts only tally the tiles for the check after
+  // the run (every tile produced) and gemm_wgmma4_kernel takes no fence for them.
+  bool counters_release;
 };
 
 // A GEMM's operands on the device: A [m, k] e4m3 row-major, B [n, k] e4m3 row-major, the fp32 scales in the

@@ -167,11 +167,10 @@ std::string vendor_gemm_name(Quant q) {
 void vendor_gemm(const dev::GemmOperands& op, uint16_t* d, gpuStream_t s) {
   GEMMAR_USAGE_CHECK(vendor_gemm_supports(op.quant), "--gemm-impl cublaslt: ", vendor_gemm_name(op.quant));
   if (op.quant == Quant::Ptpc) {
-    GEMMAR_USAGE_CHECK(op.m % 16 == 0 && op.n % 16 == 0 && op.k % 16 == 0,
-                       "cuBLASLt ptpc: m, n, k must be multiples of 16");
-  } else {
-    GEMMAR_USAGE_CHECK(op.m % 128 == 0 && op.n % 128 == 0 && op.k % 128 == 0,
-                       "--gemm-impl cublaslt: m, n, k must be multiples of 128");
+    GEMMAR_USAGE_CHECK(op.m > 0 && op.n % 16 == 0 && op.k % 16 == 0, "cuBLASLt ptpc: n and k must be multiples of 16");
+  } else {  // the scale blocks tile n and k; m is free (A's scales are per row): cuBLASLt says if it runs it
+    GEMMAR_USAGE_CHECK(op.m > 0 && op.n % 128 == 0 && op.k % 128 == 0,
+                       "--gemm-impl cublaslt: n and k must be multiples of 128");
   }
   scaled_gemm(op, d, s, op.quant == Quant::Ptpc);
 }

@@ -2,6 +2,7 @@
 // each on device 0 with its own buffers; gemmar_gpu_bench (bench/bench_main.cpp) and `gemmar run` call them.
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -78,51 +79,94 @@ Ceilings measure_ceilings(int64_t bytes, int iterations) {
   return c;
 }
 
-GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const OperandFn& gen, GemmImpl impl,
-                          const std::vector<int64_t>& rows, Quant quant, GemmKernel variant) {
+namespace {
+
+// One GEMM's operands and output on device 0. The operands are generated at the padded M (a multiple of
+// BLOCK_M, as the op pads: kernels/gemm_ar.cu); `rows` of them are uploaded: the padded M for our kernels (the
+// rows from m on zeroed, the op's zero padding rows), the real M for the vendor's, which takes any M (A's codes
+// and scales cropped, each scale moved to its index at `rows` rows by common/modes.hpp's scale_index).
+struct GemmBuffers {
+  uint8_t *a = nullptr, *b = nullptr;
+  float *sa = nullptr, *sb = nullptr;
+  uint16_t* c = nullptr;
+  dev::GemmOperands ops{};
+  GemmBuffers(const RankOperands& op, int64_t m, int64_t m_padded, int64_t rows, int64_t n, int64_t k, Quant quant) {
+    const ScaleBlock& sblk_a = scale_block(quant, false);
+    GEMMAR_CHECK(int64_t(op.a.codes.size()) == m_padded * k && int64_t(op.b.codes.size()) == n * k, "operand sizes");
+    GEMMAR_CHECK(int64_t(op.a.scales.size()) == scale_count(sblk_a, m_padded, k) &&
+                     int64_t(op.b.scales.size()) == scale_count(scale_block(quant, true), n, k),
+                 "scale sizes");
+    std::vector<uint8_t> codes(op.a.codes.begin(), op.a.codes.begin() + rows * k);
+    std::fill(codes.begin() + std::min(rows, m) * k, codes.end(), uint8_t(0));
+    std::vector<float> scales(size_t(scale_count(sblk_a, rows, k)), 1.0f);
+    const int64_t kext = scale_k_extent(sblk_a, k);
+    for (int64_t r = 0; r < rows; r += sblk_a.rows)
+      for (int64_t col = 0; col < k; col += kext)
+        scales[size_t(scale_index(sblk_a, rows, k, r, col))] =
+            op.a.scales[size_t(scale_index(sblk_a, m_padded, k, r, col))];
+    a = dalloc<uint8_t>(rows * k);
+    b = dalloc<uint8_t>(n * k);
+    sa = dalloc<float>(int64_t(scales.size()));
+    sb = dalloc<float>(int64_t(op.b.scales.size()));
+    c = dalloc<uint16_t>(rows * n);
+    GPU_CHECK(gpuMemcpy(a, codes.data(), codes.size(), gpuMemcpyHostToDevice));
+    GPU_CHECK(gpuMemcpy(b, op.b.codes.data(), op.b.codes.size(), gpuMemcpyHostToDevice));
+    GPU_CHECK(gpuMemcpy(sa, scales.data(), scales.size() * 4, gpuMemcpyHostToDevice));
+    GPU_CHECK(gpuMemcpy(sb, op.b.scales.data(), op.b.scales.size() * 4, gpuMemcpyHostToDevice));
+    GPU_CHECK(gpuMemset(c, 0xff, size_t(rows * n) * 2));
+    ops = dev::GemmOperands{a, b, sa, sb, rows, n, k, quant};
+  }
+  GemmBuffers(const GemmBuffers&) = delete;
+  GemmBuffers& operator=(const GemmBuffers&) = delete;
+  ~GemmBuffers() {
+    for (void* p : {static_cast<void*>(a), static_cast<void*>(b), static_cast<void*>(sa), static_cast<void*>(sb),
+                    static_cast<void*>(c)})
+      (void)gpuFree(p);
+  }
+  void launch(GemmImpl impl, GemmKernel variant, gpuStream_t s) const {
+    if (impl == GemmImpl::Cublaslt) {
+      vendor_gemm(ops, c, s);
+      return;
+    }
+    dev::GemmDest d{};
+    d.dst[0] = c;
+    d.slice_rows = ops.m;
+    d.ldd = ops.n;
+    GPU_CHECK(dev::launch_gemm(variant, ops, 0, ops.m, d, s));
+  }
+};
+
+int64_t padded_rows(int64_t m) { return (m + dev::kBlockM - 1) / dev::kBlockM * dev::kBlockM; }
+
+void check_gemm_shape(int64_t m, int64_t n, int64_t k, GemmImpl impl, Quant quant) {
   GEMMAR_USAGE_CHECK(impl != GemmImpl::Cublaslt || vendor_gemm_supports(quant), "gemm: no vendor ", to_string(quant),
                      " GEMM on this device: ", vendor_gemm_name(quant));
-  GEMMAR_USAGE_CHECK(m % dev::kBlockM == 0 && n % dev::kBlockN == 0 && k % dev::kBlockK == 0,
-                     "gemm: m, n, k must be multiples of 128");
+  GEMMAR_USAGE_CHECK(m > 0 && n % dev::kBlockN == 0 && k % dev::kBlockK == 0,
+                     "gemm: m must be positive (ours runs it padded to 128 rows, as the op), n and k multiples of 128");
+}
+
+}  // namespace
+
+GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const OperandFn& gen, GemmImpl impl,
+                          const std::vector<int64_t>& rows, Quant quant, GemmKernel variant) {
+  check_gemm_shape(m, n, k, impl, quant);
   GPU_CHECK(gpuSetDevice(0));
   RankOperands op;
   gen(0, op);
-  GEMMAR_CHECK(int64_t(op.a.codes.size()) == m * k && int64_t(op.b.codes.size()) == n * k, "operand sizes");
+  const int64_t mp = padded_rows(m);
+  const GemmBuffers buf(op, m, mp, impl == GemmImpl::Cublaslt ? m : mp, n, k, quant);
   gpuStream_t s;
   GPU_CHECK(gpuStreamCreateWithFlags(&s, gpuStreamNonBlocking));
-  uint8_t* a = dalloc<uint8_t>(m * k);
-  uint8_t* b = dalloc<uint8_t>(n * k);
-  const int64_t sa_count = scale_count(scale_block(quant, false), m, k);
-  const int64_t sb_count = scale_count(scale_block(quant, true), n, k);
-  GEMMAR_CHECK(int64_t(op.a.scales.size()) == sa_count && int64_t(op.b.scales.size()) == sb_count, "scale sizes");
-  float* sa = dalloc<float>(sa_count);
-  float* sb = dalloc<float>(sb_count);
-  uint16_t* c = dalloc<uint16_t>(m * n);
-  GPU_CHECK(gpuMemcpy(a, op.a.codes.data(), op.a.codes.size(), gpuMemcpyHostToDevice));
-  GPU_CHECK(gpuMemcpy(b, op.b.codes.data(), op.b.codes.size(), gpuMemcpyHostToDevice));
-  GPU_CHECK(gpuMemcpy(sa, op.a.scales.data(), op.a.scales.size() * 4, gpuMemcpyHostToDevice));
-  GPU_CHECK(gpuMemcpy(sb, op.b.scales.data(), op.b.scales.size() * 4, gpuMemcpyHostToDevice));
-  GPU_CHECK(gpuMemset(c, 0xff, size_t(m * n) * 2));
-  dev::GemmDest d{};
-  d.dst[0] = c;
-  d.slice_rows = m;
-  d.ldd = n;
-  const dev::GemmOperands ops{a, b, sa, sb, m, n, k, quant};
-  auto launch = [&] {
-    if (impl == GemmImpl::Cublaslt)
-      vendor_gemm(ops, c, s);
-    else
-      GPU_CHECK(dev::launch_gemm(variant, ops, 0, m, d, s));
-  };
   gpuEvent_t e0, e1;
   GPU_CHECK(gpuEventCreate(&e0));
   GPU_CHECK(gpuEventCreate(&e1));
   GemmTiming out;
-  out.us = timed_median_us(s, e0, e1, std::max(1, iterations), launch, /*warmups=*/3);
+  out.us = timed_median_us(
+      s, e0, e1, std::max(1, iterations), [&] { buf.launch(impl, variant, s); }, /*warmups=*/3);
   std::vector<uint16_t> row(static_cast<size_t>(n));
   for (int64_t r : rows) {
     GEMMAR_CHECK(r >= 0 && r < m, "row ", r, " out of range");
-    GPU_CHECK(gpuMemcpy(row.data(), c + r * n, size_t(n) * 2, gpuMemcpyDeviceToHost));
+    GPU_CHECK(gpuMemcpy(row.data(), buf.c + r * n, size_t(n) * 2, gpuMemcpyDeviceToHost));
     for (uint16_t h : row) {
       const uint32_t u = uint32_t(h) << 16;
       float v;
@@ -132,11 +176,52 @@ GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const
   }
   GPU_CHECK(gpuEventDestroy(e0));
   GPU_CHECK(gpuEventDestroy(e1));
-  for (void* p : {static_cast<void*>(a), static_cast<void*>(b), static_cast<void*>(sa), static_cast<void*>(sb),
-                  static_cast<void*>(c)})
-    GPU_CHECK(gpuFree(p));
   GPU_CHECK(gpuStreamDestroy(s));
   return out;
+}
+
+double time_gemm_concurrent(int64_t m, int64_t n, int64_t k, int world, int iterations, const OperandFn& gen,
+                            GemmImpl impl, Quant quant, GemmKernel variant) {
+  check_gemm_shape(m, n, k, impl, quant);
+  GEMMAR_USAGE_CHECK(world >= 1 && world <= dev::kMaxWorld, "gemm-concurrent: W must be 1..", dev::kMaxWorld);
+  GPU_CHECK(gpuSetDevice(0));
+  const int64_t mp = padded_rows(m);
+  std::vector<std::unique_ptr<GemmBuffers>> bufs;
+  std::vector<gpuStream_t> rank_streams(static_cast<size_t>(world));
+  std::vector<gpuEvent_t> rank_done(static_cast<size_t>(world));
+  for (int r = 0; r < world; ++r) {
+    RankOperands op;
+    gen(r, op);
+    bufs.push_back(std::make_unique<GemmBuffers>(op, m, mp, impl == GemmImpl::Cublaslt ? m : mp, n, k, quant));
+    GPU_CHECK(gpuStreamCreateWithFlags(&rank_streams[size_t(r)], gpuStreamNonBlocking));
+    GPU_CHECK(gpuEventCreateWithFlags(&rank_done[size_t(r)], gpuEventDisableTiming));
+  }
+  gpuStream_t s;  // the clock: it forks to every rank's stream and joins them, as the op's phase barrier
+  GPU_CHECK(gpuStreamCreateWithFlags(&s, gpuStreamNonBlocking));
+  gpuEvent_t e0, e1, fork;
+  GPU_CHECK(gpuEventCreate(&e0));
+  GPU_CHECK(gpuEventCreate(&e1));
+  GPU_CHECK(gpuEventCreateWithFlags(&fork, gpuEventDisableTiming));
+  auto all_ranks = [&] {
+    GPU_CHECK(gpuEventRecord(fork, s));
+    for (int r = 0; r < world; ++r) {
+      GPU_CHECK(gpuStreamWaitEvent(rank_streams[size_t(r)], fork, 0));
+      bufs[size_t(r)]->launch(impl, variant, rank_streams[size_t(r)]);
+      GPU_CHECK(gpuEventRecord(rank_done[size_t(r)], rank_streams[size_t(r)]));
+    }
+    for (int r = 0; r < world; ++r) GPU_CHECK(gpuStreamWaitEvent(s, rank_done[size_t(r)], 0));
+  };
+  const double us = timed_median_us(s, e0, e1, std::max(1, iterations), all_ranks, /*warmups=*/3);
+  GPU_CHECK(gpuStreamSynchronize(s));
+  for (int r = 0; r < world; ++r) {
+    GPU_CHECK(gpuStreamDestroy(rank_streams[size_t(r)]));
+    GPU_CHECK(gpuEventDestroy(rank_done[size_t(r)]));
+  }
+  GPU_CHECK(gpuEventDestroy(e0));
+  GPU_CHECK(gpuEventDestroy(e1));
+  GPU_CHECK(gpuEventDestroy(fork));
+  GPU_CHECK(gpuStreamDestroy(s));
+  return us;
 }
 std::string gemm_kernel_name(GemmKernel variant, int64_t k) { return dev::gemm_kernel_name(variant, k); }
 std::string gemm_quant_kernel_name(Quant quant, int64_t n, int64_t k, GemmKernel variant) {

@@ -6,6 +6,10 @@
 //                                                (default) | ptpc (cuBLASLt's outer-vector scaling) | mxfp8 (no vendor
 //                                                MX GEMM on Hopper: the ceiling printed is blockscale's, ours and
 //                                                cuBLASLt's, at the same shape in the same run)
+//                                                M: any (ours runs it padded to 128 rows with zero rows, as the
+//                                                op; cuBLASLt at M itself)
+//   gemmar_gpu_bench gemm-concurrent M N K W [QUANT]  W such GEMMs on W streams at once (the one-device backend's
+//                                                gemm phase), ours and cuBLASLt's, against W x their solo time
 //   gemmar_gpu_bench data [ROWS N PULL]         quantize / dequantize / pull kernels alone vs the copy ceiling
 //   gemmar_gpu_bench selftest                    the fp8 wire's hardware conversions vs numerics_inline.hpp, all
 //                                                2^32 fp32 inputs (4 scales) and every code at 65536 scales
@@ -30,6 +34,8 @@ kernels::OperandFn generator(const reference::OperandSpec& spec) {
   return [spec](int rank, kernels::RankOperands& dst) { dst = reference::make_rank_operands(spec, rank); };
 }
 
+int64_t padded_rows(int64_t m) { return (m + 127) / 128 * 128; }
+
 // One GEMM implementation at one shape: median time and the error of its bf16 partial against the CPU's
 // fp32 GEMM on 64 sampled rows (the bf16 rounding, ~1.7e-3, when right; order one when a layout is wrong).
 struct GemmResult {
@@ -38,9 +44,9 @@ struct GemmResult {
 GemmResult bench_gemm(GemmImpl impl, int64_t m, int64_t n, int64_t k, int iters, Quant quant,
                       kernels::GemmKernel variant) {
   reference::OperandSpec spec;
-  spec.shape = Shape{m, n, k, 1};
+  spec.shape = Shape{padded_rows(m), n, k, 1};  // the operands at the padded M (ours runs it; time_gemm_only)
   spec.quant = quant;
-  const std::vector<int64_t> rows = reference::sample_rows(spec.shape, quant, 64, 7);
+  const std::vector<int64_t> rows = reference::sample_rows(Shape{m, n, k, 1}, quant, 64, 7);
   const kernels::GemmTiming t = kernels::time_gemm_only(m, n, k, iters, generator(spec), impl, rows, quant, variant);
   reference::PartialsRequest preq;
   preq.operands = spec;
@@ -88,12 +94,18 @@ int cmd_gemm(int64_t m, int64_t n, int64_t k, Quant quant, kernels::GemmKernel v
   GemmResult lt;
   const bool vendor = kernels::vendor_gemm_supports(quant);
   std::string vendor_error;  // cuBLASLt refusing ptpc's outer-vector scaling is a finding, not a failed run
+  int64_t vendor_m = m;      // where cuBLASLt refuses an M off the 128-row tile, it runs the padded M as ours does
   try {
     if (vendor) lt = bench_gemm(GemmImpl::Cublaslt, m, n, k, 20, quant, variant);
   } catch (const gemmar::EnvironmentError& e) {
-    if (quant == Quant::Blockscale) throw;
+    if (quant == Quant::Blockscale && m == padded_rows(m)) throw;
     vendor_error = e.what();
-    std::printf("VENDOR_UNAVAILABLE %s: %s\n", to_string(quant).c_str(), vendor_error.c_str());
+    std::printf("VENDOR_UNAVAILABLE %s at m = %lld: %s\n", to_string(quant).c_str(), (long long)m,
+                vendor_error.c_str());
+    if (m != padded_rows(m)) {
+      vendor_m = padded_rows(m);
+      lt = bench_gemm(GemmImpl::Cublaslt, vendor_m, n, k, 20, quant, variant);
+    }
   }
   const bool ok = ours.rel_err >= 0 && ours.rel_err < 4e-3 && (lt.us < 0 || lt.rel_err < 4e-3);
   if (quant == Quant::Mxfp8) {
@@ -114,14 +126,38 @@ int cmd_gemm(int64_t m, int64_t n, int64_t k, Quant quant, kernels::GemmKernel v
       "GEMM_JSON {\"quant\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"ours_kernel\": \"%s\", \"ours_us\": "
       "%.2f, "
       "\"ours_tflops\": %.1f, \"ours_rel_err\": %.3g, \"cublaslt_us\": %.2f, \"cublaslt_tflops\": %.1f, "
-      "\"cublaslt_rel_err\": %.3g, \"cublaslt\": \"%s\", \"ratio\": %.3f, \"checked\": %s}\n",
+      "\"cublaslt_rel_err\": %.3g, \"cublaslt\": \"%s\", \"cublaslt_m\": %lld, \"ratio\": %.3f, \"checked\": %s}\n",
       to_string(quant).c_str(), (long long)m, (long long)n, (long long)k,
       (quant == Quant::Blockscale ? kernels::gemm_kernel_name(variant, k)
                                   : kernels::gemm_quant_kernel_name(quant, n, k, variant))
           .c_str(),
       ours.us, flop / ours.us * 1e-6, ours.rel_err, lt.us, lt.us > 0 ? flop / lt.us * 1e-6 : 0.0, lt.rel_err,
-      kernels::vendor_gemm_name(quant).c_str(), lt.us > 0 ? lt.us / ours.us : 0.0, ok ? "true" : "false");
+      kernels::vendor_gemm_name(quant).c_str(), (long long)vendor_m, lt.us > 0 ? lt.us / ours.us : 0.0,
+      ok ? "true" : "false");
   return ok ? 0 : 1;
+}
+
+// W GEMMs at once on W streams of one device, as the one-device backend's gemm phase runs the ranks' GEMMs: ours
+// and cuBLASLt's, each rank on its own operands; against W x the solo time of the same implementation.
+int cmd_gemm_concurrent(int64_t m, int64_t n, int64_t k, int world, Quant quant, kernels::GemmKernel variant) {
+  reference::OperandSpec spec;
+  spec.shape = Shape{padded_rows(m), n, k, world};
+  spec.quant = quant;
+  const kernels::OperandFn gen = generator(spec);
+  auto solo = [&](GemmImpl impl) { return kernels::time_gemm_concurrent(m, n, k, 1, 20, gen, impl, quant, variant); };
+  auto all = [&](GemmImpl impl) {
+    return kernels::time_gemm_concurrent(m, n, k, world, 10, gen, impl, quant, variant);
+  };
+  const double ours1 = solo(GemmImpl::Gemmar), oursw = all(GemmImpl::Gemmar);
+  const bool vendor = kernels::vendor_gemm_supports(quant);
+  const double lt1 = vendor ? solo(GemmImpl::Cublaslt) : -1, ltw = vendor ? all(GemmImpl::Cublaslt) : -1;
+  std::printf(
+      "GEMM_CONCURRENT_JSON {\"quant\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"world\": %d, "
+      "\"ours_solo_us\": %.2f, \"ours_concurrent_us\": %.2f, \"ours_vs_w_solo\": %.3f, \"cublaslt_solo_us\": "
+      "%.2f, \"cublaslt_concurrent_us\": %.2f, \"cublaslt_vs_w_solo\": %.3f, \"ratio_concurrent\": %.3f}\n",
+      to_string(quant).c_str(), (long long)m, (long long)n, (long long)k, world, ours1, oursw, oursw / (world * ours1),
+      lt1, ltw, lt1 > 0 ? ltw / (world * lt1) : 0.0, ltw > 0 ? ltw / oursw : 0.0);
+  return 0;
 }
 
 int cmd_data(int64_t rows, int64_t n, int pull_blocks, kernels::WidenKernel widen) {
@@ -157,7 +193,8 @@ int main(int argc, char** argv) {
     if (a.empty()) {
       std::fprintf(
           stderr,
-          "usage: gemmar_gpu_bench ceilings [GiB [M...]] | gemm M N K [QUANT] | data [ROWS N PULL] | selftest\n");
+          "usage: gemmar_gpu_bench ceilings [GiB [M...]] | gemm M N K [QUANT] | gemm-concurrent M N K W [QUANT] | "
+          "data [ROWS N PULL] | selftest\n");
       return 2;
     }
     const kernels::KernelOptions ko = kernels::kernel_options_from_env();  // the variants, chosen once
@@ -173,6 +210,9 @@ int main(int argc, char** argv) {
     }
     if (a[0] == "selftest") return cmd_selftest();
     if (a[0] == "data") return cmd_data(num(1, 131072), num(2, 7168), int(num(3, 64)), ko.widen);
+    if (a[0] == "gemm-concurrent")
+      return cmd_gemm_concurrent(num(1, 16384), num(2, 7168), num(3, 2048), int(num(4, 8)),
+                                 a.size() > 5 ? parse_quant(a[5], "QUANT") : Quant::Blockscale, ko.gemm);
     if (a[0] == "gemm")
       return cmd_gemm(num(1, 16384), num(2, 7168), num(3, 2048),
                       a.size() > 4 ? parse_quant(a[4], "QUANT") : Quant::Blockscale, ko.gemm);

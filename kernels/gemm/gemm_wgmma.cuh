@@ -329,8 +329,9 @@ __device__ __forceinline__ void tma_prefetch_desc(const gpuTensorMap* map) {
 // tensor cores' critical path:
 //   - the consumer warpgroups run kLag K blocks apart (warpgroup 1 starts once warpgroup 0 has retired kLag
 //     blocks), so one warpgroup's drain and stores overlap the other's wgmma instead of both idling together;
-//   - each warpgroup stores and releases on its own (no barrier between them): the second warpgroup to finish
-//     a tile bumps the destination counter (a shared-memory count per tile, after each warpgroup's fence);
+//   - each warpgroup stores and counts on its own (no barrier between them): per run of consecutive tiles of one
+//     destination slice, the second warpgroup to count it adds the run's tiles to the destination counter (a
+//     shared-memory count per run, after each warpgroup's fence where a put waits on the counter);
 //   - the stores are 16 bytes wide (a 4 x 4 transpose within each quad of lanes: 8 stores per thread, whole
 //     32-byte sectors) and the bf16 NaN canonicalisation is one test per tile;
 //   - the producer puts the B scale of each K block in the stage beside the A scales (no global load between a
@@ -381,7 +382,8 @@ __device__ __forceinline__ uint4 quad_transpose4(uint32_t p0, uint32_t p1, uint3
 // kPtpc: the ptpc quant (SA [M], SB [N]): each K block's dot is promoted with unit scales (total + dot, as
 // gemm_wgmma_kernel<WgmmaScales::Ptpc>; the stages' scale slots hold 1.0f, set once, so the consumers' main loop
 // is blockscale's: ptpc-specific code there pushed ptxas past the 168 registers, spilling and serializing every
-// wgmma, C7512), tm_sa is not read, and numerics::ptpc_epilogue applies sa * sb once before the store.
+// wgmma, C7512; so did a plain add in place of the unit-scale promotion, 2026-12-05), tm_sa is not read, and
+// numerics::ptpc_epilogue applies sa * sb once before the store.
 // Otherwise blockscale (SA through tm_sa).
 template <int kKB, int kLag, bool kPtpc = false>
 __global__ void __launch_bounds__(kWThreads, 1)
@@ -398,7 +400,7 @@ __global__ void __launch_bounds__(kWThreads, 1)
   uint8_t* sS = sB + kW4Stages * kStageB;  // per stage: 128 A scales, then the B scale
   uint64_t* full = reinterpret_cast<uint64_t*>(sS + kW4Stages * kW4StageS);
   uint64_t* empty = full + kW4Stages;
-  uint32_t* tile_arrivals = reinterpret_cast<uint32_t*>(empty + kW4Stages);  // [4], by tile number % 4
+  uint32_t* tile_arrivals = reinterpret_cast<uint32_t*>(empty + kW4Stages);  // [4], by flush number % 4
   const int tid = threadIdx.x;
   const int wg = __shfl_sync(0xffffffffu, tid / 128, 0);
   if (tid == 0) {
@@ -458,7 +460,10 @@ __global__ void __launch_bounds__(kWThreads, 1)
 #pragma unroll
     for (int i = 0; i < 64; ++i) total[i] = 0.0f;
     int64_t m0 = 0, n0 = 0;  // the current tile's origin
-    int tile_no = 0;
+    // This warpgroup's stored tiles not yet counted: the open run of consecutive tiles of one destination slice
+    // (run_*), and a closed run whose count leaves at the next release point (flush_*). Both warpgroups store the
+    // same tiles in the same order, so their runs and flush numbers match.
+    int run_slice = -1, run_tiles = 0, flush_slice = -1, flush_tiles = 0, flush_no = 0;
     if (kLag > 0 && c == 1 && my_units > 0) asm volatile("bar.sync 2, 256;" ::: "memory");  // start kLag behind
     auto issue = [&](int gi, float(&a)[64]) {
       const int st = gi % kW4Stages;
@@ -475,7 +480,7 @@ __global__ void __launch_bounds__(kWThreads, 1)
 #pragma unroll
       for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(a[i])::"memory");
     };
-    auto store_and_release = [&]() {
+    auto store_tile = [&]() {
       if constexpr (kPtpc) {  // one column pair at a time; the scales hit L1 after a tile's first
         const float sa0 = __ldg(SA + m0 + lrow), sa1 = __ldg(SA + m0 + lrow + 8);
 #pragma unroll
@@ -511,17 +516,33 @@ __global__ void __launch_bounds__(kWThreads, 1)
           row8[4 * i] = quad_transpose4(packed[8 * i + 1], packed[8 * i + 3], packed[8 * i + 5], packed[8 * i + 7], tq);
         }
       }
-      if (dest.counters) {
-        asm volatile("bar.sync %0, 128;" ::"r"(3 + c) : "memory");  // this warpgroup's stores are issued
-        if (lt == 0) {
-          __threadfence();  // ... and visible before the count that the other warpgroup may complete
-          if (atomicAdd(tile_arrivals + (tile_no & 3), 1u) == 1u) {
-            tile_arrivals[tile_no & 3] = 0;
-            __threadfence();
-            atomicAdd(dest.counters + slice, 1u);  // the release the put waits on: both halves are stored
-          }
+      if (run_tiles > 0 && slice != run_slice) {  // the run of the previous slice is closed: count it soon
+        flush_slice = run_slice;
+        flush_tiles = run_tiles;
+        run_tiles = 0;
+      }
+      run_slice = slice;
+      ++run_tiles;
+    };
+    // Counts a run of stored tiles of one slice. A gpu-scope fence right after a tile's stores waits for them to
+    // reach L2 while this warpgroup issues nothing (its next wgmma are warpgroup-wide): once per tile it cost 6-11%
+    // of the GEMM phase in the pipeline (8 ranks at M = 16384 on an H100: docs/kernels.md, sixth pass). So a count
+    // leaves once per run (a slice's tiles are consecutive in the tile order: about 7 fences per CTA instead of 54
+    // at M = 16384), at the next tile's first retired K block, when the stores are long done and the tensor cores
+    // work on the block issued before it; the slice's put still leaves as soon as its last tile is counted. Where
+    // nothing waits on the count (dest.counters_release false) it is a tally and takes no fence at all.
+    auto count_run = [&](int slice, int tiles) {
+      const bool release = dest.counters_release;
+      if (release) asm volatile("bar.sync %0, 128;" ::"r"(3 + c) : "memory");  // this warpgroup's stores are issued
+      if (lt == 0) {
+        if (release) asm volatile("fence.acq_rel.gpu;" ::: "memory");  // ... and visible before the count the
+        if (atomicAdd(tile_arrivals + (flush_no & 3), 1u) == 1u) {     // other warpgroup may complete
+          tile_arrivals[flush_no & 3] = 0;
+          if (release) asm volatile("fence.acq_rel.gpu;" ::: "memory");
+          atomicAdd(dest.counters + slice, unsigned(tiles));  // the release the put waits on: both halves stored
         }
       }
+      ++flush_no;
     };
     // K block gi (in `a`, issued earlier) is finished: release its stage, promote, and store at a tile's end.
     auto retire = [&](int gi, bool last, float(&a)[64]) {
@@ -539,11 +560,15 @@ __global__ void __launch_bounds__(kWThreads, 1)
         total[4 * j + 3] = nm::block_accumulate(total[4 * j + 3], a[4 * j + 3], sa1, sbv);
       }
       if (kLag > 0 && c == 0 && gi == kLag - 1) asm volatile("bar.arrive 2, 256;" ::: "memory");
-      if (last) store_and_release();
+      if (gi % kKB == 0 && flush_tiles > 0 && dest.counters) {  // a closed run's count
+        count_run(flush_slice, flush_tiles);
+        flush_tiles = 0;
+      }
+      if (last) store_tile();
     };
     // One tile per iteration, its kKB K blocks unrolled: every wgmma group is waited for inside the iteration
     // (ptxas serializes all wgmma (C7514) when a group stays in flight across a loop's back edge).
-    for (int gt = 0; gt < my_units; ++gt, ++tile_no) {
+    for (int gt = 0; gt < my_units; ++gt) {
       const int u = int(blockIdx.x) + gt * int(gridDim.x);
       m0 = m_begin + int64_t(u / tiles_n) * kBlockM;
       n0 = int64_t(u % tiles_n) * kBlockN;
@@ -568,6 +593,10 @@ __global__ void __launch_bounds__(kWThreads, 1)
           retire(g0 + kb + 1, kb + 2 == kKB, acc1);
         }
       }
+    }
+    if (dest.counters) {  // the runs still uncounted: a closed one, then the open one
+      if (flush_tiles > 0) count_run(flush_slice, flush_tiles);
+      if (run_tiles > 0) count_run(run_slice, run_tiles);
     }
   }
 #else
