@@ -68,8 +68,10 @@ struct Ctx {
   // CUs keeps its MFMA part and its tile epilogue (one CU's C store and first loads: latency, not shared
   // bandwidth), but the memory part of its K loop runs f times as contended (docs/model.md "GEMM").
   double waves() const { return std::ceil(tiles() / p.gemm.compute_units); }
-  double gemm_waves_us() const {
-    const double waves = tiles() / p.gemm.compute_units;
+  double gemm_waves_us() const { return waves_us(tiles()); }
+  // `n_tiles` tiles in waves of compute_units (one GEMM's tiles, or on one device the W ranks' tiles together).
+  double waves_us(double n_tiles) const {
+    const double waves = n_tiles / p.gemm.compute_units;
     const double full = std::floor(waves), f = waves - full;
     const double c_frac = p.gemm.partial_wave_compute_fraction;
     const double last = f > 0 ? p.gemm.tile_epilogue_us + k_loop_us() * (c_frac + (1 - c_frac) * f) : 0.0;
@@ -79,8 +81,21 @@ struct Ctx {
   // one's drain), per BLOCK_K; mori's sweep_dsv41.jsonl gives 24.0 us at K = 2048 and 12.1 us at K = 1024 for its
   // whole-wave points (docs/model.md "GEMM fixed cost proportional to K").
   double gemm_fill_us() const { return std::ceil(K / p.gemm.block_k) * p.gemm.k_iter_latency_us; }
-  // The emulated ranks' GEMMs run one after another on the device: each keeps its own wave quantization.
-  double gemm_only_us() const { return share * (p.gemm.launch_us + gemm_fill_us() + gemm_waves_us()); }
+  // One GEMM per device: its launch, the K-proportional fill, its tile waves.
+  // One device (share = W ranks): the backend launches the W ranks' GEMMs on W streams at once (kernels/gemm_ar.cu
+  // gemm_leg, each rank's compute stream), each a persistent kernel of min(tiles, compute_units) CTAs of one
+  // whole SM each (~200 KB of shared memory), so the kernels share no SM during their main waves, but a kernel's
+  // CTAs start on the SMs that the previous one's last partial wave leaves free: the W x tiles tiles pack into
+  // waves of compute_units, ceil(W tiles / CUs) waves instead of W ceil(tiles / CUs). The W launches overlap (one
+  // launch_us) and the fill is the first kernel's only (a later kernel's CTAs start under the earlier kernels'
+  // waves). The W GEMMs' C stores bound it from below at the copy ceiling, as they bound the phase's lower bound
+  // at the HBM peak (docs/model.md "One device: W concurrent GEMMs").
+  double gemm_only_us() const {
+    if (!p.one_device) return p.gemm.launch_us + gemm_fill_us() + gemm_waves_us();
+    return p.gemm.launch_us + gemm_fill_us() + std::max(waves_us(share * tiles()), gemm_c_store_us());
+  }
+  // The device's C stores of the phase at the copy ceiling (one device: all W ranks' C through one HBM).
+  double gemm_c_store_us() const { return us_at(Mp * N * 2, hbm_rate()); }
   // The share of a split mode's re-read of C that misses the last-level cache: what was touched between C's first
   // store and its re-read (the rest of C, A and B; the previous call's output was written before and goes first
   // from a least-recently-used cache) beyond the cache's capacity (docs/model.md "cache").
@@ -148,9 +163,11 @@ struct PredictionBuilder {
   void gemm_and_scatter() {
     // --- gemm (+ scatter leg)
     const double gemm_only = x.gemm_only_us();
-    const double gemm_ceiling = x.share * x.gemm_flops() / (p.gemm.fp8_tflops_dense * 1e6);
-    const double gemm_lb =
-        std::max(x.share * x.gemm_flops() / (p.gemm.fp8_tflops_dense * 1e6), us_at(c_bytes, x.hbm_peak()));
+    // The W GEMMs' FLOPs at the vendor rate, their tiles sharing the device's SMs (no wave quantization); on one
+    // device also no faster than their C stores at the copy ceiling, so never below the lower bound.
+    const double gemm_flops_us = x.share * x.gemm_flops() / (p.gemm.fp8_tflops_dense * 1e6);
+    const double gemm_ceiling = p.one_device ? std::max(gemm_flops_us, x.gemm_c_store_us()) : gemm_flops_us;
+    const double gemm_lb = std::max(gemm_flops_us, us_at(c_bytes, x.hbm_peak()));
     const ModeTraits& mt = traits(cfg.mode);
     if (!mt.collective) {
       Phase g = phase("gemm", gemm_only, c_bytes, "compute");
@@ -174,9 +191,10 @@ struct PredictionBuilder {
       // HBM, same bytes), so no push tail exists.
       const bool stores_are_c = p.one_device && !sdma;
       double gemm_f = stores_are_c ? gemm_only : gemm_only * (1.0 + p.gemm.epilogue_slowdown);
-      // Pushes start when the first wave of tiles is done (after the launch and the K-proportional fill).
+      // Pushes start when the first wave of tiles is done (after the launch and the K-proportional fill; on one
+      // device the W ranks' GEMMs start at once, so one launch and one fill).
       const double wave_us = x.tile_us() * (1.0 + p.gemm.epilogue_slowdown);
-      const double t_start = x.share * (p.gemm.launch_us + x.gemm_fill_us());
+      const double t_start = p.gemm.launch_us + x.gemm_fill_us();
       const double wire_rate = (sdma ? x.sdma_rate() : x.cu_rate()) * p.link.scatter_efficiency;
       // fused-sdma over a link follows mori's chunk protocol (bench_gemm_ar.py @fc892894, "Pushes per
       // destination. This is the whole overlap mechanism"): each destination's slice leaves in `chunks` puts, and
@@ -271,7 +289,11 @@ struct PredictionBuilder {
     a.ceiling_us = p.one_device ? us_at(W * slice_bf16 + slice_bf16 + 2 * (W - 1) * slice_bf16, x.hbm_rate())
                                 : std::max(us_at(link_b, x.cu_rate()), us_at(hbm_b, x.hbm_rate()));
     pr.phases.push_back(a);
-    lb += (pr.phases.back().lower_bound_us = std::max(us_at(link_b, x.link_peak_raw()), us_at(hbm_b, x.hbm_peak())));
+    // One device: the "peer" loads are local HBM reads whose writes are already the local writes, so the phase
+    // moves its two stages' reads + writes once (the ceiling's bytes), not link bytes as copies on top of them.
+    lb += (pr.phases.back().lower_bound_us =
+               p.one_device ? us_at(W * slice_bf16 + slice_bf16 + 2 * (W - 1) * slice_bf16, x.hbm_peak())
+                            : std::max(us_at(link_b, x.link_peak_raw()), us_at(hbm_b, x.hbm_peak())));
   }
 
   // The owner's reduce of its slice (+ the fp8 wire's quantize, or both in one kernel).

@@ -65,7 +65,8 @@ struct Phase {
   double hbm_bytes = 0;
   // The phase's FLOPs / bytes at the device's measured ceiling rate, nothing else (no launch, latency or wave
   // quantization): the GEMM at gemm.fp8_tflops_dense (the vendor GEMM's measured rate on the profiles that
-  // measure it), kernels through HBM at hbm peak x efficiency (the copy ceiling), copy-engine legs at the
+  // measure it; on one device the W ranks' GEMMs' FLOPs, their tiles sharing the SMs, or their C stores at the copy
+  // ceiling where longer), kernels through HBM at hbm peak x efficiency (the copy ceiling), copy-engine legs at the
   // copy-engine / link rate. 0 for phases that move nothing (drain, barrier-only gathers, skew).
   // measured efficiency of a phase = ceiling_us / measured us.
   double ceiling_us = 0;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -203,4 +204,198 @@ TEST(ModelH200OneGpu, GemmOnlyCarriesTheOutputCopyOnOneDeviceOnly) {
   const double c_bytes = double(s.m) * double(s.n) * 2.0 * double(s.world);
   EXPECT_NEAR(phase_us(p, "output"), c_bytes / (one.params.copy_engine.d2d_gbps * 1e3), 1e-6);
   EXPECT_TRUE(std::isnan(phase_us(model::predict(mi, s, c), "output")));
+}
+
+// ---- One device: the W ranks' GEMMs run at once (docs/model.md "One device: W concurrent GEMMs") ----
+
+namespace {
+
+const char* const kResults = GEMMAR_TEST_DATA_DIR "/../../docs/results/";
+
+// Every run record of one results file, with the line it is on: RESULT_JSON lines, or the lines of an A/B
+// summary (`runs[].record`).
+std::vector<std::pair<int, json>> records_in(const std::string& rel) {
+  std::ifstream in(std::string(kResults) + rel);
+  EXPECT_TRUE(in.good()) << kResults << rel;
+  std::vector<std::pair<int, json>> out;
+  const std::string tag = "RESULT_JSON ";
+  int at = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++at;
+    if (line.rfind(tag, 0) == 0) {
+      out.emplace_back(at, json::parse(nan_to_null(line.substr(tag.size()))));
+    } else if (line.rfind("{", 0) == 0) {
+      const json doc = json::parse(nan_to_null(line));
+      if (doc.contains("runs"))
+        for (const auto& r : doc.at("runs"))
+          if (r.contains("record")) out.emplace_back(at, r.at("record"));
+    }
+  }
+  return out;
+}
+
+const model::Phase& gemm_phase(const model::Prediction& p) {
+  for (const auto& ph : p.phases)
+    if (ph.name == "gemm") return ph;
+  throw std::runtime_error("no gemm phase");
+}
+
+double gemm_only_gemm_us(const model::Profile& prof, const Shape& s) {
+  Config c;
+  c.mode = Mode::GemmOnly;
+  return gemm_phase(model::predict(prof, s, c)).us;
+}
+
+// A measured GEMM phase of one record (`where` = file:line under docs/results/) beside the model's gemm-only GEMM.
+struct GemmPoint {
+  std::string where;
+  json record;
+  double measured = 0, model = 0;
+};
+
+// Every record of `files` that `keep` selects and that times a GEMM phase.
+std::vector<GemmPoint> gemm_points(const model::Profile& prof, std::initializer_list<const char*> files,
+                                   const std::function<bool(const json&)>& keep) {
+  std::vector<GemmPoint> out;
+  for (const char* f : files)
+    for (const auto& [line, r] : records_in(f)) {
+      if (!keep(r) || !r.contains("phases_us") || !r.at("phases_us").contains("gemm")) continue;
+      out.push_back({std::string(f) + ":" + std::to_string(line), r, r.at("phases_us").at("gemm").get<double>(),
+                     gemm_only_gemm_us(prof, shape_of(r))});
+    }
+  return out;
+}
+
+// One 128 x 128 tile's K loop at the vendor rate on one of the 132 SMs.
+double tile_us(const model::Profile& prof, int64_t k) {
+  const auto& g = prof.params.gemm;
+  return 2.0 * 128 * g.tile_n * double(k) / (g.fp8_tflops_dense * 1e6 / g.compute_units);
+}
+
+}  // namespace
+
+// M = 4096, N = 7168: 32 x 56 = 1792 tiles, 13.6 waves of 132 SMs. One at a time the 8 ranks' GEMMs take
+// 8 x 14 = 112 waves; at once their 14336 tiles pack into ceil(108.6) = 109, with one launch.
+TEST(ModelH200OneGpu, ConcurrentGemmPhaseIsBelowWSoloGemmsWhenTheRanksTilesPackIntoFewerWaves) {
+  const auto prof = model::load_profile("h200-1gpu");
+  const double solo = gemm_only_gemm_us(prof, Shape{4096, 7168, 2048, 1});
+  const double concurrent = gemm_only_gemm_us(prof, Shape{4096, 7168, 2048, 8});
+  EXPECT_LT(concurrent, 8 * solo - 7 * prof.params.gemm.launch_us - 2 * tile_us(prof, 2048));  // 3 waves fewer
+  EXPECT_GT(concurrent, 8 * solo - 7 * prof.params.gemm.launch_us - 4 * tile_us(prof, 2048));
+}
+
+// M = 3072, N = 1408: 24 x 11 = 264 tiles, exactly 2 waves: packing gains no wave, so the phase is the W solo
+// GEMMs but for the W - 1 launches that overlap (the fill is 0 here: none measured apart from the launch).
+TEST(ModelH200OneGpu, ConcurrentGemmPhaseIsWSoloGemmsLessTheOverlappedLaunchesWhenTilesFillWholeWaves) {
+  const auto prof = model::load_profile("h200-1gpu");
+  ASSERT_EQ(prof.params.gemm.k_iter_latency_us, 0.0);
+  for (int world : {2, 4, 8}) {
+    const double solo = gemm_only_gemm_us(prof, Shape{3072, 1408, 2048, 1});
+    const double concurrent = gemm_only_gemm_us(prof, Shape{3072, 1408, 2048, world});
+    EXPECT_NEAR(concurrent, world * solo - (world - 1) * prof.params.gemm.launch_us, 1e-9 * concurrent) << world;
+  }
+}
+
+// By hand: 2 x 128 x 128 x 2048 FLOPs per tile at 1217.3 TFLOP/s / 132 SMs = 7.27706 us; 109 waves + one 6.18 us
+// launch = 799.38 us (8 x 108.06 = 864.47 us one GEMM after another).
+TEST(ModelH200OneGpu, ConcurrentGemmPhaseMatchesTheHandComputedValueAtM4096) {
+  const auto prof = model::load_profile("h200-1gpu");
+  ASSERT_NEAR(tile_us(prof, 2048), 7.27706, 1e-5);
+  EXPECT_NEAR(gemm_only_gemm_us(prof, Shape{4096, 7168, 2048, 8}), 799.380, 1e-3);
+  EXPECT_NEAR(gemm_only_gemm_us(prof, Shape{16384, 7168, 2048, 8}), 6.18 + 435 * 7.277064, 1e-3);  // 57344 tiles
+}
+
+// What the hardware allows stays ordered in every mode and shape: the phase at or above its ceiling (the W GEMMs'
+// FLOPs at the vendor rate, or their C stores at the copy ceiling where K is small), the ceiling at or above the
+// phase's lower bound, and nothing below the W GEMMs' FLOPs at that rate.
+TEST(ModelH200OneGpu, ConcurrentGemmPhaseIsNeverBelowTheFlopsLowerBoundAtThePeak) {
+  const auto prof = model::load_profile("h200-1gpu");
+  int checked = 0;
+  for (int world : {1, 2, 4, 8})
+    for (int64_t m : {1000, 2048, 4096, 6144, 16384})
+      for (int64_t n : {1408, 5120, 7168})
+        for (int64_t k : {128, 512, 2048, 8192})
+          for (const char* mode : {"gemm-only", "split-sdma", "fused-sdma", "fused-lsa"}) {
+            Config c;
+            c.mode = parse_mode(mode);
+            const Shape s{m, n, k, world};
+            model::Prediction p;
+            try {
+              p = model::predict(prof, s, c);
+            } catch (const std::exception&) {
+              continue;  // fused-lsa at K = 128: its drain's bound, not the GEMM's (docs/model.md)
+            }
+            const auto& g = gemm_phase(p);
+            const double flops_us = world * g.flops / (prof.params.gemm.fp8_tflops_dense * 1e6);
+            const std::string at = std::string(mode) + " W=" + std::to_string(world) + " M=" + std::to_string(m) +
+                                   " N=" + std::to_string(n) + " K=" + std::to_string(k);
+            EXPECT_GE(g.us, g.ceiling_us * (1 - 1e-12)) << at;
+            EXPECT_GE(g.ceiling_us, g.lower_bound_us * (1 - 1e-12)) << at;
+            EXPECT_GE(g.us, flops_us * (1 - 1e-12)) << at;
+            EXPECT_LE(p.lower_bound_us, p.total_us) << at;
+            ++checked;
+          }
+  EXPECT_GT(checked, 900);
+}
+
+// The vendor GEMM in the pipeline (`--gemm-impl cublaslt`, 8 ranks on the lent H200: each rank's cuBLASLt GEMM on
+// its own stream, the phase from the previous barrier to the last GEMM's end) against the concurrent model, which
+// is built from cuBLASLt's SOLO rate and launch (no in-pipeline point is fitted). One GEMM after another was +8% at
+// M = 4096.
+TEST(ModelH200OneGpu, ConcurrentGemmPhaseMatchesTheVendorGemmRunInThePipeline) {
+  const auto prof = model::load_profile("h200-1gpu");
+  const auto points = gemm_points(
+      prof,
+      {"h200-1gpu-2026-12-03-kernels/bench.log", "h200-1gpu-2026-12-03-gemm4/call3/validate_cublaslt_runs.log",
+       "h200-1gpu-2026-12-03-gemm4/call4/validate_cublaslt_runs.log"},
+      [](const json& r) { return r.value("gemm_impl", "") == "cublaslt"; });
+  EXPECT_EQ(points.size(), 16u);  // 6 eager at M = 4096 and 16384, 5 graph-timed at 16384 in each of two calls
+  std::printf("| docs/results/ file:line | M | timing | cuBLASLt GEMM phase us | model us | error |\n");
+  for (const auto& pt : points) {
+    EXPECT_EQ(pt.record.at("world_size"), 8) << pt.where;
+    std::printf("| %s | %lld | %s | %.1f | %.1f | %+.2f%% |\n", pt.where.c_str(),
+                static_cast<long long>(pt.record.at("m").get<int64_t>()), pt.record.value("timing", "?").c_str(),
+                pt.measured, pt.model, 100 * (pt.model / pt.measured - 1));
+    EXPECT_NEAR(pt.model / pt.measured, 1.0, 0.025) << pt.where;
+  }
+}
+
+// gemmar's own GEMM (0.91-0.96x cuBLASLt alone) in the gemm-only runs of the current kernels: never faster than the
+// vendor ceiling of the concurrent phase, at every shape measured.
+TEST(ModelH200OneGpu, OurKernelsGemmOnlyPhaseIsAtOrAboveTheConcurrentVendorModel) {
+  const auto prof = model::load_profile("h200-1gpu");
+  const auto points = gemm_points(
+      prof,
+      {"h200-1gpu-2026-12-03-gemm4/call3/validate_runs.log", "h200-1gpu-2026-12-03-gemm4/call4/validate_runs.log",
+       "h200-1gpu-2026-12-04-session6/fsdma/ab.jsonl", "h200-1gpu-2026-12-04-session7/k1024/call2/e2e_otherk.log",
+       "h200-1gpu-2026-12-04-session7/k1024/call2/e2e_k1024_blockscale.log"},
+      [](const json& r) { return r.at("mode") == "gemm-only" && r.value("gemm_impl", "") == "gemmar"; });
+  EXPECT_GE(points.size(), 10u);
+  std::printf("| docs/results/ file:line | M x N x K quant | our GEMM phase us | model us | measured / model |\n");
+  for (const auto& pt : points) {
+    const json& r = pt.record;
+    std::printf("| %s | %lld x %lld x %lld %s | %.1f | %.1f | %.3f |\n", pt.where.c_str(),
+                static_cast<long long>(r.at("m").get<int64_t>()), static_cast<long long>(r.at("n").get<int64_t>()),
+                static_cast<long long>(r.at("k").get<int64_t>()), r.at("quant").get<std::string>().c_str(), pt.measured,
+                pt.model, pt.measured / pt.model);
+    EXPECT_GE(pt.measured, pt.model) << pt.where;
+  }
+}
+
+// On one device split-lsa's "peer" loads are local reads whose writes are the stage's own writes: its lower bound
+// is the two stages' HBM bytes at the peak (below the ceiling's same bytes at the copy rate), not the link bytes as
+// copies on top (that bound, 1370 us at M = 16384, sat above the 1301 us measured in 2026-12-02/all_configs.log).
+TEST(ModelH200OneGpu, SplitLsaAllReduceLowerBoundIsItsHbmBytesOnOneDevice) {
+  const auto prof = model::load_profile("h200-1gpu");
+  Config c;
+  c.mode = Mode::SplitLsa;
+  const auto p = model::predict(prof, Shape{}, c);
+  for (const auto& ph : p.phases) {
+    if (ph.name != "allreduce") continue;
+    const double slice = 2048.0 * 7168 * 2;  // bf16 rows of one rank's slice
+    EXPECT_NEAR(ph.lower_bound_us, 8 * (9 + 14) * slice / (prof.params.hbm.peak_gbps * 1e3), 1e-6);
+    EXPECT_LE(ph.lower_bound_us, ph.ceiling_us);
+    EXPECT_LT(ph.lower_bound_us, 1301.0);
+  }
+  EXPECT_LE(p.lower_bound_us, p.total_us);
 }
