@@ -167,7 +167,8 @@ struct PredictionBuilder {
     // device also no faster than their C stores at the copy ceiling, so never below the lower bound.
     const double gemm_flops_us = x.share * x.gemm_flops() / (p.gemm.fp8_tflops_dense * 1e6);
     const double gemm_ceiling = p.one_device ? std::max(gemm_flops_us, x.gemm_c_store_us()) : gemm_flops_us;
-    const double gemm_lb = std::max(gemm_flops_us, us_at(c_bytes, x.hbm_peak()));
+    const double gemm_lb =
+        std::max(x.share * x.gemm_flops() / (p.gemm.peak_tflops_dense * 1e6), us_at(c_bytes, x.hbm_peak()));
     const ModeTraits& mt = traits(cfg.mode);
     if (!mt.collective) {
       Phase g = phase("gemm", gemm_only, c_bytes, "compute");

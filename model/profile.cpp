@@ -130,6 +130,9 @@ Params parse_params(const nlohmann::json& doc, const std::string& origin) {
   p.fused_min_m = r.number("fused_min_m", R::NonNegative);
 
   p.gemm.fp8_tflops_dense = r.number("gemm.fp8_tflops_dense", R::Positive);
+  p.gemm.peak_tflops_dense = r.number_or("gemm.peak_tflops_dense", R::Positive, p.gemm.fp8_tflops_dense);
+  if (p.gemm.peak_tflops_dense < p.gemm.fp8_tflops_dense)
+    r.fail("gemm.peak_tflops_dense", "is below gemm.fp8_tflops_dense: the peak bounds every achieved rate");
   p.gemm.compute_units = r.number("gemm.compute_units", R::AtLeastOne);
   p.gemm.tile_n = r.number("gemm.tile_n", R::AtLeastOne);
   p.gemm.achieved_efficiency = r.number("gemm.achieved_efficiency", R::Fraction);

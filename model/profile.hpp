@@ -19,6 +19,10 @@ struct Params {
   double fused_min_m = 4096;
   struct {
     double fp8_tflops_dense = 0, compute_units = 0, tile_n = 0, achieved_efficiency = 0;
+    // The datasheet's dense fp8 rate, for the lower bound only (absent: fp8_tflops_dense). A profile whose
+    // fp8_tflops_dense is a measured vendor rate (h200, h200-1gpu: the GEMM term is the vendor ceiling) needs it,
+    // or a GEMM faster than that vendor's reads as "below what moving its bytes takes" (FASTER_THAN_PHYSICS).
+    double peak_tflops_dense = 0;
     double ptpc_efficiency_ratio = 1, mxfp8_efficiency_ratio = 1, launch_us = 0, epilogue_slowdown = 0;
     // Optional (absent: 0 and 1, a whole wave per started wave). A tile's fixed cost beside its K loop (the C
     // store and the prologue), and the part of a tile's K loop that does not speed up when only part of the

@@ -166,6 +166,31 @@ TEST(VerdictRealRuns, FarFasterThanTheModelWarns) {
   EXPECT_FALSE(find(judge(r, e), "FASTER_THAN_MODEL"));
 }
 
+// h200 and h200-1gpu take the GEMM term from cuBLASLt's measured rate; their lower bound takes the datasheet's
+// dense fp8 (gemm.peak_tflops_dense). A GEMM 10% faster than that vendor rate is a better kernel (or W GEMMs
+// sharing the SMs), not data that was never moved; below the datasheet's bound it still is.
+TEST(VerdictRealRuns, GemmFasterThanTheVendorRateIsNotFasterThanPhysicsOnTheH200Profiles) {
+  for (const char* profile : {"h200-1gpu", "h200"}) {
+    RunRecord r = run(Mode::GemmOnly, 0, 1.66e-3);
+    r.shape = Shape{16384, 7168, 2048, 8};
+    const Expectations e = expect_for(r, profile);
+    const model::Params& p = e.profile->params;
+    ASSERT_GT(p.gemm.peak_tflops_dense, p.gemm.fp8_tflops_dense) << profile;
+    const double share = p.one_device ? 8.0 : 1.0;
+    const double at_vendor_rate = share * 2.0 * 16384.0 * 7168.0 * 2048.0 / (p.gemm.fp8_tflops_dense * 1e6);
+    const double t = 0.9 * at_vendor_rate;
+    ASSERT_GT(t, e.prediction->lower_bound_us) << profile;
+    r.max_rank_time_us = t;
+    r.per_rank_time_us.assign(8, t);
+    const auto v = judge(r, e);
+    EXPECT_FALSE(find(v, "FASTER_THAN_PHYSICS")) << profile << "\n" << dump(v);
+    const double below = 0.98 * e.prediction->lower_bound_us;
+    r.max_rank_time_us = below;
+    r.per_rank_time_us.assign(8, below);
+    EXPECT_TRUE(find(judge(r, e), "FASTER_THAN_PHYSICS")) << profile;
+  }
+}
+
 TEST(VerdictRealRuns, PerRankTimesNameTheSlowRankAndTheSpread) {
   RunRecord r = run(Mode::FusedSdma, 1148.8, 2.351e-3);
   r.per_rank_time_us = {1147.0, 1146.5, 1147.9, 1148.8, 1146.9, 1147.1, 1147.6, 1147.3};
