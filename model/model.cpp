@@ -90,9 +90,12 @@ struct Ctx {
   // launch_us) and the fill is the first kernel's only (a later kernel's CTAs start under the earlier kernels'
   // waves). The W GEMMs' C stores bound it from below at the copy ceiling, as they bound the phase's lower bound
   // at the HBM peak (docs/model.md "One device: W concurrent GEMMs").
+  // Never faster than its C stores at the copy ceiling: they bind where K is small (below ~290 on an H200, the
+  // fp8 FLOPs per byte of C at these rates), where the K loop alone predicted less than the lower bound's C at
+  // HBM peak (gemmar model exited 3 at K = 128 on h200).
   double gemm_only_us() const {
-    if (!p.one_device) return p.gemm.launch_us + gemm_fill_us() + gemm_waves_us();
-    return p.gemm.launch_us + gemm_fill_us() + std::max(waves_us(share * tiles()), gemm_c_store_us());
+    const double k_work = p.one_device ? waves_us(share * tiles()) : gemm_waves_us();
+    return p.gemm.launch_us + gemm_fill_us() + std::max(k_work, gemm_c_store_us());
   }
   // The device's C stores of the phase at the copy ceiling (one device: all W ranks' C through one HBM).
   double gemm_c_store_us() const { return us_at(Mp * N * 2, hbm_rate()); }
@@ -166,7 +169,7 @@ struct PredictionBuilder {
     // The W GEMMs' FLOPs at the vendor rate, their tiles sharing the device's SMs (no wave quantization); on one
     // device also no faster than their C stores at the copy ceiling, so never below the lower bound.
     const double gemm_flops_us = x.share * x.gemm_flops() / (p.gemm.fp8_tflops_dense * 1e6);
-    const double gemm_ceiling = p.one_device ? std::max(gemm_flops_us, x.gemm_c_store_us()) : gemm_flops_us;
+    const double gemm_ceiling = std::max(gemm_flops_us, x.gemm_c_store_us());
     const double gemm_lb =
         std::max(x.share * x.gemm_flops() / (p.gemm.peak_tflops_dense * 1e6), us_at(c_bytes, x.hbm_peak()));
     const ModeTraits& mt = traits(cfg.mode);
@@ -240,7 +243,11 @@ struct PredictionBuilder {
                       tail > 0 ? "link" : "latency");
       d.link_bytes = d.bytes;
       pr.phases.push_back(d);
-      lb += (pr.phases.back().lower_bound_us = std::max(gemm_lb, us_at(scatter_bytes, x.link_peak_raw())));
+      // One device, fused-lsa: the scatter is the GEMM's own C stores into the owners' slots (written once,
+      // no copy), already in gemm_lb as C at HBM peak; a copy's read + write at the link's raw peak would put
+      // the bound above the prediction of a store-bound GEMM (K <= 256).
+      const double scatter_lb = stores_are_c ? 0.0 : us_at(scatter_bytes, x.link_peak_raw());
+      lb += (pr.phases.back().lower_bound_us = std::max(gemm_lb, scatter_lb));
     } else {
       Phase g = phase("gemm", gemm_only, c_bytes, "compute");
       g.flops = x.gemm_flops();
@@ -389,7 +396,10 @@ struct PredictionBuilder {
       const double in_b = (W - 1) * S * N * e + (fp8 ? (W - 1) * 4 * S : 0.0);
       const double out_b = (W - 1) * slice_bf16;
       const PullRate r = pull_rate(x, cfg.pull_blocks);
-      double link_us = us_at(in_b, r.gbps), hbm_us = us_at(out_b, x.hbm_rate());
+      // ... but never faster than the W - 1 links' raw peak, the lower bound's (below W = 8 the whole mesh's
+      // calibrated rate is more than the links a pull can use: gemmar model exited 3 at W = 2).
+      double link_us = std::max(us_at(in_b, r.gbps), us_at(in_b, x.link_peak_raw())),
+             hbm_us = us_at(out_b, x.hbm_rate());
       double us = L + std::max({link_us, hbm_us, p.pull.remote_latency_us});
       if (p.one_device) {
         // The W ranks' pull kernels run at once (graph branches on their own streams), so W x blocks blocks share

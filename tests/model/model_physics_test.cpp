@@ -253,3 +253,42 @@ TEST(ModelPhysics, FusedSdmaChunksResolveAsMorisAndOneChunkOverlapsNothing) {
     }
   }
 }
+
+namespace {
+// Every embedded profile predicts every mode and wire above its own lower bound, over shapes beyond the measured
+// ones: small K (a GEMM bound by its C stores), W < 8 (a pull on fewer links than the mesh), large M. predict()
+// checks lb <= total itself and throws, so a miss here is `gemmar model` exiting 3 on a legal input (it did at
+// K = 128 on h200 gemm-only, W = 2 on mi355x's fp8/lsa pull, K <= 256 on h200-1gpu fused-lsa).
+TEST(ModelPhysics, EveryProfilePredictsAboveItsLowerBoundOverOddShapes) {
+  struct Wire {
+    Mode mode;
+    WireDtype dtype;
+    Transport transport;
+  };
+  const Wire wires[] = {
+      {Mode::GemmOnly, WireDtype::Bf16, Transport::Sdma}, {Mode::SplitSdma, WireDtype::Bf16, Transport::Sdma},
+      {Mode::SplitSdma, WireDtype::Fp8, Transport::Lsa},  {Mode::FusedSdma, WireDtype::Bf16, Transport::Sdma},
+      {Mode::FusedSdma, WireDtype::Fp8, Transport::Sdma}, {Mode::FusedSdma, WireDtype::Fp8, Transport::Lsa},
+      {Mode::SplitLsa, WireDtype::Bf16, Transport::Lsa},  {Mode::FusedLsa, WireDtype::Bf16, Transport::Sdma},
+      {Mode::FusedLsa, WireDtype::Fp8, Transport::Lsa}};
+  int cases = 0;
+  for (const char* name : {"mi355x", "mi300x", "h200", "h200-1gpu"}) {
+    const auto prof = model::load_profile(name);
+    for (const Wire& w : wires)
+      for (const int64_t k : {128, 512, 2048, 8192})
+        for (const int64_t m : {1000, 16384, 65536})
+          for (const int world : {2, 4, 8}) {
+            Config c;
+            c.mode = w.mode;
+            c.gather_dtype = w.dtype;
+            c.gather_transport = w.transport;
+            model::Prediction p;
+            ASSERT_NO_THROW(p = model::predict(prof, Shape{m, 7168, k, world}, c))
+                << name << " " << to_string(w.mode) << " k " << k << " m " << m << " W " << world;
+            EXPECT_LE(p.lower_bound_us, p.total_us);
+            ++cases;
+          }
+  }
+  EXPECT_EQ(cases, 4 * 9 * 4 * 3 * 3);
+}
+}  // namespace
