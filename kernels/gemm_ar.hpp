@@ -124,6 +124,8 @@ struct GemmTiming {
 };
 // quant (issue 25): the operands' scale layout; ptpc's vendor GEMM is cuBLASLt's outer-vector scaling, mxfp8 has
 // none on Hopper (UsageError).
+// M rounded up to the GEMM kernels' 128-row tile: the rows ours runs for an M off the tile (the padding rows zero).
+int64_t gemm_padded_rows(int64_t m);
 // m: any positive M; ours runs it padded to a multiple of 128 with zero rows (as the op pads), the
 // vendor's at m itself. The operand generator must produce the padded M.
 GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const OperandFn&, GemmImpl impl,

@@ -136,8 +136,6 @@ struct GemmBuffers {
   }
 };
 
-int64_t padded_rows(int64_t m) { return (m + dev::kBlockM - 1) / dev::kBlockM * dev::kBlockM; }
-
 void check_gemm_shape(int64_t m, int64_t n, int64_t k, GemmImpl impl, Quant quant) {
   GEMMAR_USAGE_CHECK(impl != GemmImpl::Cublaslt || vendor_gemm_supports(quant), "gemm: no vendor ", to_string(quant),
                      " GEMM on this device: ", vendor_gemm_name(quant));
@@ -147,13 +145,15 @@ void check_gemm_shape(int64_t m, int64_t n, int64_t k, GemmImpl impl, Quant quan
 
 }  // namespace
 
+int64_t gemm_padded_rows(int64_t m) { return (m + dev::kBlockM - 1) / dev::kBlockM * dev::kBlockM; }
+
 GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const OperandFn& gen, GemmImpl impl,
                           const std::vector<int64_t>& rows, Quant quant, GemmKernel variant) {
   check_gemm_shape(m, n, k, impl, quant);
   GPU_CHECK(gpuSetDevice(0));
   RankOperands op;
   gen(0, op);
-  const int64_t mp = padded_rows(m);
+  const int64_t mp = gemm_padded_rows(m);
   const GemmBuffers buf(op, m, mp, impl == GemmImpl::Cublaslt ? m : mp, n, k, quant);
   gpuStream_t s;
   GPU_CHECK(gpuStreamCreateWithFlags(&s, gpuStreamNonBlocking));
@@ -185,7 +185,7 @@ double time_gemm_concurrent(int64_t m, int64_t n, int64_t k, int world, int iter
   check_gemm_shape(m, n, k, impl, quant);
   GEMMAR_USAGE_CHECK(world >= 1 && world <= dev::kMaxWorld, "gemm-concurrent: W must be 1..", dev::kMaxWorld);
   GPU_CHECK(gpuSetDevice(0));
-  const int64_t mp = padded_rows(m);
+  const int64_t mp = gemm_padded_rows(m);
   std::vector<std::unique_ptr<GemmBuffers>> bufs;
   std::vector<gpuStream_t> rank_streams(static_cast<size_t>(world));
   std::vector<gpuEvent_t> rank_done(static_cast<size_t>(world));

@@ -34,8 +34,6 @@ kernels::OperandFn generator(const reference::OperandSpec& spec) {
   return [spec](int rank, kernels::RankOperands& dst) { dst = reference::make_rank_operands(spec, rank); };
 }
 
-int64_t padded_rows(int64_t m) { return (m + 127) / 128 * 128; }
-
 // One GEMM implementation at one shape: median time and the error of its bf16 partial against the CPU's
 // fp32 GEMM on 64 sampled rows (the bf16 rounding, ~1.7e-3, when right; order one when a layout is wrong).
 struct GemmResult {
@@ -44,7 +42,8 @@ struct GemmResult {
 GemmResult bench_gemm(GemmImpl impl, int64_t m, int64_t n, int64_t k, int iters, Quant quant,
                       kernels::GemmKernel variant) {
   reference::OperandSpec spec;
-  spec.shape = Shape{padded_rows(m), n, k, 1};  // the operands at the padded M (ours runs it; time_gemm_only)
+  spec.shape =
+      Shape{kernels::gemm_padded_rows(m), n, k, 1};  // the operands at the padded M (ours runs it; time_gemm_only)
   spec.quant = quant;
   const std::vector<int64_t> rows = reference::sample_rows(Shape{m, n, k, 1}, quant, 64, 7);
   const kernels::GemmTiming t = kernels::time_gemm_only(m, n, k, iters, generator(spec), impl, rows, quant, variant);
@@ -98,12 +97,12 @@ int cmd_gemm(int64_t m, int64_t n, int64_t k, Quant quant, kernels::GemmKernel v
   try {
     if (vendor) lt = bench_gemm(GemmImpl::Cublaslt, m, n, k, 20, quant, variant);
   } catch (const gemmar::EnvironmentError& e) {
-    if (quant == Quant::Blockscale && m == padded_rows(m)) throw;
+    if (quant == Quant::Blockscale && m == kernels::gemm_padded_rows(m)) throw;
     vendor_error = e.what();
     std::printf("VENDOR_UNAVAILABLE %s at m = %lld: %s\n", to_string(quant).c_str(), (long long)m,
                 vendor_error.c_str());
-    if (m != padded_rows(m)) {
-      vendor_m = padded_rows(m);
+    if (m != kernels::gemm_padded_rows(m)) {
+      vendor_m = kernels::gemm_padded_rows(m);
       lt = bench_gemm(GemmImpl::Cublaslt, vendor_m, n, k, 20, quant, variant);
     }
   }
@@ -141,7 +140,7 @@ int cmd_gemm(int64_t m, int64_t n, int64_t k, Quant quant, kernels::GemmKernel v
 // and cuBLASLt's, each rank on its own operands; against W x the solo time of the same implementation.
 int cmd_gemm_concurrent(int64_t m, int64_t n, int64_t k, int world, Quant quant, kernels::GemmKernel variant) {
   reference::OperandSpec spec;
-  spec.shape = Shape{padded_rows(m), n, k, world};
+  spec.shape = Shape{kernels::gemm_padded_rows(m), n, k, world};
   spec.quant = quant;
   const kernels::OperandFn gen = generator(spec);
   auto solo = [&](GemmImpl impl) { return kernels::time_gemm_concurrent(m, n, k, 1, 20, gen, impl, quant, variant); };
