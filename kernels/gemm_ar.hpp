@@ -97,6 +97,7 @@ struct DataKernelRates {
   double dequantize_gbs = 0;                           // reads rows*n + 4*rows, writes rows*n*2 (default grid)
   double pull_gbs = 0;                                 // the same kernel with `pull_blocks` blocks (the pull's grid)
   double widen_ceiling_gbs = 0, pull_ceiling_gbs = 0;  // the widen's accesses without its arithmetic, both grids
+  double copy_at_pull_grid_gbs = 0;  // a plain 16-byte copy on the pull's grid (pull_blocks blocks of 1024 threads)
   int pull_blocks = 0;
   int64_t bytes_quantize = 0, bytes_widen = 0;
 };

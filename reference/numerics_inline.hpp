@@ -1,6 +1,6 @@
 // The pipeline's number conversions, written once and compiled for the host (the CPU emulation) and for
 // the GPU kernels (hipcc / nvcc include this same header), so both round bit for bit identically.
-// Only <cstdint> and plain integer/float operations: no std:: library calls, no memcpy.
+// Only <cstdint> and plain integer/float operations (and the fmaf builtin): no std:: library calls, no memcpy.
 //
 // On device the float multiplies/adds/divides that define a rounding point use the explicit *_rn intrinsics
 // so the compiler cannot contract them into FMAs (nvcc and hipcc contract by default); the host build is
@@ -49,6 +49,14 @@ GEMMAR_HD inline float add_rn(float a, float b) {
   return __fadd_rn(a, b);
 #else
   return a + b;
+#endif
+}
+// a * b + c rounded once: one instruction on every GPU and on x86 with FMA (elsewhere libm's exact fmaf)
+GEMMAR_HD inline float fma_rn(float a, float b, float c) {
+#ifdef GEMMAR_DEVICE_PASS
+  return __fmaf_rn(a, b, c);
+#else
+  return __builtin_fmaf(a, b, c);
 #endif
 }
 GEMMAR_HD inline float div_rn(float a, float b) {
@@ -166,10 +174,14 @@ GEMMAR_HD inline float dequantize_operand(uint8_t q, float scale, bool fnuz) {
 }
 
 // ---- the GEMM's scale application ------------------------------------------------------------------
-// blockscale / mxfp8: per K block, acc = acc + dot * (scale_a * scale_b); ptpc: out = dot * (scale_a * scale_b)
-// once, in the epilogue. The scale product is formed first (one rounding), then applied (two more).
+// blockscale / mxfp8: per K block, acc = fma(dot, scale_a * scale_b, acc); ptpc: out = dot * (scale_a * scale_b)
+// once, in the epilogue. The scale product is formed first (one rounding), then applied with one more: the
+// promotion is one FFMA / v_fma_f32 per element and K block, as DeepGEMM's. (A multiply then an add, the rule
+// before 2026-12-05, cost one more instruction per element and K block.) mori's own GEMM never promotes: it
+// rescales its MFMA accumulator by s_{k-1} / s_k between K blocks, an order no CPU can replay, so its output is
+// judged against the floor, not bit for bit.
 GEMMAR_HD inline float block_accumulate(float acc, float dot, float scale_a, float scale_b) {
-  return add_rn(acc, mul_rn(dot, mul_rn(scale_a, scale_b)));
+  return fma_rn(dot, mul_rn(scale_a, scale_b), acc);
 }
 GEMMAR_HD inline float ptpc_epilogue(float dot, float scale_a, float scale_b) {
   return mul_rn(dot, mul_rn(scale_a, scale_b));

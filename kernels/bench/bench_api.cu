@@ -269,6 +269,9 @@ DataKernelRates measure_data_kernels(int64_t rows, int64_t n, int iterations, in
   r.widen_ceiling_gbs =
       double(r.bytes_widen) /
       (time_it([&] { GPU_CHECK(dev::launch_widen(src, 1, rows, n, 0, WidenKernel::Ceiling, s)); }) * 1e3);
+  r.copy_at_pull_grid_gbs =
+      copy_b /
+      (time_it([&] { GPU_CHECK(dev::launch_copy_kernel(y, x, rows * n * 2, s, std::max(1, pull_blocks))); }) * 1e3);
   r.pull_ceiling_gbs =
       double(r.bytes_widen) /
       (time_it([&] { GPU_CHECK(dev::launch_widen(src, 1, rows, n, pull_blocks, WidenKernel::Ceiling, s)); }) * 1e3);

@@ -49,7 +49,7 @@ namespace {
 
 // ---------------------------------------------------------------------------------------------------------
 // Blockscale GEMM. CTA tile 128 x 128, K step 128 (one scale block). Per K block the MMA accumulates the
-// unscaled fp8 dot products in `blk`; then total = total + blk * (sa * sb) (numerics::block_accumulate).
+// unscaled fp8 dot products in `blk`; then total = fma(blk, sa * sb, total) (numerics::block_accumulate).
 // Each instruction family below supplies BlockscaleAcc, blockscale_main_loop and blockscale_store_tile. They
 // are forceinline and take the accumulators by reference, with every index into them a constant after
 // unrolling, so the tile stays in registers as it did when this was one function body.

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "reference/formats.hpp"
+#include "reference/numerics_inline.hpp"
 #include "reference/operands.hpp"
 #include "reference/quant.hpp"
 
@@ -201,4 +202,18 @@ TEST(WireQuant, VariantRecipesAreWhatTheirNamesSay) {
   }
   EXPECT_GT(scale_differs, 10);  // mori's constant multiply is not amax / 448 in about half the rows
   EXPECT_LT(scale_differs, 54);
+}
+
+// The promotion rounds once after the scale product (a fused multiply-add, as the GEMM kernels issue it): with
+// dot = 1 + 2^-23 and scales 1 + 2^-23 and 1, dot * s = 1 + 2^-22 + 2^-46 exactly; against acc = -(1 + 2^-22) one
+// rounding keeps 2^-46, a multiply then an add rounds the product first and leaves 0.
+TEST(GemmScaleApplication, BlockscalePromotionRoundsOnceAfterTheScaleProduct) {
+  const float u = std::ldexp(1.0f, -23);
+  const float dot = 1.0f + u, sa = 1.0f + u, acc = -(1.0f + 2 * u);
+  EXPECT_EQ(numerics::block_accumulate(acc, dot, sa, 1.0f), std::ldexp(1.0f, -46));
+  EXPECT_EQ(numerics::block_accumulate(acc, dot, 1.0f, sa), std::ldexp(1.0f, -46));  // the product sa * sb is exact
+  const volatile float product = dot * sa;  // what two roundings would add: the product rounded first
+  EXPECT_EQ(acc + product, 0.0f);
+  // ptpc scales the finished dot once: the scale product rounded, then the product rounded
+  EXPECT_EQ(numerics::ptpc_epilogue(dot, sa, 1.0f), 1.0f + 2 * u);
 }
