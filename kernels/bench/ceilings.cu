@@ -24,8 +24,8 @@ __global__ void empty_kernel() {}
 gpuError_t launch_copy_kernel(void* dst, const void* src, int64_t bytes, gpuStream_t s, int blocks) {
   const int64_t nv = bytes / 16;
   const int grid = blocks > 0 ? blocks : sm_count_cached() * 4;
-  copy_kernel < < <unsigned(grid), blocks> 0 ? 1024 : 512, 0,
-      s >>> (static_cast<uint4*>(dst), static_cast<const uint4*>(src), nv);
+  const int threads = blocks > 0 ? 1024 : 512;
+  copy_kernel<<<unsigned(grid), threads, 0, s>>>(static_cast<uint4*>(dst), static_cast<const uint4*>(src), nv);
   return gpuGetLastError();
 }
 
