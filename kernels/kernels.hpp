@@ -105,9 +105,8 @@ gpuError_t launch_scale_f32(float* x, int64_t elems, float factor, gpuStream_t s
 // Re-encodes e4m3fn codes into e4m3fnuz codes of the same value (the "fnuz read as fn" fault), or, with
 // zero_negzero_only, maps fn's -0 (0x80, NaN in fnuz) to +0 for gfx942's fnuz-reading MFMA.
 gpuError_t launch_fp8_recode(uint8_t* x, int64_t elems, bool zero_negzero_only, gpuStream_t s);
-// 16-byte vector copy (the HBM ceiling).
-// blocks = 0: 4 blocks of 512 threads per SM (the HBM ceiling); blocks > 0: that many blocks of 1024 threads (the
-// copy on the SMs a pull of that grid has).
+// 16-byte vector copy. blocks = 0: 4 blocks of 512 threads per SM (the HBM ceiling); blocks > 0: that many blocks of
+// 1024 threads (the copy on the SMs a pull of that grid has).
 gpuError_t launch_copy_kernel(void* dst, const void* src, int64_t bytes, gpuStream_t s, int blocks = 0);
 gpuError_t launch_empty(gpuStream_t s);
 // Exhaustive conversion check (fp8 wire, hardware vs numerics_inline.hpp) over fp32 bit patterns

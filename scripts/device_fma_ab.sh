@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Prepared 2026-12-05, not yet run (no device could be started from 22:47 to 01:25 UTC). Needs three builds
 # carried under .dev/ (docs/kernels.md "Building"): .dev/base = 62b7577 (two-rounding promotion), .dev/fma = main,
-# .dev/fence = main + branch one-fence-per-run's gemm_wgmma.cuh change; .dev/lib as usual. Run with OUT set (the run tool's).
-# Session 2026-12-05 (late), one call in priority order (a stage starts only while time is left):
-# the GEMM alone, promotion by one FMA (fma, ce27f73) against the two-rounding promotion (base, 62b7577);
+# .dev/fence = main + branch one-fence-per-run's gemm_wgmma.cuh change; .dev/lib as usual. Run with OUT set (the
+# run tool's). One call in priority order (a stage starts only while time is left): the GEMM alone, promotion by one FMA (fma, ce27f73) against the two-rounding promotion (base, 62b7577);
 # fma end to end (bit-exact); fused-sdma's GEMM phase with its copies made no-ops, for fma and for the
 # one-fence-per-run counts (fence); ptpc; data kernels; more end to end; the A/B of fence against fma.
 set -u

@@ -97,12 +97,13 @@ int cmd_gemm(int64_t m, int64_t n, int64_t k, Quant quant, kernels::GemmKernel v
   try {
     if (vendor) lt = bench_gemm(GemmImpl::Cublaslt, m, n, k, 20, quant, variant);
   } catch (const gemmar::EnvironmentError& e) {
-    if (quant == Quant::Blockscale && m == kernels::gemm_padded_rows(m)) throw;
+    const int64_t mp = kernels::gemm_padded_rows(m);
+    if (quant == Quant::Blockscale && m == mp) throw;
     vendor_error = e.what();
     std::printf("VENDOR_UNAVAILABLE %s at m = %lld: %s\n", to_string(quant).c_str(), (long long)m,
                 vendor_error.c_str());
-    if (m != kernels::gemm_padded_rows(m)) {
-      vendor_m = kernels::gemm_padded_rows(m);
+    if (m != mp) {
+      vendor_m = mp;
       lt = bench_gemm(GemmImpl::Cublaslt, vendor_m, n, k, 20, quant, variant);
     }
   }
