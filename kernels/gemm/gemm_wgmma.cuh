@@ -58,6 +58,15 @@ __device__ __forceinline__ uint64_t smem_desc(const void* p) {
   const uint64_t addr = smem_u32(p);
   return ((addr & 0x3ffffull) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
 }
+// The descriptor of the operand `bytes` further on: the start-address field (bits 0-13, address >> 4) is the only
+// one that moves, and shared addresses stay below 2^18, so it never carries into the constant fields above it: one
+// 32-bit add instead of recomputing the descriptor from the address (mask, shift, or) for each of a K block's
+// eight operands.
+__device__ __forceinline__ uint64_t smem_desc_advance(uint64_t desc, uint32_t bytes) {
+  uint64_t r;
+  asm("mov.b64 %0, {%1, %2};" : "=l"(r) : "r"(uint32_t(desc) + (bytes >> 4)), "r"(uint32_t(desc >> 32)));
+  return r;
+}
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
@@ -465,17 +474,18 @@ __global__ void __launch_bounds__(kWThreads, 1)
     // same tiles in the same order, so their runs and flush numbers match.
     int run_slice = -1, run_tiles = 0, flush_slice = -1, flush_tiles = 0, flush_no = 0;
     if (kLag > 0 && c == 1 && my_units > 0) asm volatile("bar.sync 2, 256;" ::: "memory");  // start kLag behind
+    const uint64_t desc_a = smem_desc(sA + 64 * c * kBlockK), desc_b = smem_desc(sB);  // stage 0, K step 0
     auto issue = [&](int gi, float(&a)[64]) {
       const int st = gi % kW4Stages;
       const uint32_t ph = uint32_t(gi / kW4Stages) & 1u;
       mbar_wait(full + st, ph);
-      const uint8_t* a_tile = sA + st * kStageA + 64 * c * kBlockK;
-      const uint8_t* b_tile = sB + st * kStageB;
+      const uint64_t da = smem_desc_advance(desc_a, uint32_t(st * kStageA));
+      const uint64_t db = smem_desc_advance(desc_b, uint32_t(st * kStageB));
       wgmma_fence();
-      wgmma_m64n128k32_e4m3_zero(a, smem_desc(a_tile), smem_desc(b_tile));
+      wgmma_m64n128k32_e4m3_zero(a, da, db);
 #pragma unroll
       for (int ks = 1; ks < kBlockK / 32; ++ks)
-        wgmma_m64n128k32_e4m3(a, smem_desc(a_tile + ks * 32), smem_desc(b_tile + ks * 32), 1);
+        wgmma_m64n128k32_e4m3(a, smem_desc_advance(da, ks * 32), smem_desc_advance(db, ks * 32), 1);
       wgmma_commit();
 #pragma unroll
       for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(a[i])::"memory");
