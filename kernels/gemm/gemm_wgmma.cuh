@@ -545,8 +545,11 @@ __global__ void __launch_bounds__(kWThreads, 1)
       const bool release = dest.counters_release;
       if (release) asm volatile("bar.sync %0, 128;" ::"r"(3 + c) : "memory");  // this warpgroup's stores are issued
       if (lt == 0) {
-        if (release) asm volatile("fence.acq_rel.gpu;" ::: "memory");  // ... and visible before the count the
-        if (atomicAdd(tile_arrivals + (flush_no & 3), 1u) == 1u) {     // other warpgroup may complete
+        // A CTA-scope release before the shared count, and the gpu-scope fence only in the warpgroup that counts
+        // second: both warpgroups' stores are then in its causal past (cumulativity), so one fence per run and
+        // CTA waits on the memory system, not three.
+        if (release) asm volatile("fence.acq_rel.cta;" ::: "memory");
+        if (atomicAdd(tile_arrivals + (flush_no & 3), 1u) == 1u) {
           tile_arrivals[flush_no & 3] = 0;
           if (release) asm volatile("fence.acq_rel.gpu;" ::: "memory");
           atomicAdd(dest.counters + slice, unsigned(tiles));  // the release the put waits on: both halves stored
