@@ -474,7 +474,7 @@ __global__ void __launch_bounds__(kWThreads, 1)
     // same tiles in the same order, so their runs and flush numbers match.
     int run_slice = -1, run_tiles = 0, flush_slice = -1, flush_tiles = 0, flush_no = 0;
     if (kLag > 0 && c == 1 && my_units > 0) asm volatile("bar.sync 2, 256;" ::: "memory");  // start kLag behind
-    const uint64_t desc_a = smem_desc(sA + 64 * c * kBlockK), desc_b = smem_desc(sB);  // stage 0, K step 0
+    const uint64_t desc_a = smem_desc(sA + 64 * c * kBlockK), desc_b = smem_desc(sB);       // stage 0, K step 0
     auto issue = [&](int gi, float(&a)[64]) {
       const int st = gi % kW4Stages;
       const uint32_t ph = uint32_t(gi / kW4Stages) & 1u;
