@@ -19,8 +19,11 @@ KernelOptions kernel_options_from_env() {
       o.gemm = GemmKernel::Wgmma;
     else if (is(env, "wgmma4l0"))
       o.gemm = GemmKernel::Wgmma4InStep;
+    else if (is(env, "wgmma4mc"))
+      o.gemm = GemmKernel::Wgmma4Cluster;
     else if (!is(env, "wgmma4"))
-      std::fprintf(stderr, "gemmar: GEMMAR_GEMM_KERNEL=%s is not one of wgmma4|wgmma4l0|wgmma|mma: the default runs\n",
+      std::fprintf(stderr,
+                   "gemmar: GEMMAR_GEMM_KERNEL=%s is not one of wgmma4|wgmma4l0|wgmma4mc|wgmma|mma: the default runs\n",
                    env);
   }
   if (const char* env = std::getenv("GEMMAR_WIDEN_KERNEL"); env && *env) {
