@@ -422,7 +422,8 @@ int wgmma4_kblocks(const GemmOperands& op, const GemmDest& dest) {
 // many clusters as the device holds at once: a persistent grid must not wait for a second wave).
 template <typename Kern>
 gpuError_t launch_tma_gemm(Kern kern, int smem, const GemmOperands& op, int64_t m_begin, int64_t m_end,
-                           const GemmDest& dest, gpuStream_t s, int cluster = 1) {
+                           const GemmDest& dest, gpuStream_t s, int cluster = 1, int a_box_rows = kBlockM,
+                           int group_m = 1) {
   const int64_t m = op.m, n = op.n, k = op.k;
   static std::mutex mu;
   static std::vector<std::pair<const void*, int>> attr_done;                     // (kernel, device)
@@ -442,15 +443,20 @@ gpuError_t launch_tma_gemm(Kern kern, int smem, const GemmOperands& op, int64_t 
   // ptpc's A scales are one per row, read in the epilogue: its kernel takes no scale map (A's stands in, unread).
   const bool scale_map = op.quant == Quant::Blockscale;
   gpuTensorMap ta, tb, tsa;
-  if (!make_tile_map(&ta, op.a, m, k, kBlockM / cluster) || !make_tile_map(&tb, op.b, n, k) ||
+  if (!make_tile_map(&ta, op.a, m, k, a_box_rows) || !make_tile_map(&tb, op.b, n, k) ||
       (scale_map && !make_scale_map(&tsa, op.a_scale, m, k / kBlockK, kBlockM)))
     return gpuErrorInvalidValue;
   if (!scale_map) tsa = ta;
   const int64_t tiles = ((m_end - m_begin) / kBlockM) * (n / kBlockN);
+  // A group of bands must not straddle a destination slice (fused-sdma's puts wait on whole slices, in order).
+  const int64_t bands = (m_end - m_begin) / kBlockM, slice_bands = dest.slice_rows / kBlockM;
+  while (group_m > 1 && (bands % group_m != 0 || (slice_bands > 0 && slice_bands % group_m != 0) ||
+                         (m_begin / kBlockM) % group_m != 0))
+    group_m /= 2;
   if (cluster == 1) {
     const int grid = int(std::min<int64_t>(tiles, sm_count_cached()));
     kern<<<unsigned(grid), kWThreads, size_t(smem), s>>>(ta, tb, tsa, op.a_scale, op.b_scale, n, k, m_begin, m_end,
-                                                         dest);
+                                                         dest, group_m);
     return gpuGetLastError();
   }
 #if defined(GEMMAR_GPU_CUDA)
@@ -480,7 +486,8 @@ gpuError_t launch_tma_gemm(Kern kern, int smem, const GemmOperands& op, int64_t 
     }
   }
   cfg.gridDim = dim3(unsigned(std::min<int64_t>(tiles / cluster, fit) * cluster));
-  const gpuError_t e = cudaLaunchKernelEx(&cfg, kern, ta, tb, tsa, op.a_scale, op.b_scale, n, k, m_begin, m_end, dest);
+  const gpuError_t e =
+      cudaLaunchKernelEx(&cfg, kern, ta, tb, tsa, op.a_scale, op.b_scale, n, k, m_begin, m_end, dest, group_m);
   return e != gpuSuccess ? e : gpuGetLastError();
 #else
   return gpuErrorInvalidValue;
@@ -530,8 +537,30 @@ gpuError_t launch_gemm_blockscale(GemmKernel variant, const GemmOperands& op, in
   const int kb = wgmma4_kblocks(op, dest);
   if (kind == GemmKernel::Wgmma4InStep && kb == 16)  // the lag-free measurement variant: K = 2048 only
     return launch_tma_gemm(gemm_wgmma4_kernel<16, 0>, kW4Smem, op, m_begin, m_end, dest, s);
-  if (kind == GemmKernel::Wgmma4Cluster && kb == 16 && (n / kBlockN) % 2 == 0)  // A multicast: K = 2048 only
-    return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, false, 2>, kW4Smem, op, m_begin, m_end, dest, s, 2);
+  if (kb == 16 && (n / kBlockN) % 2 == 0) {  // the cluster measurements: K = 2048 only
+    if (kind == GemmKernel::Wgmma4Cluster)
+      return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, false, 2>, kW4Smem, op, m_begin, m_end, dest, s, 2, kBlockM / 2);
+    if (kind == GemmKernel::Wgmma4ClusterInStep)
+      return launch_tma_gemm(gemm_wgmma4_kernel<16, 0, false, 2>, kW4Smem, op, m_begin, m_end, dest, s, 2, kBlockM / 2);
+    if (kind == GemmKernel::Wgmma4ClusterOwnA)
+      return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, false, 2, false>, kW4Smem, op, m_begin, m_end, dest, s, 2);
+    if (kind == GemmKernel::Wgmma4ClusterLaunchOnly)
+      return launch_tma_gemm(gemm_wgmma4_kernel<16, 2>, kW4Smem, op, m_begin, m_end, dest, s, 2);
+    if (kind == GemmKernel::Wgmma4ClusterOwnAGrouped)
+      return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, false, 2, false>, kW4Smem, op, m_begin, m_end, dest, s, 2,
+                             kBlockM, 4);
+    if (kind == GemmKernel::Wgmma4ClusterGrouped)
+      return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, false, 2>, kW4Smem, op, m_begin, m_end, dest, s, 2, kBlockM / 2,
+                             8);
+  }
+  if (kind == GemmKernel::Wgmma4Grouped && kb == 16)
+    return launch_tma_gemm(gemm_wgmma4_kernel<16, 2>, kW4Smem, op, m_begin, m_end, dest, s, 1, kBlockM, 8);
+  if (kind == GemmKernel::Wgmma4Grouped4 && kb == 16)
+    return launch_tma_gemm(gemm_wgmma4_kernel<16, 2>, kW4Smem, op, m_begin, m_end, dest, s, 1, kBlockM, 4);
+  if (kind == GemmKernel::Wgmma4Grouped2 && kb == 16)
+    return launch_tma_gemm(gemm_wgmma4_kernel<16, 2>, kW4Smem, op, m_begin, m_end, dest, s, 1, kBlockM, 2);
+  if (kind == GemmKernel::Wgmma4Grouped16 && kb == 16)
+    return launch_tma_gemm(gemm_wgmma4_kernel<16, 2>, kW4Smem, op, m_begin, m_end, dest, s, 1, kBlockM, 16);
   if (kind == GemmKernel::Wgmma4 && kb > 0) return launch_wgmma4<2, false>(kb, op, m_begin, m_end, dest, s);
   if (kind != GemmKernel::Mma) {
     static bool wattr_set[kMaxWorld] = {};
@@ -631,7 +660,13 @@ const char* gemm_kernel_name(GemmKernel variant, int64_t k) {
   GemmKernel kind = effective_kernel(variant);
   // What launch_gemm_blockscale runs at this K (16-byte aligned destinations assumed, as the bench's).
   if ((kind == GemmKernel::Wgmma4 && !wgmma4_k(k)) ||
-      ((kind == GemmKernel::Wgmma4InStep || kind == GemmKernel::Wgmma4Cluster) && k != 16 * kBlockK))
+      ((kind == GemmKernel::Wgmma4InStep || kind == GemmKernel::Wgmma4Cluster ||
+        kind == GemmKernel::Wgmma4ClusterInStep || kind == GemmKernel::Wgmma4ClusterOwnA ||
+        kind == GemmKernel::Wgmma4ClusterLaunchOnly || kind == GemmKernel::Wgmma4ClusterOwnAGrouped ||
+        kind == GemmKernel::Wgmma4ClusterGrouped || kind == GemmKernel::Wgmma4Grouped ||
+        kind == GemmKernel::Wgmma4Grouped4 || kind == GemmKernel::Wgmma4Grouped2 ||
+        kind == GemmKernel::Wgmma4Grouped16) &&
+       k != 16 * kBlockK))
     kind = GemmKernel::Wgmma;
   switch (kind) {
     case GemmKernel::Wgmma4:
@@ -642,6 +677,24 @@ const char* gemm_kernel_name(GemmKernel variant, int64_t k) {
       return "wgmma4 with the consumer warpgroups in step (no lag; measurement)";
     case GemmKernel::Wgmma4Cluster:
       return "wgmma4 in clusters of two CTAs along N sharing A by TMA multicast (measurement)";
+    case GemmKernel::Wgmma4ClusterInStep:
+      return "wgmma4mc with the consumer warpgroups in step (measurement)";
+    case GemmKernel::Wgmma4ClusterOwnA:
+      return "wgmma4 in clusters of two CTAs along N, stages released by both, each loading its own A (measurement)";
+    case GemmKernel::Wgmma4ClusterLaunchOnly:
+      return "wgmma4 launched in clusters of two CTAs, nothing shared (measurement)";
+    case GemmKernel::Wgmma4ClusterOwnAGrouped:
+      return "wgmma4mcown, tiles in groups of 4 bands (measurement)";
+    case GemmKernel::Wgmma4ClusterGrouped:
+      return "wgmma4mc, tiles in groups of 8 bands (measurement)";
+    case GemmKernel::Wgmma4Grouped:
+      return "wgmma4, tiles in groups of 8 bands (measurement)";
+    case GemmKernel::Wgmma4Grouped4:
+      return "wgmma4, tiles in groups of 4 bands (measurement)";
+    case GemmKernel::Wgmma4Grouped2:
+      return "wgmma4, tiles in groups of 2 bands (measurement)";
+    case GemmKernel::Wgmma4Grouped16:
+      return "wgmma4, tiles in groups of 16 bands (measurement)";
     case GemmKernel::Wgmma:
       return "wgmma m64n128k32 e4m3 + TMA/mbarrier, warp-specialised (1 producer + 2 consumer warpgroups), "
              "persistent, 128x128x128 tiles, 6 stages";

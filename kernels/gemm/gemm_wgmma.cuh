@@ -339,11 +339,14 @@ __device__ __forceinline__ uint32_t cluster_ctarank() {
 __device__ __forceinline__ void cluster_sync_all() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
-// Arrive on the barrier at the same shared-memory offset in CTA `cta` of the cluster.
+// Arrive on the barrier at the same shared-memory offset in CTA `cta` of the cluster. The default semantics
+// (release at CTA scope), as CUTLASS's ClusterBarrier::arrive: what the arrive orders is the wgmma reads of the
+// stage, already complete (wait_group). `.release.cluster` made every arrive wait on this thread's outstanding
+// memory operations: the clusters ran at half speed, with or without the multicast (H100, 2026-12-06).
 __device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta) {
   asm volatile(
       "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}" ::"r"(smem_u32(bar)),
+      "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}" ::"r"(smem_u32(bar)),
       "r"(cta)
       : "memory");
 }
@@ -427,12 +430,12 @@ __device__ __forceinline__ uint4 quad_transpose4(uint32_t p0, uint32_t p1, uint3
 // which halves A's reads from L2 (cuBLASLt's `1x2` clusters, sixth pass's ncu); a stage is refilled only once the
 // consumers of both CTAs released it (each warp arrives on both CTAs' empty barriers), and no CTA exits while its
 // peer may still write into it. N / 128 must be even and the grid a multiple of 2 (the launcher).
-template <int kKB, int kLag, bool kPtpc = false, int kCluster = 1>
+template <int kKB, int kLag, bool kPtpc = false, int kCluster = 1, bool kShareA = true>
 __global__ void __launch_bounds__(kWThreads, 1)
     gemm_wgmma4_kernel(const __grid_constant__ gpuTensorMap tm_a, const __grid_constant__ gpuTensorMap tm_b,
                        const __grid_constant__ gpuTensorMap tm_sa, const float* __restrict__ SA,
                        const float* __restrict__ SB, int64_t N, int64_t K, int64_t m_begin, int64_t m_end,
-                       GemmDest dest) {
+                       GemmDest dest, int group_m) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(kLag >= 0 && kLag < kKB && kLag <= kW4Stages - 3, "the lag must leave the producer stages to fill");
   static_assert(kCluster == 1 || kCluster == 2, "clusters of one or two CTAs along N");
@@ -468,9 +471,13 @@ __global__ void __launch_bounds__(kWThreads, 1)
   const int units = int((m_end - m_begin) / kBlockM) * (tiles_n / kCluster);
   const int first = int(blockIdx.x) / kCluster, stride = int(gridDim.x) / kCluster;
   const int my_units = first < units ? (units - first + stride - 1) / stride : 0;
+  // Units in groups of group_m bands (the launcher makes it divide the bands and a slice's bands): within a group
+  // the band changes fastest, so the CTAs at work at once share B tiles as well as A bands.
+  const int units_n = tiles_n / kCluster;
   auto unit_tile = [&](int u, int64_t& tile_m0, int& nb) {
-    tile_m0 = m_begin + int64_t(u / (tiles_n / kCluster)) * kBlockM;
-    nb = (u % (tiles_n / kCluster)) * kCluster + int(rank);
+    const int g = u / (group_m * units_n), r = u - g * (group_m * units_n);
+    tile_m0 = m_begin + int64_t(g * group_m + r % group_m) * kBlockM;
+    nb = (r / group_m) * kCluster + int(rank);
   };
 
   if (wg == 0) {  // producer
@@ -492,7 +499,7 @@ __global__ void __launch_bounds__(kWThreads, 1)
           uint8_t* ss = sS + stage * kW4StageS;
           if (!kPtpc) *reinterpret_cast<float*>(ss + kBlockM * 4) = sbv;  // published by the arrive below (release)
           mbar_expect_tx(full + stage, kStageA + kStageB + (kPtpc ? 0 : kBlockM * 4));
-          if constexpr (kCluster > 1)  // this CTA's 64 rows of A into both CTAs' stage
+          if constexpr (kCluster > 1 && kShareA)  // this CTA's 64 rows of A into both CTAs' stage
             tma_load_2d_multicast(sA + stage * kStageA + int(rank) * (kStageA / 2), &tm_a, full + stage, kb * kBlockK,
                                   m0 + int(rank) * (kBlockM / 2), uint16_t(3));
           else
@@ -676,6 +683,7 @@ __global__ void __launch_bounds__(kWThreads, 1)
   (void)m_begin;
   (void)m_end;
   (void)dest;
+  (void)group_m;
   (void)tm_a;
   (void)tm_b;
   (void)tm_sa;
