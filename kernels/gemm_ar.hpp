@@ -131,6 +131,14 @@ int64_t gemm_padded_rows(int64_t m);
 // vendor's at m itself. The operand generator must produce the padded M.
 GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const OperandFn&, GemmImpl impl,
                           const std::vector<int64_t>& rows, Quant quant, GemmKernel variant);
+// Ours and the vendor's on the same operands, timed in alternation (one of each per iteration) so both run at the
+// same clock and power state: a device capped by power slows whichever runs second in a block of its own.
+// vendor_m: the rows the vendor runs (m, or the padded M where it refuses m).
+struct GemmPairTiming {
+  GemmTiming ours, vendor;
+};
+GemmPairTiming time_gemm_pair(int64_t m, int64_t vendor_m, int64_t n, int64_t k, int iterations, const OperandFn&,
+                              const std::vector<int64_t>& rows, Quant quant, GemmKernel variant);
 // `world` such GEMMs (rank r's operands from gen(r, ...)), each on its own stream, launched together as the one-device
 // backend launches the ranks' GEMMs: the median time from the fork to the last one's end (us).
 double time_gemm_concurrent(int64_t m, int64_t n, int64_t k, int world, int iterations, const OperandFn&, GemmImpl impl,

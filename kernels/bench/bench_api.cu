@@ -2,6 +2,7 @@
 // each on device 0 with its own buffers; gemmar_gpu_bench (bench/bench_main.cpp) and `gemmar run` call them.
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -147,22 +148,10 @@ void check_gemm_shape(int64_t m, int64_t n, int64_t k, GemmImpl impl, Quant quan
 
 int64_t gemm_padded_rows(int64_t m) { return (m + dev::kBlockM - 1) / dev::kBlockM * dev::kBlockM; }
 
-GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const OperandFn& gen, GemmImpl impl,
-                          const std::vector<int64_t>& rows, Quant quant, GemmKernel variant) {
-  check_gemm_shape(m, n, k, impl, quant);
-  GPU_CHECK(gpuSetDevice(0));
-  RankOperands op;
-  gen(0, op);
-  const int64_t mp = gemm_padded_rows(m);
-  const GemmBuffers buf(op, m, mp, impl == GemmImpl::Cublaslt ? m : mp, n, k, quant);
-  gpuStream_t s;
-  GPU_CHECK(gpuStreamCreateWithFlags(&s, gpuStreamNonBlocking));
-  gpuEvent_t e0, e1;
-  GPU_CHECK(gpuEventCreate(&e0));
-  GPU_CHECK(gpuEventCreate(&e1));
-  GemmTiming out;
-  out.us = timed_median_us(
-      s, e0, e1, std::max(1, iterations), [&] { buf.launch(impl, variant, s); }, /*warmups=*/3);
+namespace {
+// `rows` of buf's bf16 result, widened ([i * n + col]).
+std::vector<float> read_rows(const GemmBuffers& buf, int64_t m, int64_t n, const std::vector<int64_t>& rows) {
+  std::vector<float> out;
   std::vector<uint16_t> row(static_cast<size_t>(n));
   for (int64_t r : rows) {
     GEMMAR_CHECK(r >= 0 && r < m, "row ", r, " out of range");
@@ -171,12 +160,83 @@ GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const
       const uint32_t u = uint32_t(h) << 16;
       float v;
       std::memcpy(&v, &u, 4);
-      out.partial_rows.push_back(v);
+      out.push_back(v);
     }
   }
-  GPU_CHECK(gpuEventDestroy(e0));
-  GPU_CHECK(gpuEventDestroy(e1));
-  GPU_CHECK(gpuStreamDestroy(s));
+  return out;
+}
+
+// A stream and two events for the timed loops, released on every path.
+struct TimingStream {
+  gpuStream_t s = nullptr;
+  gpuEvent_t e0 = nullptr, e1 = nullptr;
+  TimingStream() {
+    GPU_CHECK(gpuStreamCreateWithFlags(&s, gpuStreamNonBlocking));
+    GPU_CHECK(gpuEventCreate(&e0));
+    GPU_CHECK(gpuEventCreate(&e1));
+  }
+  TimingStream(const TimingStream&) = delete;
+  TimingStream& operator=(const TimingStream&) = delete;
+  ~TimingStream() {
+    (void)gpuEventDestroy(e0);
+    (void)gpuEventDestroy(e1);
+    (void)gpuStreamDestroy(s);
+  }
+  double once_us(const std::function<void()>& fn) const {
+    GPU_CHECK(gpuEventRecord(e0, s));
+    fn();
+    GPU_CHECK(gpuEventRecord(e1, s));
+    GPU_CHECK(gpuEventSynchronize(e1));
+    float ms = 0;
+    GPU_CHECK(gpuEventElapsedTime(&ms, e0, e1));
+    return double(ms) * 1e3;
+  }
+};
+}  // namespace
+
+GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const OperandFn& gen, GemmImpl impl,
+                          const std::vector<int64_t>& rows, Quant quant, GemmKernel variant) {
+  check_gemm_shape(m, n, k, impl, quant);
+  GPU_CHECK(gpuSetDevice(0));
+  RankOperands op;
+  gen(0, op);
+  const int64_t mp = gemm_padded_rows(m);
+  const GemmBuffers buf(op, m, mp, impl == GemmImpl::Cublaslt ? m : mp, n, k, quant);
+  const TimingStream t;
+  GemmTiming out;
+  out.us = timed_median_us(
+      t.s, t.e0, t.e1, std::max(1, iterations), [&] { buf.launch(impl, variant, t.s); }, /*warmups=*/3);
+  out.partial_rows = read_rows(buf, m, n, rows);
+  return out;
+}
+
+GemmPairTiming time_gemm_pair(int64_t m, int64_t vendor_m, int64_t n, int64_t k, int iterations, const OperandFn& gen,
+                              const std::vector<int64_t>& rows, Quant quant, GemmKernel variant) {
+  check_gemm_shape(m, n, k, GemmImpl::Cublaslt, quant);
+  GPU_CHECK(gpuSetDevice(0));
+  RankOperands op;
+  gen(0, op);
+  const int64_t mp = gemm_padded_rows(m);
+  const GemmBuffers ours(op, m, mp, mp, n, k, quant), vendor(op, m, mp, vendor_m, n, k, quant);
+  const TimingStream t;
+  auto run_ours = [&] { ours.launch(GemmImpl::Gemmar, variant, t.s); };
+  auto run_vendor = [&] { vendor.launch(GemmImpl::Cublaslt, variant, t.s); };
+  for (int i = 0; i < 3; ++i) {
+    run_ours();
+    run_vendor();
+  }
+  GPU_CHECK(gpuStreamSynchronize(t.s));
+  std::vector<double> us_ours, us_vendor;
+  for (int i = 0; i < std::max(1, iterations); ++i) {  // the first of each pair alternates too
+    if (i % 2 == 0) us_ours.push_back(t.once_us(run_ours));
+    us_vendor.push_back(t.once_us(run_vendor));
+    if (i % 2 == 1) us_ours.push_back(t.once_us(run_ours));
+  }
+  GemmPairTiming out;
+  out.ours.us = median(us_ours);
+  out.vendor.us = median(us_vendor);
+  out.ours.partial_rows = read_rows(ours, m, n, rows);
+  out.vendor.partial_rows = read_rows(vendor, m, n, rows);
   return out;
 }
 

@@ -1,13 +1,13 @@
 // gemmar_gpu_bench: what one device session measures, standalone (no CLI libraries needed on the device).
 //   gemmar_gpu_bench ceilings [GiB] [M...]       HBM copy kernel, memcpy D2D, peer copy, launch floor, and the
 //                                                vendor GEMM ceiling (cuBLASLt blockscale) at M x 7168 x 2048
-//   gemmar_gpu_bench gemm M N K [QUANT]          our GEMM and cuBLASLt's, side by side in one run, on the same
-//                                                operands, each checked against the CPU fp32 GEMM; QUANT blockscale
-//                                                (default) | ptpc (cuBLASLt's outer-vector scaling) | mxfp8 (no vendor
-//                                                MX GEMM on Hopper: the ceiling printed is blockscale's, ours and
-//                                                cuBLASLt's, at the same shape in the same run)
-//                                                M: any (ours runs it padded to 128 rows with zero rows, as the
-//                                                op; cuBLASLt at M itself)
+//   gemmar_gpu_bench gemm M N K [QUANT]          our GEMM and cuBLASLt's, timed in alternation in one run, on the
+//                                                same operands, each checked against the CPU fp32 GEMM; QUANT
+//                                                blockscale (default) | ptpc (cuBLASLt's outer-vector scaling) | mxfp8
+//                                                (no vendor MX GEMM on Hopper: the ceiling printed is blockscale's,
+//                                                ours and cuBLASLt's, at the same shape in the same run) M: any (ours
+//                                                runs it padded to 128 rows with zero rows, as the op; cuBLASLt at M
+//                                                itself)
 //   gemmar_gpu_bench gemm-concurrent M N K W [QUANT]  W such GEMMs on W streams at once (the one-device backend's
 //                                                gemm phase), ours and cuBLASLt's, against W x their solo time
 //   gemmar_gpu_bench data [ROWS N PULL]         quantize / dequantize / pull kernels alone vs the copy ceiling
@@ -18,6 +18,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "common/config.hpp"
@@ -34,35 +36,73 @@ kernels::OperandFn generator(const reference::OperandSpec& spec) {
   return [spec](int rank, kernels::RankOperands& dst) { dst = reference::make_rank_operands(spec, rank); };
 }
 
+// Timed launches per GEMM measurement: GEMMAR_BENCH_ITERS (default 20). More iterations hold the device at its
+// loaded clock and power for longer (20 x 440 us is 9 ms), which is how the op runs in a serving loop.
+int bench_iters() {
+  const char* env = std::getenv("GEMMAR_BENCH_ITERS");
+  if (!env || !*env) return 20;
+  char* end = nullptr;
+  const long v = std::strtol(env, &end, 10);
+  if (*end || v < 1 || v > 100000)
+    throw gemmar::UsageError(std::string("GEMMAR_BENCH_ITERS=") + env + ": expected an integer in 1..100000");
+  return int(v);
+}
+
 // One GEMM implementation at one shape: median time and the error of its bf16 partial against the CPU's
 // fp32 GEMM on 64 sampled rows (the bf16 rounding, ~1.7e-3, when right; order one when a layout is wrong).
 struct GemmResult {
   double us = -1, rel_err = -1;
 };
-GemmResult bench_gemm(GemmImpl impl, int64_t m, int64_t n, int64_t k, int iters, Quant quant,
-                      kernels::GemmKernel variant) {
-  reference::OperandSpec spec;
-  spec.shape =
-      Shape{kernels::gemm_padded_rows(m), n, k, 1};  // the operands at the padded M (ours runs it; time_gemm_only)
-  spec.quant = quant;
-  const std::vector<int64_t> rows = reference::sample_rows(Shape{m, n, k, 1}, quant, 64, 7);
-  const kernels::GemmTiming t = kernels::time_gemm_only(m, n, k, iters, generator(spec), impl, rows, quant, variant);
+// The error of a bf16 partial's sampled rows against the CPU's fp32 GEMM of the same operands.
+double partial_rel_err(const reference::OperandSpec& spec, const std::vector<int64_t>& rows,
+                       const std::vector<float>& partial_rows) {
   reference::PartialsRequest preq;
   preq.operands = spec;
   preq.rows = rows;
   preq.with_reference = false;
   const reference::PartialsResult cpu = reference::compute_partials(preq);
   double err = 0, ref = 0;
-  for (size_t i = 0; i < t.partial_rows.size(); ++i) {
-    const double d = double(t.partial_rows[i]) - double(cpu.partials[0][i]);
+  for (size_t i = 0; i < partial_rows.size(); ++i) {
+    const double d = double(partial_rows[i]) - double(cpu.partials[0][i]);
     err += d * d;
     ref += double(cpu.partials[0][i]) * double(cpu.partials[0][i]);
   }
+  const double r = std::sqrt(err / std::max(ref, 1e-300));
+  return std::isfinite(r) ? r : 1e30;
+}
+
+reference::OperandSpec gemm_spec(int64_t m, int64_t n, int64_t k, Quant quant) {
+  reference::OperandSpec spec;
+  spec.shape =
+      Shape{kernels::gemm_padded_rows(m), n, k, 1};  // the operands at the padded M (ours runs it; time_gemm_only)
+  spec.quant = quant;
+  return spec;
+}
+
+GemmResult bench_gemm(GemmImpl impl, int64_t m, int64_t n, int64_t k, int iters, Quant quant,
+                      kernels::GemmKernel variant) {
+  const reference::OperandSpec spec = gemm_spec(m, n, k, quant);
+  const std::vector<int64_t> rows = reference::sample_rows(Shape{m, n, k, 1}, quant, 64, 7);
+  const kernels::GemmTiming t = kernels::time_gemm_only(m, n, k, iters, generator(spec), impl, rows, quant, variant);
   GemmResult r;
   r.us = t.us;
-  r.rel_err = std::sqrt(err / std::max(ref, 1e-300));
-  if (!std::isfinite(r.rel_err)) r.rel_err = 1e30;
+  r.rel_err = partial_rel_err(spec, rows, t.partial_rows);
   return r;
+}
+
+// Ours and cuBLASLt's timed in alternation on the same operands (kernels::time_gemm_pair).
+std::pair<GemmResult, GemmResult> bench_gemm_pair(int64_t m, int64_t vendor_m, int64_t n, int64_t k, int iters,
+                                                  Quant quant, kernels::GemmKernel variant) {
+  const reference::OperandSpec spec = gemm_spec(m, n, k, quant);
+  const std::vector<int64_t> rows = reference::sample_rows(Shape{m, n, k, 1}, quant, 64, 7);
+  const kernels::GemmPairTiming t =
+      kernels::time_gemm_pair(m, vendor_m, n, k, iters, generator(spec), rows, quant, variant);
+  GemmResult ours, vendor;
+  ours.us = t.ours.us;
+  ours.rel_err = partial_rel_err(spec, rows, t.ours.partial_rows);
+  vendor.us = t.vendor.us;
+  vendor.rel_err = partial_rel_err(spec, rows, t.vendor.partial_rows);
+  return {ours, vendor};
 }
 
 int cmd_ceilings(double gib, const std::vector<int64_t>& ms) {
@@ -89,32 +129,41 @@ int cmd_ceilings(double gib, const std::vector<int64_t>& ms) {
 
 int cmd_gemm(int64_t m, int64_t n, int64_t k, Quant quant, kernels::GemmKernel variant) {
   const double flop = 2.0 * double(m) * double(n) * double(k);
-  const GemmResult ours = bench_gemm(GemmImpl::Gemmar, m, n, k, 20, quant, variant);
-  GemmResult lt;
+  const int iters = bench_iters();
+  // Ours and cuBLASLt's in alternation (the same clock and power state for both); ours alone where there is no
+  // vendor GEMM for the quant.
+  GemmResult ours, lt;
   const bool vendor = kernels::vendor_gemm_supports(quant);
   std::string vendor_error;  // cuBLASLt refusing ptpc's outer-vector scaling is a finding, not a failed run
   int64_t vendor_m = m;      // where cuBLASLt refuses an M off the 128-row tile, it runs the padded M as ours does
-  try {
-    if (vendor) lt = bench_gemm(GemmImpl::Cublaslt, m, n, k, 20, quant, variant);
-  } catch (const gemmar::EnvironmentError& e) {
-    const int64_t mp = kernels::gemm_padded_rows(m);
-    if (quant == Quant::Blockscale && m == mp) throw;
-    vendor_error = e.what();
-    std::printf("VENDOR_UNAVAILABLE %s at m = %lld: %s\n", to_string(quant).c_str(), (long long)m,
-                vendor_error.c_str());
-    if (m != mp) {
-      vendor_m = mp;
-      lt = bench_gemm(GemmImpl::Cublaslt, vendor_m, n, k, 20, quant, variant);
+  if (!vendor) {
+    ours = bench_gemm(GemmImpl::Gemmar, m, n, k, iters, quant, variant);
+  } else {
+    try {
+      std::tie(ours, lt) = bench_gemm_pair(m, m, n, k, iters, quant, variant);
+    } catch (const gemmar::EnvironmentError& e) {
+      const int64_t mp = kernels::gemm_padded_rows(m);
+      if (quant == Quant::Blockscale && m == mp) throw;
+      vendor_error = e.what();
+      std::printf("VENDOR_UNAVAILABLE %s at m = %lld: %s\n", to_string(quant).c_str(), (long long)m,
+                  vendor_error.c_str());
+      if (m != mp) {
+        vendor_m = mp;
+        std::tie(ours, lt) = bench_gemm_pair(m, vendor_m, n, k, iters, quant, variant);
+      } else {
+        ours = bench_gemm(GemmImpl::Gemmar, m, n, k, iters, quant, variant);
+      }
     }
   }
   const bool ok = ours.rel_err >= 0 && ours.rel_err < 4e-3 && (lt.us < 0 || lt.rel_err < 4e-3);
   if (quant == Quant::Mxfp8) {
     // No vendor MX GEMM on Hopper: the ceiling is the blockscale GEMM of the same shape (one promotion per 128 of K
     // where mxfp8 needs one per 32), ours and cuBLASLt's, measured here.
-    const GemmResult bs = bench_gemm(GemmImpl::Gemmar, m, n, k, 20, Quant::Blockscale, variant);
-    GemmResult bs_lt;
+    GemmResult bs, bs_lt;
     if (kernels::vendor_gemm_available())
-      bs_lt = bench_gemm(GemmImpl::Cublaslt, m, n, k, 20, Quant::Blockscale, variant);
+      std::tie(bs, bs_lt) = bench_gemm_pair(m, m, n, k, iters, Quant::Blockscale, variant);
+    else
+      bs = bench_gemm(GemmImpl::Gemmar, m, n, k, iters, Quant::Blockscale, variant);
     std::printf(
         "MXFP8_CEILING_JSON {\"m\": %lld, \"n\": %lld, \"k\": %lld, \"mxfp8_us\": %.2f, "
         "\"blockscale_ours_us\": %.2f, \"blockscale_cublaslt_us\": %.2f, \"vs_blockscale_ours\": %.3f, "

@@ -418,17 +418,21 @@ int wgmma4_kblocks(const GemmOperands& op, const GemmDest& dest) {
   return aligned && wgmma4_k(op.k) ? int(op.k / kBlockK) : 0;
 }
 
+// cluster 2: gemm_wgmma4_kernel's clusters of two CTAs along N (A's map in boxes of 64 rows, one per CTA, and as
+// many clusters as the device holds at once: a persistent grid must not wait for a second wave).
 template <typename Kern>
 gpuError_t launch_tma_gemm(Kern kern, int smem, const GemmOperands& op, int64_t m_begin, int64_t m_end,
-                           const GemmDest& dest, gpuStream_t s) {
+                           const GemmDest& dest, gpuStream_t s, int cluster = 1, int a_box_rows = kBlockM,
+                           int group_m = 1) {
   const int64_t m = op.m, n = op.n, k = op.k;
   static std::mutex mu;
-  static std::vector<std::pair<const void*, int>> attr_done;  // (kernel, device)
+  static std::vector<std::pair<const void*, int>> attr_done;                     // (kernel, device)
+  static std::vector<std::pair<std::pair<const void*, int>, int>> max_clusters;  // ((kernel, device), clusters)
   int devno = 0;
   if (gpuGetDevice(&devno) != gpuSuccess) devno = 0;
+  const std::pair<const void*, int> key{reinterpret_cast<const void*>(kern), devno};
   {
     std::lock_guard<std::mutex> lock(mu);
-    const std::pair<const void*, int> key{reinterpret_cast<const void*>(kern), devno};
     if (std::find(attr_done.begin(), attr_done.end(), key) == attr_done.end()) {
       const gpuError_t e = gpuFuncSetAttribute(kern, gpuFuncAttributeMaxDynamicSharedMemorySize, smem);
       if (e != gpuSuccess) return e;
@@ -439,14 +443,55 @@ gpuError_t launch_tma_gemm(Kern kern, int smem, const GemmOperands& op, int64_t 
   // ptpc's A scales are one per row, read in the epilogue: its kernel takes no scale map (A's stands in, unread).
   const bool scale_map = op.quant == Quant::Blockscale;
   gpuTensorMap ta, tb, tsa;
-  if (!make_tile_map(&ta, op.a, m, k) || !make_tile_map(&tb, op.b, n, k) ||
+  if (!make_tile_map(&ta, op.a, m, k, a_box_rows) || !make_tile_map(&tb, op.b, n, k) ||
       (scale_map && !make_scale_map(&tsa, op.a_scale, m, k / kBlockK, kBlockM)))
     return gpuErrorInvalidValue;
   if (!scale_map) tsa = ta;
   const int64_t tiles = ((m_end - m_begin) / kBlockM) * (n / kBlockN);
-  const int grid = int(std::min<int64_t>(tiles, sm_count_cached()));
-  kern<<<unsigned(grid), kWThreads, size_t(smem), s>>>(ta, tb, tsa, op.a_scale, op.b_scale, n, k, m_begin, m_end, dest);
-  return gpuGetLastError();
+  // A group of bands must not straddle a destination slice (fused-sdma's puts wait on whole slices, in order).
+  const int64_t bands = (m_end - m_begin) / kBlockM, slice_bands = dest.slice_rows / kBlockM;
+  while (group_m > 1 && (bands % group_m != 0 || (slice_bands > 0 && slice_bands % group_m != 0) ||
+                         (m_begin / kBlockM) % group_m != 0))
+    group_m /= 2;
+  if (cluster == 1) {
+    const int grid = int(std::min<int64_t>(tiles, sm_count_cached()));
+    kern<<<unsigned(grid), kWThreads, size_t(smem), s>>>(ta, tb, tsa, op.a_scale, op.b_scale, n, k, m_begin, m_end,
+                                                         dest, group_m);
+    return gpuGetLastError();
+  }
+#if defined(GEMMAR_GPU_CUDA)
+  if ((n / kBlockN) % cluster != 0) return gpuErrorInvalidValue;
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = unsigned(cluster);
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.blockDim = dim3(kWThreads);
+  cfg.dynamicSmemBytes = size_t(smem);
+  cfg.stream = s;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  int fit = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& e : max_clusters)
+      if (e.first == key) fit = e.second;
+    if (fit == 0) {
+      cfg.gridDim = dim3(unsigned(sm_count_cached() / cluster * cluster));
+      const gpuError_t e = cudaOccupancyMaxActiveClusters(&fit, kern, &cfg);
+      if (e != gpuSuccess) return e;
+      if (fit <= 0) return gpuErrorInvalidValue;
+      max_clusters.push_back({key, fit});
+    }
+  }
+  cfg.gridDim = dim3(unsigned(std::min<int64_t>(tiles / cluster, fit) * cluster));
+  const gpuError_t e =
+      cudaLaunchKernelEx(&cfg, kern, ta, tb, tsa, op.a_scale, op.b_scale, n, k, m_begin, m_end, dest, group_m);
+  return e != gpuSuccess ? e : gpuGetLastError();
+#else
+  return gpuErrorInvalidValue;
+#endif
 }
 
 // gemm_wgmma4_kernel<kb, kLag, kPtpc> for kb in kWgmma4KBlocks (ptxas keeps each at 168 registers, no
@@ -492,6 +537,30 @@ gpuError_t launch_gemm_blockscale(GemmKernel variant, const GemmOperands& op, in
   const int kb = wgmma4_kblocks(op, dest);
   if (kind == GemmKernel::Wgmma4InStep && kb == 16)  // the lag-free measurement variant: K = 2048 only
     return launch_tma_gemm(gemm_wgmma4_kernel<16, 0>, kW4Smem, op, m_begin, m_end, dest, s);
+  if (kb == 16 && (n / kBlockN) % 2 == 0) {  // the cluster measurements: K = 2048 only
+    if (kind == GemmKernel::Wgmma4Cluster)
+      return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, false, 2>, kW4Smem, op, m_begin, m_end, dest, s, 2, kBlockM / 2);
+    if (kind == GemmKernel::Wgmma4ClusterInStep)
+      return launch_tma_gemm(gemm_wgmma4_kernel<16, 0, false, 2>, kW4Smem, op, m_begin, m_end, dest, s, 2, kBlockM / 2);
+    if (kind == GemmKernel::Wgmma4ClusterOwnA)
+      return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, false, 2, false>, kW4Smem, op, m_begin, m_end, dest, s, 2);
+    if (kind == GemmKernel::Wgmma4ClusterLaunchOnly)
+      return launch_tma_gemm(gemm_wgmma4_kernel<16, 2>, kW4Smem, op, m_begin, m_end, dest, s, 2);
+    if (kind == GemmKernel::Wgmma4ClusterOwnAGrouped)
+      return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, false, 2, false>, kW4Smem, op, m_begin, m_end, dest, s, 2,
+                             kBlockM, 4);
+    if (kind == GemmKernel::Wgmma4ClusterGrouped)
+      return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, false, 2>, kW4Smem, op, m_begin, m_end, dest, s, 2, kBlockM / 2,
+                             8);
+  }
+  if (kind == GemmKernel::Wgmma4Grouped && kb == 16)
+    return launch_tma_gemm(gemm_wgmma4_kernel<16, 2>, kW4Smem, op, m_begin, m_end, dest, s, 1, kBlockM, 8);
+  if (kind == GemmKernel::Wgmma4Grouped4 && kb == 16)
+    return launch_tma_gemm(gemm_wgmma4_kernel<16, 2>, kW4Smem, op, m_begin, m_end, dest, s, 1, kBlockM, 4);
+  if (kind == GemmKernel::Wgmma4Grouped2 && kb == 16)
+    return launch_tma_gemm(gemm_wgmma4_kernel<16, 2>, kW4Smem, op, m_begin, m_end, dest, s, 1, kBlockM, 2);
+  if (kind == GemmKernel::Wgmma4Grouped16 && kb == 16)
+    return launch_tma_gemm(gemm_wgmma4_kernel<16, 2>, kW4Smem, op, m_begin, m_end, dest, s, 1, kBlockM, 16);
   if (kind == GemmKernel::Wgmma4 && kb > 0) return launch_wgmma4<2, false>(kb, op, m_begin, m_end, dest, s);
   if (kind != GemmKernel::Mma) {
     static bool wattr_set[kMaxWorld] = {};
@@ -590,7 +659,14 @@ const char* gemm_kernel_name(GemmKernel variant, int64_t k) {
 #else
   GemmKernel kind = effective_kernel(variant);
   // What launch_gemm_blockscale runs at this K (16-byte aligned destinations assumed, as the bench's).
-  if ((kind == GemmKernel::Wgmma4 && !wgmma4_k(k)) || (kind == GemmKernel::Wgmma4InStep && k != 16 * kBlockK))
+  if ((kind == GemmKernel::Wgmma4 && !wgmma4_k(k)) ||
+      ((kind == GemmKernel::Wgmma4InStep || kind == GemmKernel::Wgmma4Cluster ||
+        kind == GemmKernel::Wgmma4ClusterInStep || kind == GemmKernel::Wgmma4ClusterOwnA ||
+        kind == GemmKernel::Wgmma4ClusterLaunchOnly || kind == GemmKernel::Wgmma4ClusterOwnAGrouped ||
+        kind == GemmKernel::Wgmma4ClusterGrouped || kind == GemmKernel::Wgmma4Grouped ||
+        kind == GemmKernel::Wgmma4Grouped4 || kind == GemmKernel::Wgmma4Grouped2 ||
+        kind == GemmKernel::Wgmma4Grouped16) &&
+       k != 16 * kBlockK))
     kind = GemmKernel::Wgmma;
   switch (kind) {
     case GemmKernel::Wgmma4:
@@ -599,6 +675,26 @@ const char* gemm_kernel_name(GemmKernel variant, int64_t k) {
              "(gemm_wgmma4_kernel<K / 128, 2>)";
     case GemmKernel::Wgmma4InStep:
       return "wgmma4 with the consumer warpgroups in step (no lag; measurement)";
+    case GemmKernel::Wgmma4Cluster:
+      return "wgmma4 in clusters of two CTAs along N sharing A by TMA multicast (measurement)";
+    case GemmKernel::Wgmma4ClusterInStep:
+      return "wgmma4mc with the consumer warpgroups in step (measurement)";
+    case GemmKernel::Wgmma4ClusterOwnA:
+      return "wgmma4 in clusters of two CTAs along N, stages released by both, each loading its own A (measurement)";
+    case GemmKernel::Wgmma4ClusterLaunchOnly:
+      return "wgmma4 launched in clusters of two CTAs, nothing shared (measurement)";
+    case GemmKernel::Wgmma4ClusterOwnAGrouped:
+      return "wgmma4mcown, tiles in groups of 4 bands (measurement)";
+    case GemmKernel::Wgmma4ClusterGrouped:
+      return "wgmma4mc, tiles in groups of 8 bands (measurement)";
+    case GemmKernel::Wgmma4Grouped:
+      return "wgmma4, tiles in groups of 8 bands (measurement)";
+    case GemmKernel::Wgmma4Grouped4:
+      return "wgmma4, tiles in groups of 4 bands (measurement)";
+    case GemmKernel::Wgmma4Grouped2:
+      return "wgmma4, tiles in groups of 2 bands (measurement)";
+    case GemmKernel::Wgmma4Grouped16:
+      return "wgmma4, tiles in groups of 16 bands (measurement)";
     case GemmKernel::Wgmma:
       return "wgmma m64n128k32 e4m3 + TMA/mbarrier, warp-specialised (1 producer + 2 consumer warpgroups), "
              "persistent, 128x128x128 tiles, 6 stages";

@@ -329,6 +329,36 @@ __device__ __forceinline__ void tma_prefetch_desc(const gpuTensorMap* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
 
+// Clusters of two CTAs side by side along N (gemm_wgmma4_kernel's kCluster = 2): each loads half of the shared A
+// tile and multicasts it into both CTAs' shared memory at the same offset.
+__device__ __forceinline__ uint32_t cluster_ctarank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void cluster_sync_all() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// Arrive on the barrier at the same shared-memory offset in CTA `cta` of the cluster. The default semantics
+// (release at CTA scope), as CUTLASS's ClusterBarrier::arrive: what the arrive orders is the wgmma reads of the
+// stage, already complete (wait_group). `.release.cluster` made every arrive wait on this thread's outstanding
+// memory operations: the clusters ran at half speed, with or without the multicast (H100, 2026-12-06).
+__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta) {
+  asm volatile(
+      "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}" ::"r"(smem_u32(bar)),
+      "r"(cta)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const gpuTensorMap* map, uint64_t* bar, int c0, int c1,
+                                                      uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(smem_u32(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "h"(cta_mask)
+      : "memory");
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // gemm_wgmma4_kernel: 128 x 128 tiles, 1 producer (setmaxnreg 40) + 2 consumer warpgroups of 64 rows (232), 6
 // stages. The consumers keep the tensor cores fed across the promotion: two accumulator sets; K block g+1's four
@@ -394,14 +424,21 @@ __device__ __forceinline__ uint4 quad_transpose4(uint32_t p0, uint32_t p1, uint3
 // wgmma, C7512; so did a plain add in place of the unit-scale promotion, 2026-12-05), tm_sa is not read, and
 // numerics::ptpc_epilogue applies sa * sb once before the store.
 // Otherwise blockscale (SA through tm_sa).
-template <int kKB, int kLag, bool kPtpc = false>
+//
+// kCluster = 2: clusters of two CTAs take the two tiles side by side along N of one 128-row band, so they share A:
+// each CTA's producer loads 64 of its 128 rows (tm_a's box is 64 rows) and multicasts them into both CTAs' stage,
+// which halves A's reads from L2 (cuBLASLt's `1x2` clusters, sixth pass's ncu); a stage is refilled only once the
+// consumers of both CTAs released it (each warp arrives on both CTAs' empty barriers), and no CTA exits while its
+// peer may still write into it. N / 128 must be even and the grid a multiple of 2 (the launcher).
+template <int kKB, int kLag, bool kPtpc = false, int kCluster = 1, bool kShareA = true>
 __global__ void __launch_bounds__(kWThreads, 1)
     gemm_wgmma4_kernel(const __grid_constant__ gpuTensorMap tm_a, const __grid_constant__ gpuTensorMap tm_b,
                        const __grid_constant__ gpuTensorMap tm_sa, const float* __restrict__ SA,
                        const float* __restrict__ SB, int64_t N, int64_t K, int64_t m_begin, int64_t m_end,
-                       GemmDest dest) {
+                       GemmDest dest, int group_m) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(kLag >= 0 && kLag < kKB && kLag <= kW4Stages - 3, "the lag must leave the producer stages to fill");
+  static_assert(kCluster == 1 || kCluster == 2, "clusters of one or two CTAs along N");
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   uint8_t* sA = smem;
@@ -415,7 +452,7 @@ __global__ void __launch_bounds__(kWThreads, 1)
   if (tid == 0) {
     for (int s = 0; s < kW4Stages; ++s) {
       mbar_init(full + s, 1);
-      mbar_init(empty + s, 8);
+      mbar_init(empty + s, 8 * kCluster);  // one arrive per consumer warp of every CTA of the cluster
     }
     for (int i = 0; i < 4; ++i) tile_arrivals[i] = 0;
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -424,12 +461,24 @@ __global__ void __launch_bounds__(kWThreads, 1)
               // unit scales is ptpc's unscaled total + dot, and the consumers' code stays blockscale's
     for (int i = tid; i < kW4Stages * kW4StageS / 4; i += kWThreads) reinterpret_cast<float*>(sS)[i] = 1.0f;
   __syncthreads();
-  constexpr int KB = kKB;  // K / 128, checked by the launcher
+  if constexpr (kCluster > 1) cluster_sync_all();  // the peer's barriers are initialised before any remote arrive
+  constexpr int KB = kKB;                          // K / 128, checked by the launcher
   (void)K;
   (void)SA;  // blockscale reads its A scales through tm_sa
+  const uint32_t rank = kCluster > 1 ? cluster_ctarank() : 0u;
   const int tiles_n = int(N / kBlockN);
-  const int units = int((m_end - m_begin) / kBlockM) * tiles_n;
-  const int my_units = int(blockIdx.x) < units ? (units - int(blockIdx.x) + int(gridDim.x) - 1) / int(gridDim.x) : 0;
+  // A unit is one tile (kCluster 1) or a pair of tiles side by side along N, one per CTA of the cluster.
+  const int units = int((m_end - m_begin) / kBlockM) * (tiles_n / kCluster);
+  const int first = int(blockIdx.x) / kCluster, stride = int(gridDim.x) / kCluster;
+  const int my_units = first < units ? (units - first + stride - 1) / stride : 0;
+  // Units in groups of group_m bands (the launcher makes it divide the bands and a slice's bands): within a group
+  // the band changes fastest, so the CTAs at work at once share B tiles as well as A bands.
+  const int units_n = tiles_n / kCluster;
+  auto unit_tile = [&](int u, int64_t& tile_m0, int& nb) {
+    const int g = u / (group_m * units_n), r = u - g * (group_m * units_n);
+    tile_m0 = m_begin + int64_t(g * group_m + r % group_m) * kBlockM;
+    nb = (r / group_m) * kCluster + int(rank);
+  };
 
   if (wg == 0) {  // producer
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
@@ -439,16 +488,22 @@ __global__ void __launch_bounds__(kWThreads, 1)
       if (!kPtpc) tma_prefetch_desc(&tm_sa);
       int stage = 0;
       uint32_t phase = 0;
-      for (int u = int(blockIdx.x); u < units; u += int(gridDim.x)) {
-        const int m0 = int(m_begin) + (u / tiles_n) * kBlockM;
-        const int nb = u % tiles_n;
+      for (int u = first; u < units; u += stride) {
+        int64_t tile_m0;
+        int nb;
+        unit_tile(u, tile_m0, nb);
+        const int m0 = int(tile_m0);
         for (int kb = 0; kb < KB; ++kb) {
           const float sbv = kPtpc ? 1.0f : __ldg(SB + int64_t(nb) * KB + kb);
           mbar_wait(empty + stage, phase ^ 1);
           uint8_t* ss = sS + stage * kW4StageS;
           if (!kPtpc) *reinterpret_cast<float*>(ss + kBlockM * 4) = sbv;  // published by the arrive below (release)
           mbar_expect_tx(full + stage, kStageA + kStageB + (kPtpc ? 0 : kBlockM * 4));
-          tma_load_2d(sA + stage * kStageA, &tm_a, full + stage, kb * kBlockK, m0);
+          if constexpr (kCluster > 1 && kShareA)  // this CTA's 64 rows of A into both CTAs' stage
+            tma_load_2d_multicast(sA + stage * kStageA + int(rank) * (kStageA / 2), &tm_a, full + stage, kb * kBlockK,
+                                  m0 + int(rank) * (kBlockM / 2), uint16_t(3));
+          else
+            tma_load_2d(sA + stage * kStageA, &tm_a, full + stage, kb * kBlockK, m0);
           tma_load_2d(sB + stage * kStageB, &tm_b, full + stage, kb * kBlockK, nb * kBlockN);
           if (!kPtpc) tma_load_2d(ss, &tm_sa, full + stage, m0, kb);
           if (++stage == kW4Stages) {
@@ -564,7 +619,11 @@ __global__ void __launch_bounds__(kWThreads, 1)
       const int st = gi % kW4Stages;
       const float* ss = reinterpret_cast<const float*>(sS + st * kW4StageS);
       const float sa0 = ss[lrow], sa1 = ss[lrow + 8], sbv = ss[kBlockM];  // kPtpc: 1.0f, set once
-      if (lane == 0) mbar_arrive(empty + st);
+      if constexpr (kCluster > 1) {
+        if (lane < kCluster) mbar_arrive_cluster(empty + st, uint32_t(lane));  // lane c: CTA c's empty barrier
+      } else if (lane == 0) {
+        mbar_arrive(empty + st);
+      }
 #pragma unroll
       for (int j = 0; j < 16; ++j) {
         total[4 * j + 0] = nm::block_accumulate(total[4 * j + 0], a[4 * j + 0], sa0, sbv);
@@ -582,9 +641,9 @@ __global__ void __launch_bounds__(kWThreads, 1)
     // One tile per iteration, its kKB K blocks unrolled: every wgmma group is waited for inside the iteration
     // (ptxas serializes all wgmma (C7514) when a group stays in flight across a loop's back edge).
     for (int gt = 0; gt < my_units; ++gt) {
-      const int u = int(blockIdx.x) + gt * int(gridDim.x);
-      m0 = m_begin + int64_t(u / tiles_n) * kBlockM;
-      n0 = int64_t(u % tiles_n) * kBlockN;
+      int nb;
+      unit_tile(first + gt * stride, m0, nb);
+      n0 = int64_t(nb) * kBlockN;
       const int g0 = gt * kKB;
       issue(g0, acc0);
 #pragma unroll
@@ -612,6 +671,10 @@ __global__ void __launch_bounds__(kWThreads, 1)
       if (run_tiles > 0) count_run(run_slice, run_tiles);
     }
   }
+  if constexpr (kCluster > 1) {  // no CTA leaves while its peer may still write into it
+    __syncwarp();                // the producer warp's lanes meet again before the aligned cluster barrier
+    cluster_sync_all();
+  }
 #else
   (void)SA;
   (void)SB;
@@ -620,6 +683,7 @@ __global__ void __launch_bounds__(kWThreads, 1)
   (void)m_begin;
   (void)m_end;
   (void)dest;
+  (void)group_m;
   (void)tm_a;
   (void)tm_b;
   (void)tm_sa;
