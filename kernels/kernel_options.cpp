@@ -21,28 +21,13 @@ KernelOptions kernel_options_from_env() {
       o.gemm = GemmKernel::Wgmma4InStep;
     else if (is(env, "wgmma4mc"))
       o.gemm = GemmKernel::Wgmma4Cluster;
-    else if (is(env, "wgmma4mcl0"))
-      o.gemm = GemmKernel::Wgmma4ClusterInStep;
-    else if (is(env, "wgmma4mcown"))
-      o.gemm = GemmKernel::Wgmma4ClusterOwnA;
-    else if (is(env, "wgmma4c1"))
-      o.gemm = GemmKernel::Wgmma4ClusterLaunchOnly;
-    else if (is(env, "wgmma4mcowng"))
-      o.gemm = GemmKernel::Wgmma4ClusterOwnAGrouped;
-    else if (is(env, "wgmma4mcg"))
-      o.gemm = GemmKernel::Wgmma4ClusterGrouped;
-    else if (is(env, "wgmma4g"))
-      o.gemm = GemmKernel::Wgmma4Grouped;
-    else if (is(env, "wgmma4g4"))
-      o.gemm = GemmKernel::Wgmma4Grouped4;
-    else if (is(env, "wgmma4g2"))
-      o.gemm = GemmKernel::Wgmma4Grouped2;
-    else if (is(env, "wgmma4g16"))
-      o.gemm = GemmKernel::Wgmma4Grouped16;
+    else if (is(env, "wgmma4n"))
+      o.gemm = GemmKernel::Wgmma4BandMajor;
     else if (!is(env, "wgmma4"))
-      std::fprintf(stderr,
-                   "gemmar: GEMMAR_GEMM_KERNEL=%s is not one of wgmma4|wgmma4l0|wgmma4mc|wgmma|mma: the default runs\n",
-                   env);
+      std::fprintf(
+          stderr,
+          "gemmar: GEMMAR_GEMM_KERNEL=%s is not one of wgmma4|wgmma4l0|wgmma4mc|wgmma4n|wgmma|mma: the default runs\n",
+          env);
   }
   if (const char* env = std::getenv("GEMMAR_WIDEN_KERNEL"); env && *env) {
     if (is(env, "hw16"))

@@ -6,22 +6,14 @@
 namespace gemmar::kernels {
 
 // The NVIDIA build's blockscale GEMM (gemm/gemm_wgmma.cuh, gemm/blockscale.cu; AMD always runs the MFMA kernel).
-// Off compute capability 9.x every choice runs Mma. GEMMAR_GEMM_KERNEL=wgmma4|wgmma4l0|wgmma4mc|wgmma|mma.
+// Off compute capability 9.x every choice runs Mma. GEMMAR_GEMM_KERNEL=wgmma4|wgmma4l0|wgmma4mc|wgmma4n|wgmma|mma.
 enum class GemmKernel {
-  Wgmma4,         // "wgmma4": warpgroups 2 K blocks apart, K as kernels.hpp wgmma4_k (other K run Wgmma); the fastest
-  Wgmma4InStep,   // "wgmma4l0": the same with the warpgroups in step (measurement: what the lag buys), K = 2048 only
-  Wgmma4Cluster,  // "wgmma4mc": clusters of two CTAs along N sharing A by TMA multicast (measurement), K = 2048 only
-  Wgmma4ClusterInStep,       // "wgmma4mcl0": wgmma4mc with the warpgroups in step (measurement)
-  Wgmma4ClusterOwnA,         // "wgmma4mcown": clusters releasing stages together, A not shared (measurement)
-  Wgmma4ClusterLaunchOnly,   // "wgmma4c1": wgmma4 launched in clusters of two, nothing shared (measurement)
-  Wgmma4ClusterOwnAGrouped,  // "wgmma4mcowng": wgmma4mcown with tiles in groups of 4 bands (measurement)
-  Wgmma4ClusterGrouped,      // "wgmma4mcg": wgmma4mc with tiles in groups of 8 bands (measurement)
-  Wgmma4Grouped,             // "wgmma4g": wgmma4 with tiles in groups of 8 bands (measurement), K = 2048
-  Wgmma4Grouped4,            // "wgmma4g4": groups of 4 bands (measurement), K = 2048
-  Wgmma4Grouped2,            // "wgmma4g2": groups of 2 bands (measurement), K = 2048
-  Wgmma4Grouped16,           // "wgmma4g16": groups of 16 bands (measurement), K = 2048
-  Wgmma,                     // "wgmma": any K
-  Mma,                       // "mma": the mma.sync kernel (the fallback, and the AMD path's twin)
+  Wgmma4,           // "wgmma4": warpgroups 2 K blocks apart, K as kernels.hpp wgmma4_k (other K run Wgmma); the fastest
+  Wgmma4InStep,     // "wgmma4l0": the same with the warpgroups in step (measurement: what the lag buys), K = 2048 only
+  Wgmma4Cluster,    // "wgmma4mc": clusters of two CTAs along N sharing A by TMA multicast (measurement), K = 2048 only
+  Wgmma4BandMajor,  // "wgmma4n": wgmma4 with its tiles in band-major order, the order before the groups (measurement)
+  Wgmma,            // "wgmma": any K
+  Mma,              // "mma": the mma.sync kernel (the fallback, and the AMD path's twin)
 };
 
 // How the widen (the fp8 wire's dequantize and pull) reads a row. GEMMAR_WIDEN_KERNEL=int8|int16|hw16|ceiling.

@@ -2,7 +2,6 @@
 // each on device 0 with its own buffers; gemmar_gpu_bench (bench/bench_main.cpp) and `gemmar run` call them.
 #include <algorithm>
 #include <cstring>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,21 +16,25 @@
 namespace gemmar::kernels {
 namespace {
 
+// One call of fn bracketed by events on s, waited for (us).
+template <typename Fn>
+double timed_once_us(gpuStream_t s, gpuEvent_t e0, gpuEvent_t e1, Fn&& fn) {
+  GPU_CHECK(gpuEventRecord(e0, s));
+  fn();
+  GPU_CHECK(gpuEventRecord(e1, s));
+  GPU_CHECK(gpuEventSynchronize(e1));
+  float ms = 0;
+  GPU_CHECK(gpuEventElapsedTime(&ms, e0, e1));
+  return double(ms) * 1e3;
+}
+
 // Two untimed calls of fn, then the median over `iterations` of fn bracketed by events on s (us).
 template <typename Fn>
 double timed_median_us(gpuStream_t s, gpuEvent_t e0, gpuEvent_t e1, int iterations, Fn&& fn, int warmups = 2) {
   for (int i = 0; i < warmups; ++i) fn();
   GPU_CHECK(gpuStreamSynchronize(s));
   std::vector<double> v;
-  for (int i = 0; i < iterations; ++i) {
-    GPU_CHECK(gpuEventRecord(e0, s));
-    fn();
-    GPU_CHECK(gpuEventRecord(e1, s));
-    GPU_CHECK(gpuEventSynchronize(e1));
-    float ms = 0;
-    GPU_CHECK(gpuEventElapsedTime(&ms, e0, e1));
-    v.push_back(double(ms) * 1e3);
-  }
+  for (int i = 0; i < iterations; ++i) v.push_back(timed_once_us(s, e0, e1, fn));
   return median(v);
 }
 
@@ -182,14 +185,9 @@ struct TimingStream {
     (void)gpuEventDestroy(e1);
     (void)gpuStreamDestroy(s);
   }
-  double once_us(const std::function<void()>& fn) const {
-    GPU_CHECK(gpuEventRecord(e0, s));
-    fn();
-    GPU_CHECK(gpuEventRecord(e1, s));
-    GPU_CHECK(gpuEventSynchronize(e1));
-    float ms = 0;
-    GPU_CHECK(gpuEventElapsedTime(&ms, e0, e1));
-    return double(ms) * 1e3;
+  template <typename Fn>
+  double once_us(Fn&& fn) const {
+    return timed_once_us(s, e0, e1, fn);
   }
 };
 }  // namespace

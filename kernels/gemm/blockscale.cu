@@ -498,18 +498,22 @@ gpuError_t launch_tma_gemm(Kern kern, int smem, const GemmOperands& op, int64_t 
 // serialized wgmma); gpuErrorInvalidValue for any other kb.
 template <int kLag, bool kPtpc, size_t... I>
 gpuError_t launch_wgmma4(int kb, const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest,
-                         gpuStream_t s, std::index_sequence<I...>) {
+                         gpuStream_t s, int group_m, std::index_sequence<I...>) {
   gpuError_t e = gpuErrorInvalidValue;
   (void)((kb == kWgmma4KBlocks[I] && (e = launch_tma_gemm(gemm_wgmma4_kernel<kWgmma4KBlocks[I], kLag, kPtpc>, kW4Smem,
-                                                          op, m_begin, m_end, dest, s),
+                                                          op, m_begin, m_end, dest, s, 1, kBlockM, group_m),
                                       true)) ||
          ...);
   return e;
 }
+// The tile order's groups: 4 bands of 128 rows, the band changing fastest within a group. Against the band-major
+// order (group 1) it was 5-9% faster at M = 4096 and 3-5% at 16384 x 7168 x 2048, and groups of 2, 8 and 16 were
+// no better (H100, timed in alternation with cuBLASLt; docs/kernels.md, ninth pass).
+constexpr int kTileGroupBands = 4;
 template <int kLag, bool kPtpc>
 gpuError_t launch_wgmma4(int kb, const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest,
-                         gpuStream_t s) {
-  return launch_wgmma4<kLag, kPtpc>(kb, op, m_begin, m_end, dest, s,
+                         gpuStream_t s, int group_m = kTileGroupBands) {
+  return launch_wgmma4<kLag, kPtpc>(kb, op, m_begin, m_end, dest, s, group_m,
                                     std::make_index_sequence<std::size(kWgmma4KBlocks)>{});
 }
 }  // namespace
@@ -536,31 +540,13 @@ gpuError_t launch_gemm_blockscale(GemmKernel variant, const GemmOperands& op, in
   const GemmKernel kind = effective_kernel(variant);
   const int kb = wgmma4_kblocks(op, dest);
   if (kind == GemmKernel::Wgmma4InStep && kb == 16)  // the lag-free measurement variant: K = 2048 only
-    return launch_tma_gemm(gemm_wgmma4_kernel<16, 0>, kW4Smem, op, m_begin, m_end, dest, s);
-  if (kb == 16 && (n / kBlockN) % 2 == 0) {  // the cluster measurements: K = 2048 only
-    if (kind == GemmKernel::Wgmma4Cluster)
-      return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, false, 2>, kW4Smem, op, m_begin, m_end, dest, s, 2, kBlockM / 2);
-    if (kind == GemmKernel::Wgmma4ClusterInStep)
-      return launch_tma_gemm(gemm_wgmma4_kernel<16, 0, false, 2>, kW4Smem, op, m_begin, m_end, dest, s, 2, kBlockM / 2);
-    if (kind == GemmKernel::Wgmma4ClusterOwnA)
-      return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, false, 2, false>, kW4Smem, op, m_begin, m_end, dest, s, 2);
-    if (kind == GemmKernel::Wgmma4ClusterLaunchOnly)
-      return launch_tma_gemm(gemm_wgmma4_kernel<16, 2>, kW4Smem, op, m_begin, m_end, dest, s, 2);
-    if (kind == GemmKernel::Wgmma4ClusterOwnAGrouped)
-      return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, false, 2, false>, kW4Smem, op, m_begin, m_end, dest, s, 2,
-                             kBlockM, 4);
-    if (kind == GemmKernel::Wgmma4ClusterGrouped)
-      return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, false, 2>, kW4Smem, op, m_begin, m_end, dest, s, 2, kBlockM / 2,
-                             8);
-  }
-  if (kind == GemmKernel::Wgmma4Grouped && kb == 16)
-    return launch_tma_gemm(gemm_wgmma4_kernel<16, 2>, kW4Smem, op, m_begin, m_end, dest, s, 1, kBlockM, 8);
-  if (kind == GemmKernel::Wgmma4Grouped4 && kb == 16)
-    return launch_tma_gemm(gemm_wgmma4_kernel<16, 2>, kW4Smem, op, m_begin, m_end, dest, s, 1, kBlockM, 4);
-  if (kind == GemmKernel::Wgmma4Grouped2 && kb == 16)
-    return launch_tma_gemm(gemm_wgmma4_kernel<16, 2>, kW4Smem, op, m_begin, m_end, dest, s, 1, kBlockM, 2);
-  if (kind == GemmKernel::Wgmma4Grouped16 && kb == 16)
-    return launch_tma_gemm(gemm_wgmma4_kernel<16, 2>, kW4Smem, op, m_begin, m_end, dest, s, 1, kBlockM, 16);
+    return launch_tma_gemm(gemm_wgmma4_kernel<16, 0>, kW4Smem, op, m_begin, m_end, dest, s, 1, kBlockM,
+                           kTileGroupBands);
+  if (kind == GemmKernel::Wgmma4Cluster && kb == 16 && (n / kBlockN) % 2 == 0)  // A multicast: K = 2048 only
+    return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, false, 2>, kW4Smem, op, m_begin, m_end, dest, s, 2, kBlockM / 2,
+                           kTileGroupBands);
+  if (kind == GemmKernel::Wgmma4BandMajor && kb > 0)  // the tile order before the groups (measurement)
+    return launch_wgmma4<2, false>(kb, op, m_begin, m_end, dest, s, 1);
   if (kind == GemmKernel::Wgmma4 && kb > 0) return launch_wgmma4<2, false>(kb, op, m_begin, m_end, dest, s);
   if (kind != GemmKernel::Mma) {
     static bool wattr_set[kMaxWorld] = {};
@@ -659,42 +645,20 @@ const char* gemm_kernel_name(GemmKernel variant, int64_t k) {
 #else
   GemmKernel kind = effective_kernel(variant);
   // What launch_gemm_blockscale runs at this K (16-byte aligned destinations assumed, as the bench's).
-  if ((kind == GemmKernel::Wgmma4 && !wgmma4_k(k)) ||
-      ((kind == GemmKernel::Wgmma4InStep || kind == GemmKernel::Wgmma4Cluster ||
-        kind == GemmKernel::Wgmma4ClusterInStep || kind == GemmKernel::Wgmma4ClusterOwnA ||
-        kind == GemmKernel::Wgmma4ClusterLaunchOnly || kind == GemmKernel::Wgmma4ClusterOwnAGrouped ||
-        kind == GemmKernel::Wgmma4ClusterGrouped || kind == GemmKernel::Wgmma4Grouped ||
-        kind == GemmKernel::Wgmma4Grouped4 || kind == GemmKernel::Wgmma4Grouped2 ||
-        kind == GemmKernel::Wgmma4Grouped16) &&
-       k != 16 * kBlockK))
+  if (((kind == GemmKernel::Wgmma4 || kind == GemmKernel::Wgmma4BandMajor) && !wgmma4_k(k)) ||
+      ((kind == GemmKernel::Wgmma4InStep || kind == GemmKernel::Wgmma4Cluster) && k != 16 * kBlockK))
     kind = GemmKernel::Wgmma;
   switch (kind) {
     case GemmKernel::Wgmma4:
       return "wgmma m64n128k32 e4m3 + TMA/mbarrier, 128x128 tiles, two accumulator sets, consumer warpgroups 2 K "
-             "blocks apart, each storing (16-byte) and releasing on its own, setmaxnreg 40/232, persistent, 6 stages "
-             "(gemm_wgmma4_kernel<K / 128, 2>)";
+             "blocks apart, each storing (16-byte) and releasing on its own, setmaxnreg 40/232, persistent, 6 stages, "
+             "tiles in groups of 4 bands (gemm_wgmma4_kernel<K / 128, 2>)";
     case GemmKernel::Wgmma4InStep:
       return "wgmma4 with the consumer warpgroups in step (no lag; measurement)";
     case GemmKernel::Wgmma4Cluster:
       return "wgmma4 in clusters of two CTAs along N sharing A by TMA multicast (measurement)";
-    case GemmKernel::Wgmma4ClusterInStep:
-      return "wgmma4mc with the consumer warpgroups in step (measurement)";
-    case GemmKernel::Wgmma4ClusterOwnA:
-      return "wgmma4 in clusters of two CTAs along N, stages released by both, each loading its own A (measurement)";
-    case GemmKernel::Wgmma4ClusterLaunchOnly:
-      return "wgmma4 launched in clusters of two CTAs, nothing shared (measurement)";
-    case GemmKernel::Wgmma4ClusterOwnAGrouped:
-      return "wgmma4mcown, tiles in groups of 4 bands (measurement)";
-    case GemmKernel::Wgmma4ClusterGrouped:
-      return "wgmma4mc, tiles in groups of 8 bands (measurement)";
-    case GemmKernel::Wgmma4Grouped:
-      return "wgmma4, tiles in groups of 8 bands (measurement)";
-    case GemmKernel::Wgmma4Grouped4:
-      return "wgmma4, tiles in groups of 4 bands (measurement)";
-    case GemmKernel::Wgmma4Grouped2:
-      return "wgmma4, tiles in groups of 2 bands (measurement)";
-    case GemmKernel::Wgmma4Grouped16:
-      return "wgmma4, tiles in groups of 16 bands (measurement)";
+    case GemmKernel::Wgmma4BandMajor:
+      return "wgmma4 with the tiles in band-major order (no groups; measurement)";
     case GemmKernel::Wgmma:
       return "wgmma m64n128k32 e4m3 + TMA/mbarrier, warp-specialised (1 producer + 2 consumer warpgroups), "
              "persistent, 128x128x128 tiles, 6 stages";

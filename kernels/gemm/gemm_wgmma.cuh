@@ -5,15 +5,17 @@
 // mbarriers), WG1 and WG2 are consumers, each owning 64 rows x 128 columns; per K block a consumer issues 4
 // wgmma.m64n128k32 e4m3 (fp32 accumulate, the first with scale-d = 0, so the block's dot products start from
 // zero) and promotes total = numerics::block_accumulate(total, blk, sa[row], sb) (the reference's rounding
-// points); a persistent grid (one CTA per SM) walks the tiles n-fastest, so concurrent CTAs share A's row band
-// and B stays in L2; the epilogue stores bf16 RNE into the tile's destination and bumps the per-destination
-// counter (the fused modes' release), as the mma.sync kernel does.
+// points); a persistent grid (one CTA per SM) walks the tiles n-fastest (gemm_wgmma4_kernel: in groups of
+// bands, the band fastest within a group), so concurrent CTAs share A's row bands and B stays in L2; the epilogue
+// stores bf16 RNE into the tile's destination and bumps the per-destination counter (the fused modes' release), as the
+// mma.sync kernel does.
 //   gemm_wgmma4_kernel  the default where K / 128 = kKB is 4, 8, 12, 16, 24 or 32 (the tile's K blocks unrolled;
 //                       K = 1024 and 2048 for mori): two accumulator sets, warpgroups kLag K blocks apart, 16-byte
 //                       stores (its own comment below)
 //   gemm_wgmma_kernel   any K: one accumulator set, each K block waited for before its promotion
-// What was measured against what (variants since removed: 256-row tiles, clusters with A multicast, turn-taking
-// warpgroups, the lag-free tile end): docs/results/h200-1gpu-2026-12-03-gemm and h200-1gpu-2026-12-03-gemm4.
+// What was measured against what (variants since removed: 256-row tiles, turn-taking warpgroups, the lag-free tile
+// end): docs/results/h200-1gpu-2026-12-03-gemm and h200-1gpu-2026-12-03-gemm4; the A multicast and the tile
+// groups: docs/results/h100-1gpu-2026-12-06-raster.
 #pragma once
 
 namespace gemmar::kernels::dev {
@@ -429,8 +431,13 @@ __device__ __forceinline__ uint4 quad_transpose4(uint32_t p0, uint32_t p1, uint3
 // each CTA's producer loads 64 of its 128 rows (tm_a's box is 64 rows) and multicasts them into both CTAs' stage,
 // which halves A's reads from L2 (cuBLASLt's `1x2` clusters, sixth pass's ncu); a stage is refilled only once the
 // consumers of both CTAs released it (each warp arrives on both CTAs' empty barriers), and no CTA exits while its
-// peer may still write into it. N / 128 must be even and the grid a multiple of 2 (the launcher).
-template <int kKB, int kLag, bool kPtpc = false, int kCluster = 1, bool kShareA = true>
+// peer may still write into it. N / 128 must be even and the grid a multiple of 2 (the launcher). Measured on an
+// H100 (2026-12-06): no faster than kCluster = 1 (the L2 read 5% fewer sectors), so it stays a measurement.
+//
+// group_m: the tile order walks groups of group_m 128-row bands, the band changing fastest within a group and the
+// N tile next (group_m 1: band-major, n-fastest). The launcher makes group_m divide the bands and each
+// destination slice's bands, so a slice's tiles stay consecutive (the counted runs, fused-sdma's puts).
+template <int kKB, int kLag, bool kPtpc = false, int kCluster = 1>
 __global__ void __launch_bounds__(kWThreads, 1)
     gemm_wgmma4_kernel(const __grid_constant__ gpuTensorMap tm_a, const __grid_constant__ gpuTensorMap tm_b,
                        const __grid_constant__ gpuTensorMap tm_sa, const float* __restrict__ SA,
@@ -499,7 +506,7 @@ __global__ void __launch_bounds__(kWThreads, 1)
           uint8_t* ss = sS + stage * kW4StageS;
           if (!kPtpc) *reinterpret_cast<float*>(ss + kBlockM * 4) = sbv;  // published by the arrive below (release)
           mbar_expect_tx(full + stage, kStageA + kStageB + (kPtpc ? 0 : kBlockM * 4));
-          if constexpr (kCluster > 1 && kShareA)  // this CTA's 64 rows of A into both CTAs' stage
+          if constexpr (kCluster > 1)  // this CTA's 64 rows of A into both CTAs' stage
             tma_load_2d_multicast(sA + stage * kStageA + int(rank) * (kStageA / 2), &tm_a, full + stage, kb * kBlockK,
                                   m0 + int(rank) * (kBlockM / 2), uint16_t(3));
           else
