@@ -437,7 +437,7 @@ __device__ __forceinline__ uint4 quad_transpose4(uint32_t p0, uint32_t p1, uint3
 // group_m: the tile order walks groups of group_m 128-row bands, the band changing fastest within a group and the
 // N tile next (group_m 1: band-major, n-fastest). The launcher makes group_m divide the bands and each
 // destination slice's bands, so a slice's tiles stay consecutive (the counted runs, fused-sdma's puts).
-template <int kKB, int kLag, bool kPtpc = false, int kCluster = 1>
+template <int kKB, int kLag, bool kPtpc = false, int kCluster = 1, bool kAlongM = false>
 __global__ void __launch_bounds__(kWThreads, 1)
     gemm_wgmma4_kernel(const __grid_constant__ gpuTensorMap tm_a, const __grid_constant__ gpuTensorMap tm_b,
                        const __grid_constant__ gpuTensorMap tm_sa, const float* __restrict__ SA,
@@ -447,7 +447,8 @@ __global__ void __launch_bounds__(kWThreads, 1)
   static_assert(kLag >= 0 && kLag < kKB && kLag <= kW4Stages - 3, "the lag must leave the producer stages to fill");
   static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4, "clusters of 1, 1 x 2 or 2 x 2 CTAs");
   // kCluster 4: 2 x 2 (rank = 2 rm + rn): A shared along N (ranks with the same rm), B along M (same rn).
-  constexpr int kClusterM = kCluster == 4 ? 2 : 1, kClusterN = kCluster == 1 ? 1 : 2;
+  // kAlongM with kCluster 2: two CTAs along M sharing B (A loaded by each).
+  constexpr int kClusterM = kCluster == 4 || (kCluster == 2 && kAlongM) ? 2 : 1, kClusterN = kCluster / kClusterM;
   constexpr int kWriters = kCluster == 4 ? 3 : kCluster;  // the CTAs whose producers write into a CTA's stage
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -510,14 +511,14 @@ __global__ void __launch_bounds__(kWThreads, 1)
           uint8_t* ss = sS + stage * kW4StageS;
           if (!kPtpc) *reinterpret_cast<float*>(ss + kBlockM * 4) = sbv;  // published by the arrive below (release)
           mbar_expect_tx(full + stage, kStageA + kStageB + (kPtpc ? 0 : kBlockM * 4));
-          if constexpr (kCluster > 1)  // this CTA's 64 rows of A into its row's two CTAs
+          if constexpr (kClusterN > 1)  // this CTA's 64 rows of A into its row's two CTAs
             tma_load_2d_multicast(sA + stage * kStageA + rn * (kStageA / 2), &tm_a, full + stage, kb * kBlockK,
                                   m0 + rn * (kBlockM / 2), uint16_t(3u << (2 * rm)));
           else
             tma_load_2d(sA + stage * kStageA, &tm_a, full + stage, kb * kBlockK, m0);
-          if constexpr (kCluster == 4)  // this CTA's 64 rows of B into its column's two CTAs
+          if constexpr (kClusterM > 1)  // this CTA's 64 rows of B into its column's two CTAs
             tma_load_2d_multicast(sB + stage * kStageB + rm * (kStageB / 2), &tm_b, full + stage, kb * kBlockK,
-                                  nb * kBlockN + rm * (kBlockN / 2), uint16_t(5u << rn));
+                                  nb * kBlockN + rm * (kBlockN / 2), uint16_t((1u | (1u << kClusterN)) << rn));
           else
             tma_load_2d(sB + stage * kStageB, &tm_b, full + stage, kb * kBlockK, nb * kBlockN);
           if (!kPtpc) tma_load_2d(ss, &tm_sa, full + stage, m0, kb);
