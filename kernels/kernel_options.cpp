@@ -21,6 +21,10 @@ KernelOptions kernel_options_from_env() {
       o.gemm = GemmKernel::Wgmma4InStep;
     else if (is(env, "wgmma4mc"))
       o.gemm = GemmKernel::Wgmma4Cluster;
+    else if (is(env, "wgmma4mc4"))
+      o.gemm = GemmKernel::Wgmma4Cluster2x2;
+    else if (is(env, "wgmma4mcm"))
+      o.gemm = GemmKernel::Wgmma4ClusterM;
     else if (is(env, "wgmma4n"))
       o.gemm = GemmKernel::Wgmma4BandMajor;
     else if (!is(env, "wgmma4"))

@@ -423,7 +423,7 @@ int wgmma4_kblocks(const GemmOperands& op, const GemmDest& dest) {
 template <typename Kern>
 gpuError_t launch_tma_gemm(Kern kern, int smem, const GemmOperands& op, int64_t m_begin, int64_t m_end,
                            const GemmDest& dest, gpuStream_t s, int cluster = 1, int a_box_rows = kBlockM,
-                           int group_m = 1) {
+                           int group_m = 1, bool share_b = false) {
   const int64_t m = op.m, n = op.n, k = op.k;
   static std::mutex mu;
   static std::vector<std::pair<const void*, int>> attr_done;                     // (kernel, device)
@@ -443,7 +443,7 @@ gpuError_t launch_tma_gemm(Kern kern, int smem, const GemmOperands& op, int64_t 
   // ptpc's A scales are one per row, read in the epilogue: its kernel takes no scale map (A's stands in, unread).
   const bool scale_map = op.quant == Quant::Blockscale;
   gpuTensorMap ta, tb, tsa;
-  if (!make_tile_map(&ta, op.a, m, k, a_box_rows) || !make_tile_map(&tb, op.b, n, k) ||
+  if (!make_tile_map(&ta, op.a, m, k, a_box_rows) || !make_tile_map(&tb, op.b, n, k, share_b ? kBlockN / 2 : kBlockN) ||
       (scale_map && !make_scale_map(&tsa, op.a_scale, m, k / kBlockK, kBlockM)))
     return gpuErrorInvalidValue;
   if (!scale_map) tsa = ta;
@@ -460,7 +460,8 @@ gpuError_t launch_tma_gemm(Kern kern, int smem, const GemmOperands& op, int64_t 
     return gpuGetLastError();
   }
 #if defined(GEMMAR_GPU_CUDA)
-  if ((n / kBlockN) % cluster != 0) return gpuErrorInvalidValue;
+  if ((n / kBlockN) % 2 != 0 || (share_b && (bands % (2 * group_m) != 0 || slice_bands % (2 * group_m) != 0)))
+    return gpuErrorInvalidValue;
   cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeClusterDimension;
@@ -545,6 +546,12 @@ gpuError_t launch_gemm_blockscale(GemmKernel variant, const GemmOperands& op, in
   if (kind == GemmKernel::Wgmma4Cluster && kb == 16 && (n / kBlockN) % 2 == 0)  // A multicast: K = 2048 only
     return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, false, 2>, kW4Smem, op, m_begin, m_end, dest, s, 2, kBlockM / 2,
                            kTileGroupBands);
+  if (kind == GemmKernel::Wgmma4Cluster2x2 && kb == 16 && (n / kBlockN) % 2 == 0)  // A and B multicast
+    return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, false, 4>, kW4Smem, op, m_begin, m_end, dest, s, 4, kBlockM / 2,
+                           kTileGroupBands / 2, true);
+  if (kind == GemmKernel::Wgmma4ClusterM && kb == 16)  // B multicast along M
+    return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, false, 2, true>, kW4Smem, op, m_begin, m_end, dest, s, 2, kBlockM,
+                           kTileGroupBands / 2, true);
   if (kind == GemmKernel::Wgmma4BandMajor && kb > 0)  // the tile order before the groups (measurement)
     return launch_wgmma4<2, false>(kb, op, m_begin, m_end, dest, s, 1);
   if (kind == GemmKernel::Wgmma4 && kb > 0) return launch_wgmma4<2, false>(kb, op, m_begin, m_end, dest, s);
@@ -646,7 +653,9 @@ const char* gemm_kernel_name(GemmKernel variant, int64_t k) {
   GemmKernel kind = effective_kernel(variant);
   // What launch_gemm_blockscale runs at this K (16-byte aligned destinations assumed, as the bench's).
   if (((kind == GemmKernel::Wgmma4 || kind == GemmKernel::Wgmma4BandMajor) && !wgmma4_k(k)) ||
-      ((kind == GemmKernel::Wgmma4InStep || kind == GemmKernel::Wgmma4Cluster) && k != 16 * kBlockK))
+      ((kind == GemmKernel::Wgmma4InStep || kind == GemmKernel::Wgmma4Cluster || kind == GemmKernel::Wgmma4Cluster2x2 ||
+        kind == GemmKernel::Wgmma4ClusterM) &&
+       k != 16 * kBlockK))
     kind = GemmKernel::Wgmma;
   switch (kind) {
     case GemmKernel::Wgmma4:
@@ -657,6 +666,10 @@ const char* gemm_kernel_name(GemmKernel variant, int64_t k) {
       return "wgmma4 with the consumer warpgroups in step (no lag; measurement)";
     case GemmKernel::Wgmma4Cluster:
       return "wgmma4 in clusters of two CTAs along N sharing A by TMA multicast (measurement)";
+    case GemmKernel::Wgmma4Cluster2x2:
+      return "wgmma4 in clusters of 2 x 2 CTAs sharing A along N and B along M by TMA multicast (measurement)";
+    case GemmKernel::Wgmma4ClusterM:
+      return "wgmma4 in clusters of two CTAs along M sharing B by TMA multicast (measurement)";
     case GemmKernel::Wgmma4BandMajor:
       return "wgmma4 with the tiles in band-major order (no groups; measurement)";
     case GemmKernel::Wgmma:

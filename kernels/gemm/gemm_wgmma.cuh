@@ -437,7 +437,7 @@ __device__ __forceinline__ uint4 quad_transpose4(uint32_t p0, uint32_t p1, uint3
 // group_m: the tile order walks groups of group_m 128-row bands, the band changing fastest within a group and the
 // N tile next (group_m 1: band-major, n-fastest). The launcher makes group_m divide the bands and each
 // destination slice's bands, so a slice's tiles stay consecutive (the counted runs, fused-sdma's puts).
-template <int kKB, int kLag, bool kPtpc = false, int kCluster = 1>
+template <int kKB, int kLag, bool kPtpc = false, int kCluster = 1, bool kAlongM = false>
 __global__ void __launch_bounds__(kWThreads, 1)
     gemm_wgmma4_kernel(const __grid_constant__ gpuTensorMap tm_a, const __grid_constant__ gpuTensorMap tm_b,
                        const __grid_constant__ gpuTensorMap tm_sa, const float* __restrict__ SA,
@@ -445,7 +445,11 @@ __global__ void __launch_bounds__(kWThreads, 1)
                        GemmDest dest, int group_m) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(kLag >= 0 && kLag < kKB && kLag <= kW4Stages - 3, "the lag must leave the producer stages to fill");
-  static_assert(kCluster == 1 || kCluster == 2, "clusters of one or two CTAs along N");
+  static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4, "clusters of 1, 1 x 2 or 2 x 2 CTAs");
+  // kCluster 4: 2 x 2 (rank = 2 rm + rn): A shared along N (ranks with the same rm), B along M (same rn).
+  // kAlongM with kCluster 2: two CTAs along M sharing B (A loaded by each).
+  constexpr int kClusterM = kCluster == 4 || (kCluster == 2 && kAlongM) ? 2 : 1, kClusterN = kCluster / kClusterM;
+  constexpr int kWriters = kCluster == 4 ? 3 : kCluster;  // the CTAs whose producers write into a CTA's stage
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   uint8_t* sA = smem;
@@ -459,7 +463,7 @@ __global__ void __launch_bounds__(kWThreads, 1)
   if (tid == 0) {
     for (int s = 0; s < kW4Stages; ++s) {
       mbar_init(full + s, 1);
-      mbar_init(empty + s, 8 * kCluster);  // one arrive per consumer warp of every CTA of the cluster
+      mbar_init(empty + s, 8 * kWriters);  // one arrive per consumer warp of every CTA this producer writes into
     }
     for (int i = 0; i < 4; ++i) tile_arrivals[i] = 0;
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -475,16 +479,17 @@ __global__ void __launch_bounds__(kWThreads, 1)
   const uint32_t rank = kCluster > 1 ? cluster_ctarank() : 0u;
   const int tiles_n = int(N / kBlockN);
   // A unit is one tile (kCluster 1) or a pair of tiles side by side along N, one per CTA of the cluster.
-  const int units = int((m_end - m_begin) / kBlockM) * (tiles_n / kCluster);
+  const int rm = int(rank) / kClusterN, rn = int(rank) % kClusterN;
+  const int units = int((m_end - m_begin) / kBlockM) / kClusterM * (tiles_n / kClusterN);
   const int first = int(blockIdx.x) / kCluster, stride = int(gridDim.x) / kCluster;
   const int my_units = first < units ? (units - first + stride - 1) / stride : 0;
   // Units in groups of group_m bands (the launcher makes it divide the bands and a slice's bands): within a group
   // the band changes fastest, so the CTAs at work at once share B tiles as well as A bands.
-  const int units_n = tiles_n / kCluster;
+  const int units_n = tiles_n / kClusterN;
   auto unit_tile = [&](int u, int64_t& tile_m0, int& nb) {
     const int g = u / (group_m * units_n), r = u - g * (group_m * units_n);
-    tile_m0 = m_begin + int64_t(g * group_m + r % group_m) * kBlockM;
-    nb = (r / group_m) * kCluster + int(rank);
+    tile_m0 = m_begin + int64_t((g * group_m + r % group_m) * kClusterM + rm) * kBlockM;
+    nb = (r / group_m) * kClusterN + rn;
   };
 
   if (wg == 0) {  // producer
@@ -506,12 +511,16 @@ __global__ void __launch_bounds__(kWThreads, 1)
           uint8_t* ss = sS + stage * kW4StageS;
           if (!kPtpc) *reinterpret_cast<float*>(ss + kBlockM * 4) = sbv;  // published by the arrive below (release)
           mbar_expect_tx(full + stage, kStageA + kStageB + (kPtpc ? 0 : kBlockM * 4));
-          if constexpr (kCluster > 1)  // this CTA's 64 rows of A into both CTAs' stage
-            tma_load_2d_multicast(sA + stage * kStageA + int(rank) * (kStageA / 2), &tm_a, full + stage, kb * kBlockK,
-                                  m0 + int(rank) * (kBlockM / 2), uint16_t(3));
+          if constexpr (kClusterN > 1)  // this CTA's 64 rows of A into its row's two CTAs
+            tma_load_2d_multicast(sA + stage * kStageA + rn * (kStageA / 2), &tm_a, full + stage, kb * kBlockK,
+                                  m0 + rn * (kBlockM / 2), uint16_t(3u << (2 * rm)));
           else
             tma_load_2d(sA + stage * kStageA, &tm_a, full + stage, kb * kBlockK, m0);
-          tma_load_2d(sB + stage * kStageB, &tm_b, full + stage, kb * kBlockK, nb * kBlockN);
+          if constexpr (kClusterM > 1)  // this CTA's 64 rows of B into its column's two CTAs
+            tma_load_2d_multicast(sB + stage * kStageB + rm * (kStageB / 2), &tm_b, full + stage, kb * kBlockK,
+                                  nb * kBlockN + rm * (kBlockN / 2), uint16_t((1u | (1u << kClusterN)) << rn));
+          else
+            tma_load_2d(sB + stage * kStageB, &tm_b, full + stage, kb * kBlockK, nb * kBlockN);
           if (!kPtpc) tma_load_2d(ss, &tm_sa, full + stage, m0, kb);
           if (++stage == kW4Stages) {
             stage = 0;
@@ -627,7 +636,8 @@ __global__ void __launch_bounds__(kWThreads, 1)
       const float* ss = reinterpret_cast<const float*>(sS + st * kW4StageS);
       const float sa0 = ss[lrow], sa1 = ss[lrow + 8], sbv = ss[kBlockM];  // kPtpc: 1.0f, set once
       if constexpr (kCluster > 1) {
-        if (lane < kCluster) mbar_arrive_cluster(empty + st, uint32_t(lane));  // lane c: CTA c's empty barrier
+        // lane 0: this CTA, lane 1: the one beside it along N, lane 2: along M (the producers writing here)
+        if (lane < kWriters) mbar_arrive_cluster(empty + st, rank ^ uint32_t(lane == 2 ? 2 : lane));
       } else if (lane == 0) {
         mbar_arrive(empty + st);
       }
