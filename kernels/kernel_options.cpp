@@ -28,10 +28,10 @@ KernelOptions kernel_options_from_env() {
     else if (is(env, "wgmma4n"))
       o.gemm = GemmKernel::Wgmma4BandMajor;
     else if (!is(env, "wgmma4"))
-      std::fprintf(
-          stderr,
-          "gemmar: GEMMAR_GEMM_KERNEL=%s is not one of wgmma4|wgmma4l0|wgmma4mc|wgmma4n|wgmma|mma: the default runs\n",
-          env);
+      std::fprintf(stderr,
+                   "gemmar: GEMMAR_GEMM_KERNEL=%s is not one of "
+                   "wgmma4|wgmma4l0|wgmma4mc|wgmma4mcm|wgmma4mc4|wgmma4n|wgmma|mma: the default runs\n",
+                   env);
   }
   if (const char* env = std::getenv("GEMMAR_WIDEN_KERNEL"); env && *env) {
     if (is(env, "hw16"))

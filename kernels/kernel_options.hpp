@@ -6,11 +6,13 @@
 namespace gemmar::kernels {
 
 // The NVIDIA build's blockscale GEMM (gemm/gemm_wgmma.cuh, gemm/blockscale.cu; AMD always runs the MFMA kernel).
-// Off compute capability 9.x every choice runs Mma. GEMMAR_GEMM_KERNEL=wgmma4|wgmma4l0|wgmma4mc|wgmma4n|wgmma|mma.
+// Off compute capability 9.x every choice runs Mma.
+// GEMMAR_GEMM_KERNEL=wgmma4|wgmma4l0|wgmma4mc|wgmma4mcm|wgmma4mc4|wgmma4n|wgmma|mma.
 enum class GemmKernel {
-  Wgmma4,         // "wgmma4": warpgroups 2 K blocks apart, K as kernels.hpp wgmma4_k (other K run Wgmma); the fastest
-  Wgmma4InStep,   // "wgmma4l0": the same with the warpgroups in step (measurement: what the lag buys), K = 2048 only
-  Wgmma4Cluster,  // "wgmma4mc": clusters of two CTAs along N sharing A by TMA multicast (measurement), K = 2048 only
+  Wgmma4,  // "wgmma4": warpgroups 2 K blocks apart, K as kernels.hpp wgmma4_k (other K run Wgmma); the fastest; at
+           // K = 2048 from 12288 rows in clusters of two CTAs along M sharing B (blockscale.cu kShareBFromRows)
+  Wgmma4InStep,      // "wgmma4l0": the same with the warpgroups in step (measurement: what the lag buys), K = 2048 only
+  Wgmma4Cluster,     // "wgmma4mc": clusters of two CTAs along N sharing A by TMA multicast (measurement), K = 2048 only
   Wgmma4Cluster2x2,  // "wgmma4mc4": clusters of 2 x 2 CTAs, A multicast along N and B along M (measurement)
   Wgmma4ClusterM,    // "wgmma4mcm": clusters of two CTAs along M sharing B by TMA multicast (measurement)
   Wgmma4BandMajor,   // "wgmma4n": wgmma4 with its tiles in band-major order, the order before the groups (measurement)

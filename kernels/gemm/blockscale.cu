@@ -448,10 +448,12 @@ gpuError_t launch_tma_gemm(Kern kern, int smem, const GemmOperands& op, int64_t 
     return gpuErrorInvalidValue;
   if (!scale_map) tsa = ta;
   const int64_t tiles = ((m_end - m_begin) / kBlockM) * (n / kBlockN);
-  // A group of bands must not straddle a destination slice (fused-sdma's puts wait on whole slices, in order).
+  // A group of bands must not straddle a destination slice (fused-sdma's puts wait on whole slices, in order). With
+  // B shared along M a group counts pairs of bands.
   const int64_t bands = (m_end - m_begin) / kBlockM, slice_bands = dest.slice_rows / kBlockM;
-  while (group_m > 1 && (bands % group_m != 0 || (slice_bands > 0 && slice_bands % group_m != 0) ||
-                         (m_begin / kBlockM) % group_m != 0))
+  const int64_t pair = share_b ? 2 : 1;
+  while (group_m > 1 && (bands % (pair * group_m) != 0 || (slice_bands > 0 && slice_bands % (pair * group_m) != 0) ||
+                         (m_begin / kBlockM) % (pair * group_m) != 0))
     group_m /= 2;
   if (cluster == 1) {
     const int grid = int(std::min<int64_t>(tiles, sm_count_cached()));
@@ -460,7 +462,9 @@ gpuError_t launch_tma_gemm(Kern kern, int smem, const GemmOperands& op, int64_t 
     return gpuGetLastError();
   }
 #if defined(GEMMAR_GPU_CUDA)
-  if ((n / kBlockN) % 2 != 0 || (share_b && (bands % (2 * group_m) != 0 || slice_bands % (2 * group_m) != 0)))
+  if ((cluster == 2 && !share_b && (n / kBlockN) % 2 != 0) || (cluster == 4 && (n / kBlockN) % 2 != 0) ||
+      (share_b && (bands % (2 * group_m) != 0 || (slice_bands > 0 && slice_bands % (2 * group_m) != 0) ||
+                   (m_begin / kBlockM) % 2 != 0)))
     return gpuErrorInvalidValue;
   cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute attr[1];
@@ -511,6 +515,16 @@ gpuError_t launch_wgmma4(int kb, const GemmOperands& op, int64_t m_begin, int64_
 // order (group 1) it was 5-9% faster at M = 4096 and 3-5% at 16384 x 7168 x 2048, and groups of 2, 8 and 16 were
 // no better (H100, timed in alternation with cuBLASLt; docs/kernels.md, ninth pass).
 constexpr int kTileGroupBands = 4;
+// From this many rows the default K = 2048 GEMM runs in clusters of two CTAs along M that share B by TMA multicast
+// (gemm_wgmma4_kernel<16, 2, false, 2, true>). H100, 2026-12-06: 2.5-4% faster alone at M = 16384 and 11% faster
+// as eight GEMMs at once (the one-device gemm phase); equal at 8192 and 12288; 7% slower at 4096 (ninth pass).
+constexpr int64_t kShareBFromRows = 12288;
+// The clusters along M take pairs of bands: the rows, their start and each destination slice in whole pairs.
+bool share_b_fits(int64_t m_begin, int64_t m_end, const GemmDest& dest) {
+  const int64_t pair_rows = 2 * kBlockM;
+  return m_end - m_begin >= kShareBFromRows && (m_end - m_begin) % pair_rows == 0 && m_begin % pair_rows == 0 &&
+         dest.slice_rows % pair_rows == 0;
+}
 template <int kLag, bool kPtpc>
 gpuError_t launch_wgmma4(int kb, const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest,
                          gpuStream_t s, int group_m = kTileGroupBands) {
@@ -549,7 +563,8 @@ gpuError_t launch_gemm_blockscale(GemmKernel variant, const GemmOperands& op, in
   if (kind == GemmKernel::Wgmma4Cluster2x2 && kb == 16 && (n / kBlockN) % 2 == 0)  // A and B multicast
     return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, false, 4>, kW4Smem, op, m_begin, m_end, dest, s, 4, kBlockM / 2,
                            kTileGroupBands / 2, true);
-  if (kind == GemmKernel::Wgmma4ClusterM && kb == 16)  // B multicast along M
+  if ((kind == GemmKernel::Wgmma4ClusterM || (kind == GemmKernel::Wgmma4 && share_b_fits(m_begin, m_end, dest))) &&
+      kb == 16)  // B multicast along M: the default at K = 2048 from kShareBFromRows rows
     return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, false, 2, true>, kW4Smem, op, m_begin, m_end, dest, s, 2, kBlockM,
                            kTileGroupBands / 2, true);
   if (kind == GemmKernel::Wgmma4BandMajor && kb > 0)  // the tile order before the groups (measurement)
@@ -661,7 +676,9 @@ const char* gemm_kernel_name(GemmKernel variant, int64_t k) {
     case GemmKernel::Wgmma4:
       return "wgmma m64n128k32 e4m3 + TMA/mbarrier, 128x128 tiles, two accumulator sets, consumer warpgroups 2 K "
              "blocks apart, each storing (16-byte) and releasing on its own, setmaxnreg 40/232, persistent, 6 stages, "
-             "tiles in groups of 4 bands (gemm_wgmma4_kernel<K / 128, 2>)";
+             "tiles in groups of 4 bands (gemm_wgmma4_kernel<K / 128, 2>); at K = 2048 from 12288 rows, clusters of "
+             "two "
+             "CTAs along M sharing B by TMA multicast";
     case GemmKernel::Wgmma4InStep:
       return "wgmma4 with the consumer warpgroups in step (no lag; measurement)";
     case GemmKernel::Wgmma4Cluster:

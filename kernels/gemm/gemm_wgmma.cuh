@@ -428,11 +428,15 @@ __device__ __forceinline__ uint4 quad_transpose4(uint32_t p0, uint32_t p1, uint3
 // Otherwise blockscale (SA through tm_sa).
 //
 // kCluster = 2: clusters of two CTAs take the two tiles side by side along N of one 128-row band, so they share A:
-// each CTA's producer loads 64 of its 128 rows (tm_a's box is 64 rows) and multicasts them into both CTAs' stage,
-// which halves A's reads from L2 (cuBLASLt's `1x2` clusters, sixth pass's ncu); a stage is refilled only once the
-// consumers of both CTAs released it (each warp arrives on both CTAs' empty barriers), and no CTA exits while its
-// peer may still write into it. N / 128 must be even and the grid a multiple of 2 (the launcher). Measured on an
-// H100 (2026-12-06): no faster than kCluster = 1 (the L2 read 5% fewer sectors), so it stays a measurement.
+// each CTA's producer loads 64 of its 128 rows (tm_a's box is 64 rows) and multicasts them into both CTAs' stage.
+// kCluster = 2 with kAlongM: the two tiles of two adjacent bands in one column, sharing B the same way (tm_b's box
+// is 64 rows). kCluster = 4: 2 x 2 tiles, A shared along N and B along M. A stage is refilled only once the
+// consumers of every CTA its producer writes into released it (each warp arrives on the empty barriers of its own
+// CTA and of the CTAs that write into it), and no CTA exits while a peer may still write into it. The launcher
+// checks the shapes (whole pairs of tiles) and sizes the grid by the clusters the device holds.
+// Measured on an H100 (2026-12-06, docs/kernels.md ninth pass): along N no faster than kCluster = 1 (L2 sectors
+// -5%); 2 x 2 fits only 120 CTAs and is 6% slower; along M 2.5-4% faster at M = 16384 and 11% faster as eight
+// GEMMs at once, so the default runs it from 12288 rows.
 //
 // group_m: the tile order walks groups of group_m 128-row bands, the band changing fastest within a group and the
 // N tile next (group_m 1: band-major, n-fastest). The launcher makes group_m divide the bands and each
