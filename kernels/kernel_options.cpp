@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace gemmar::kernels {
 
@@ -13,25 +14,29 @@ bool is(const char* env, const char* name) { return std::strcmp(env, name) == 0;
 KernelOptions kernel_options_from_env() {
   KernelOptions o;
   if (const char* env = std::getenv("GEMMAR_GEMM_KERNEL"); env && *env) {
-    if (is(env, "mma"))
-      o.gemm = GemmKernel::Mma;
-    else if (is(env, "wgmma"))
-      o.gemm = GemmKernel::Wgmma;
-    else if (is(env, "wgmma4l0"))
-      o.gemm = GemmKernel::Wgmma4InStep;
-    else if (is(env, "wgmma4mc"))
-      o.gemm = GemmKernel::Wgmma4Cluster;
-    else if (is(env, "wgmma4mc4"))
-      o.gemm = GemmKernel::Wgmma4Cluster2x2;
-    else if (is(env, "wgmma4mcm"))
-      o.gemm = GemmKernel::Wgmma4ClusterM;
-    else if (is(env, "wgmma4n"))
-      o.gemm = GemmKernel::Wgmma4BandMajor;
-    else if (!is(env, "wgmma4"))
-      std::fprintf(stderr,
-                   "gemmar: GEMMAR_GEMM_KERNEL=%s is not one of "
-                   "wgmma4|wgmma4l0|wgmma4mc|wgmma4mcm|wgmma4mc4|wgmma4n|wgmma|mma: the default runs\n",
-                   env);
+    // The names, in the order the warning lists them (kernel_options.hpp and README.md describe each).
+    static constexpr struct {
+      const char* name;
+      GemmKernel kind;
+    } kGemmNames[] = {{"wgmma4", GemmKernel::Wgmma4},
+                      {"wgmma4l0", GemmKernel::Wgmma4InStep},
+                      {"wgmma4mc", GemmKernel::Wgmma4Cluster},
+                      {"wgmma4mcm", GemmKernel::Wgmma4ClusterM},
+                      {"wgmma4mc4", GemmKernel::Wgmma4Cluster2x2},
+                      {"wgmma4n", GemmKernel::Wgmma4BandMajor},
+                      {"wgmma", GemmKernel::Wgmma},
+                      {"mma", GemmKernel::Mma}};
+    bool known = false;
+    std::string names;
+    for (const auto& g : kGemmNames) {
+      if (is(env, g.name)) {
+        o.gemm = g.kind;
+        known = true;
+      }
+      names += names.empty() ? g.name : std::string("|") + g.name;
+    }
+    if (!known)
+      std::fprintf(stderr, "gemmar: GEMMAR_GEMM_KERNEL=%s is not one of %s: the default runs\n", env, names.c_str());
   }
   if (const char* env = std::getenv("GEMMAR_WIDEN_KERNEL"); env && *env) {
     if (is(env, "hw16"))

@@ -3,11 +3,11 @@
 //                                                vendor GEMM ceiling (cuBLASLt blockscale) at M x 7168 x 2048
 //   gemmar_gpu_bench gemm M N K [QUANT]          our GEMM and cuBLASLt's, timed in alternation in one run, on the
 //                                                same operands, each checked against the CPU fp32 GEMM; QUANT
-//                                                blockscale (default) | ptpc (cuBLASLt's outer-vector scaling) | mxfp8
-//                                                (no vendor MX GEMM on Hopper: the ceiling printed is blockscale's,
-//                                                ours and cuBLASLt's, at the same shape in the same run) M: any (ours
-//                                                runs it padded to 128 rows with zero rows, as the op; cuBLASLt at M
-//                                                itself)
+//                                                blockscale (default) | ptpc (cuBLASLt's outer-vector scaling) |
+//                                                mxfp8 (no vendor MX GEMM on Hopper: the ceiling printed is
+//                                                blockscale's, ours and cuBLASLt's, at the same shape in the same run)
+//                                                M: any (ours runs it padded to 128 rows with zero rows, as the
+//                                                op; cuBLASLt at M itself)
 //   gemmar_gpu_bench gemm-concurrent M N K W [QUANT]  W such GEMMs on W streams at once (the one-device backend's
 //                                                gemm phase), ours and cuBLASLt's, against W x their solo time
 //   gemmar_gpu_bench data [ROWS N PULL]         quantize / dequantize / pull kernels alone vs the copy ceiling

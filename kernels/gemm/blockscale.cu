@@ -418,12 +418,24 @@ int wgmma4_kblocks(const GemmOperands& op, const GemmDest& dest) {
   return aligned && wgmma4_k(op.k) ? int(op.k / kBlockK) : 0;
 }
 
-// cluster 2: gemm_wgmma4_kernel's clusters of two CTAs along N (A's map in boxes of 64 rows, one per CTA, and as
-// many clusters as the device holds at once: a persistent grid must not wait for a second wave).
+// gemm_wgmma4_kernel<..., m, n>'s clusters of m x n CTAs on adjacent tiles; 1 x 1 is no cluster.
+struct ClusterShape {
+  int m = 1, n = 1;
+};
+// The rows [m_begin, m_end), their start, each destination slice and N's tiles in whole cluster units.
+bool cluster_fits(ClusterShape c, int64_t n, int64_t m_begin, int64_t m_end, const GemmDest& dest) {
+  const int64_t unit_rows = c.m * kBlockM;
+  return (n / kBlockN) % c.n == 0 && (m_end - m_begin) % unit_rows == 0 && m_begin % unit_rows == 0 &&
+         dest.slice_rows % unit_rows == 0;
+}
+
+// group_m: the tile order's groups of bands (reduced here until they fit). A cluster shares A along N (its map in
+// boxes of 64 rows) and B along M (likewise), and the grid holds as many clusters as the device runs at once: a
+// persistent grid must not wait for a second wave.
 template <typename Kern>
 gpuError_t launch_tma_gemm(Kern kern, int smem, const GemmOperands& op, int64_t m_begin, int64_t m_end,
-                           const GemmDest& dest, gpuStream_t s, int cluster = 1, int a_box_rows = kBlockM,
-                           int group_m = 1, bool share_b = false) {
+                           const GemmDest& dest, gpuStream_t s, int group_m = 1, ClusterShape c = {}) {
+  const int cluster = c.m * c.n;
   const int64_t m = op.m, n = op.n, k = op.k;
   static std::mutex mu;
   static std::vector<std::pair<const void*, int>> attr_done;                     // (kernel, device)
@@ -443,17 +455,17 @@ gpuError_t launch_tma_gemm(Kern kern, int smem, const GemmOperands& op, int64_t 
   // ptpc's A scales are one per row, read in the epilogue: its kernel takes no scale map (A's stands in, unread).
   const bool scale_map = op.quant == Quant::Blockscale;
   gpuTensorMap ta, tb, tsa;
-  if (!make_tile_map(&ta, op.a, m, k, a_box_rows) || !make_tile_map(&tb, op.b, n, k, share_b ? kBlockN / 2 : kBlockN) ||
+  if (!make_tile_map(&ta, op.a, m, k, kBlockM / c.n) || !make_tile_map(&tb, op.b, n, k, kBlockN / c.m) ||
       (scale_map && !make_scale_map(&tsa, op.a_scale, m, k / kBlockK, kBlockM)))
     return gpuErrorInvalidValue;
   if (!scale_map) tsa = ta;
   const int64_t tiles = ((m_end - m_begin) / kBlockM) * (n / kBlockN);
-  // A group of bands must not straddle a destination slice (fused-sdma's puts wait on whole slices, in order). With
-  // B shared along M a group counts pairs of bands.
+  // A group of bands must not straddle a destination slice (fused-sdma's puts wait on whole slices, in order). A
+  // cluster of c.m along M takes c.m bands at a time: its groups count such units.
   const int64_t bands = (m_end - m_begin) / kBlockM, slice_bands = dest.slice_rows / kBlockM;
-  const int64_t pair = share_b ? 2 : 1;
-  while (group_m > 1 && (bands % (pair * group_m) != 0 || (slice_bands > 0 && slice_bands % (pair * group_m) != 0) ||
-                         (m_begin / kBlockM) % (pair * group_m) != 0))
+  const int64_t unit = c.m;
+  while (group_m > 1 && (bands % (unit * group_m) != 0 || (slice_bands > 0 && slice_bands % (unit * group_m) != 0) ||
+                         (m_begin / kBlockM) % (unit * group_m) != 0))
     group_m /= 2;
   if (cluster == 1) {
     const int grid = int(std::min<int64_t>(tiles, sm_count_cached()));
@@ -462,14 +474,11 @@ gpuError_t launch_tma_gemm(Kern kern, int smem, const GemmOperands& op, int64_t 
     return gpuGetLastError();
   }
 #if defined(GEMMAR_GPU_CUDA)
-  if ((cluster == 2 && !share_b && (n / kBlockN) % 2 != 0) || (cluster == 4 && (n / kBlockN) % 2 != 0) ||
-      (share_b && (bands % (2 * group_m) != 0 || (slice_bands > 0 && slice_bands % (2 * group_m) != 0) ||
-                   (m_begin / kBlockM) % 2 != 0)))
-    return gpuErrorInvalidValue;
+  if (!cluster_fits(c, n, m_begin, m_end, dest)) return gpuErrorInvalidValue;
   cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = unsigned(cluster);
+  attr[0].val.clusterDim.x = unsigned(cluster);  // a cluster's CTAs are consecutive: the kernel reads rm, rn
   attr[0].val.clusterDim.y = 1;
   attr[0].val.clusterDim.z = 1;
   cfg.blockDim = dim3(kWThreads);
@@ -506,7 +515,7 @@ gpuError_t launch_wgmma4(int kb, const GemmOperands& op, int64_t m_begin, int64_
                          gpuStream_t s, int group_m, std::index_sequence<I...>) {
   gpuError_t e = gpuErrorInvalidValue;
   (void)((kb == kWgmma4KBlocks[I] && (e = launch_tma_gemm(gemm_wgmma4_kernel<kWgmma4KBlocks[I], kLag, kPtpc>, kW4Smem,
-                                                          op, m_begin, m_end, dest, s, 1, kBlockM, group_m),
+                                                          op, m_begin, m_end, dest, s, group_m),
                                       true)) ||
          ...);
   return e;
@@ -516,14 +525,12 @@ gpuError_t launch_wgmma4(int kb, const GemmOperands& op, int64_t m_begin, int64_
 // no better (H100, timed in alternation with cuBLASLt; docs/kernels.md, ninth pass).
 constexpr int kTileGroupBands = 4;
 // From this many rows the default K = 2048 GEMM runs in clusters of two CTAs along M that share B by TMA multicast
-// (gemm_wgmma4_kernel<16, 2, false, 2, true>). H100, 2026-12-06: 2.5-4% faster alone at M = 16384 and 11% faster
+// (gemm_wgmma4_kernel<16, 2, false, 2, 1>). H100, 2026-12-06: 2.5-4% faster alone at M = 16384 and 11% faster
 // as eight GEMMs at once (the one-device gemm phase); equal at 8192 and 12288; 7% slower at 4096 (ninth pass).
 constexpr int64_t kShareBFromRows = 12288;
-// The clusters along M take pairs of bands: the rows, their start and each destination slice in whole pairs.
-bool share_b_fits(int64_t m_begin, int64_t m_end, const GemmDest& dest) {
-  const int64_t pair_rows = 2 * kBlockM;
-  return m_end - m_begin >= kShareBFromRows && (m_end - m_begin) % pair_rows == 0 && m_begin % pair_rows == 0 &&
-         dest.slice_rows % pair_rows == 0;
+constexpr ClusterShape kShareB{2, 1}, kShareA{1, 2}, kShareBoth{2, 2};
+bool share_b_fits(int64_t n, int64_t m_begin, int64_t m_end, const GemmDest& dest) {
+  return m_end - m_begin >= kShareBFromRows && cluster_fits(kShareB, n, m_begin, m_end, dest);
 }
 template <int kLag, bool kPtpc>
 gpuError_t launch_wgmma4(int kb, const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest,
@@ -555,18 +562,17 @@ gpuError_t launch_gemm_blockscale(GemmKernel variant, const GemmOperands& op, in
   const GemmKernel kind = effective_kernel(variant);
   const int kb = wgmma4_kblocks(op, dest);
   if (kind == GemmKernel::Wgmma4InStep && kb == 16)  // the lag-free measurement variant: K = 2048 only
-    return launch_tma_gemm(gemm_wgmma4_kernel<16, 0>, kW4Smem, op, m_begin, m_end, dest, s, 1, kBlockM,
-                           kTileGroupBands);
+    return launch_tma_gemm(gemm_wgmma4_kernel<16, 0>, kW4Smem, op, m_begin, m_end, dest, s, kTileGroupBands);
   if (kind == GemmKernel::Wgmma4Cluster && kb == 16 && (n / kBlockN) % 2 == 0)  // A multicast: K = 2048 only
-    return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, false, 2>, kW4Smem, op, m_begin, m_end, dest, s, 2, kBlockM / 2,
-                           kTileGroupBands);
+    return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, false, 1, 2>, kW4Smem, op, m_begin, m_end, dest, s,
+                           kTileGroupBands, kShareA);
   if (kind == GemmKernel::Wgmma4Cluster2x2 && kb == 16 && (n / kBlockN) % 2 == 0)  // A and B multicast
-    return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, false, 4>, kW4Smem, op, m_begin, m_end, dest, s, 4, kBlockM / 2,
-                           kTileGroupBands / 2, true);
-  if ((kind == GemmKernel::Wgmma4ClusterM || (kind == GemmKernel::Wgmma4 && share_b_fits(m_begin, m_end, dest))) &&
+    return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, false, 2, 2>, kW4Smem, op, m_begin, m_end, dest, s,
+                           kTileGroupBands / 2, kShareBoth);
+  if ((kind == GemmKernel::Wgmma4ClusterM || (kind == GemmKernel::Wgmma4 && share_b_fits(n, m_begin, m_end, dest))) &&
       kb == 16)  // B multicast along M: the default at K = 2048 from kShareBFromRows rows
-    return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, false, 2, true>, kW4Smem, op, m_begin, m_end, dest, s, 2, kBlockM,
-                           kTileGroupBands / 2, true);
+    return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, false, 2, 1>, kW4Smem, op, m_begin, m_end, dest, s,
+                           kTileGroupBands / 2, kShareB);
   if (kind == GemmKernel::Wgmma4BandMajor && kb > 0)  // the tile order before the groups (measurement)
     return launch_wgmma4<2, false>(kb, op, m_begin, m_end, dest, s, 1);
   if (kind == GemmKernel::Wgmma4 && kb > 0) return launch_wgmma4<2, false>(kb, op, m_begin, m_end, dest, s);
@@ -677,8 +683,7 @@ const char* gemm_kernel_name(GemmKernel variant, int64_t k) {
       return "wgmma m64n128k32 e4m3 + TMA/mbarrier, 128x128 tiles, two accumulator sets, consumer warpgroups 2 K "
              "blocks apart, each storing (16-byte) and releasing on its own, setmaxnreg 40/232, persistent, 6 stages, "
              "tiles in groups of 4 bands (gemm_wgmma4_kernel<K / 128, 2>); at K = 2048 from 12288 rows, clusters of "
-             "two "
-             "CTAs along M sharing B by TMA multicast";
+             "two CTAs along M sharing B by TMA multicast";
     case GemmKernel::Wgmma4InStep:
       return "wgmma4 with the consumer warpgroups in step (no lag; measurement)";
     case GemmKernel::Wgmma4Cluster:

@@ -331,8 +331,8 @@ __device__ __forceinline__ void tma_prefetch_desc(const gpuTensorMap* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
 
-// Clusters of two CTAs side by side along N (gemm_wgmma4_kernel's kCluster = 2): each loads half of the shared A
-// tile and multicasts it into both CTAs' shared memory at the same offset.
+// gemm_wgmma4_kernel's clusters: each CTA loads half of a shared tile and multicasts it into its peers' shared
+// memory at the same offset.
 __device__ __forceinline__ uint32_t cluster_ctarank() {
   uint32_t r;
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
@@ -427,21 +427,21 @@ __device__ __forceinline__ uint4 quad_transpose4(uint32_t p0, uint32_t p1, uint3
 // numerics::ptpc_epilogue applies sa * sb once before the store.
 // Otherwise blockscale (SA through tm_sa).
 //
-// kCluster = 2: clusters of two CTAs take the two tiles side by side along N of one 128-row band, so they share A:
-// each CTA's producer loads 64 of its 128 rows (tm_a's box is 64 rows) and multicasts them into both CTAs' stage.
-// kCluster = 2 with kAlongM: the two tiles of two adjacent bands in one column, sharing B the same way (tm_b's box
-// is 64 rows). kCluster = 4: 2 x 2 tiles, A shared along N and B along M. A stage is refilled only once the
+// kClusterM x kClusterN: clusters of CTAs taking adjacent tiles (rank = kClusterN rm + rn). 1 x 2: two tiles side
+// by side along N of one 128-row band share A: each CTA's producer loads 64 of its 128 rows (tm_a's box is 64
+// rows) and multicasts them into both CTAs' stage. 2 x 1: the tiles of two adjacent bands in one column share B
+// the same way (tm_b's box is 64 rows). 2 x 2: A shared along N and B along M. A stage is refilled only once the
 // consumers of every CTA its producer writes into released it (each warp arrives on the empty barriers of its own
 // CTA and of the CTAs that write into it), and no CTA exits while a peer may still write into it. The launcher
 // checks the shapes (whole pairs of tiles) and sizes the grid by the clusters the device holds.
-// Measured on an H100 (2026-12-06, docs/kernels.md ninth pass): along N no faster than kCluster = 1 (L2 sectors
+// Measured on an H100 (2026-12-06, docs/kernels.md ninth pass): along N no faster than no cluster (L2 sectors
 // -5%); 2 x 2 fits only 120 CTAs and is 6% slower; along M 2.5-4% faster at M = 16384 and 11% faster as eight
 // GEMMs at once, so the default runs it from 12288 rows.
 //
 // group_m: the tile order walks groups of group_m 128-row bands, the band changing fastest within a group and the
 // N tile next (group_m 1: band-major, n-fastest). The launcher makes group_m divide the bands and each
 // destination slice's bands, so a slice's tiles stay consecutive (the counted runs, fused-sdma's puts).
-template <int kKB, int kLag, bool kPtpc = false, int kCluster = 1, bool kAlongM = false>
+template <int kKB, int kLag, bool kPtpc = false, int kClusterM = 1, int kClusterN = 1>
 __global__ void __launch_bounds__(kWThreads, 1)
     gemm_wgmma4_kernel(const __grid_constant__ gpuTensorMap tm_a, const __grid_constant__ gpuTensorMap tm_b,
                        const __grid_constant__ gpuTensorMap tm_sa, const float* __restrict__ SA,
@@ -449,11 +449,10 @@ __global__ void __launch_bounds__(kWThreads, 1)
                        GemmDest dest, int group_m) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(kLag >= 0 && kLag < kKB && kLag <= kW4Stages - 3, "the lag must leave the producer stages to fill");
-  static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4, "clusters of 1, 1 x 2 or 2 x 2 CTAs");
-  // kCluster 4: 2 x 2 (rank = 2 rm + rn): A shared along N (ranks with the same rm), B along M (same rn).
-  // kAlongM with kCluster 2: two CTAs along M sharing B (A loaded by each).
-  constexpr int kClusterM = kCluster == 4 || (kCluster == 2 && kAlongM) ? 2 : 1, kClusterN = kCluster / kClusterM;
-  constexpr int kWriters = kCluster == 4 ? 3 : kCluster;  // the CTAs whose producers write into a CTA's stage
+  static_assert((kClusterM == 1 || kClusterM == 2) && (kClusterN == 1 || kClusterN == 2), "clusters of up to 2 x 2");
+  constexpr int kCluster = kClusterM * kClusterN;
+  // The CTAs whose producers write into a CTA's stage: itself and its neighbour along each shared dimension.
+  constexpr int kWriters = 1 + (kClusterN > 1) + (kClusterM > 1);
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   uint8_t* sA = smem;
@@ -482,7 +481,7 @@ __global__ void __launch_bounds__(kWThreads, 1)
   (void)SA;  // blockscale reads its A scales through tm_sa
   const uint32_t rank = kCluster > 1 ? cluster_ctarank() : 0u;
   const int tiles_n = int(N / kBlockN);
-  // A unit is one tile (kCluster 1) or a pair of tiles side by side along N, one per CTA of the cluster.
+  // A unit is the cluster's kClusterM x kClusterN tiles (one tile without a cluster), one per CTA.
   const int rm = int(rank) / kClusterN, rn = int(rank) % kClusterN;
   const int units = int((m_end - m_begin) / kBlockM) / kClusterM * (tiles_n / kClusterN);
   const int first = int(blockIdx.x) / kCluster, stride = int(gridDim.x) / kCluster;
@@ -640,7 +639,8 @@ __global__ void __launch_bounds__(kWThreads, 1)
       const float* ss = reinterpret_cast<const float*>(sS + st * kW4StageS);
       const float sa0 = ss[lrow], sa1 = ss[lrow + 8], sbv = ss[kBlockM];  // kPtpc: 1.0f, set once
       if constexpr (kCluster > 1) {
-        // lane 0: this CTA, lane 1: the one beside it along N, lane 2: along M (the producers writing here)
+        // The producers writing here: lane 0 this CTA, lane 1 its one neighbour (rank ^ 1: along N, or along M in
+        // a 2 x 1 cluster), lane 2 (2 x 2) its neighbour along M (rank ^ 2)
         if (lane < kWriters) mbar_arrive_cluster(empty + st, rank ^ uint32_t(lane == 2 ? 2 : lane));
       } else if (lane == 0) {
         mbar_arrive(empty + st);
