@@ -521,8 +521,9 @@ gpuError_t launch_wgmma4(int kb, const GemmOperands& op, int64_t m_begin, int64_
   return e;
 }
 // The tile order's groups: 4 bands of 128 rows, the band changing fastest within a group. Against the band-major
-// order (group 1) it was 5-9% faster at M = 4096 and 3-5% at 16384 x 7168 x 2048, and groups of 2, 8 and 16 were
-// no better (H100, timed in alternation with cuBLASLt; docs/kernels.md, ninth pass).
+// order (group 1) it took 6-10% less time at 4096 x 7168 x 2048 and 3-5% less at 16384 x 7168 x 2048; groups of 8
+// and 16 were slower, groups of 2 within 2% of it but for 16384 x 5120 x 2048, where they were 2% faster (H100,
+// timed in alternation with cuBLASLt; docs/kernels.md, ninth pass).
 constexpr int kTileGroupBands = 4;
 // From this many rows the default K = 2048 GEMM runs in clusters of two CTAs along M that share B by TMA multicast
 // (gemm_wgmma4_kernel<16, 2, false, 2, 1>). H100, 2026-12-06: 2.5-4% faster alone at M = 16384 and 11% faster
