@@ -134,11 +134,15 @@ GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const
 // Ours and the vendor's on the same operands, timed in alternation (one of each per iteration) so both run at the
 // same clock and power state: a device capped by power slows whichever runs second in a block of its own.
 // vendor_m: the rows the vendor runs (m, or the padded M where it refuses m).
+// burst > 0: then `burst` launches back to back of each, twice (ours then the vendor's, the vendor's then ours, a
+// 1 s pause before each burst): the sustained regime, the device at its power-capped clock with the GEMM's own
+// operands warm in L2; *_burst_us is the mean per launch over both bursts (-1 when burst is 0).
 struct GemmPairTiming {
   GemmTiming ours, vendor;
+  double ours_burst_us = -1, vendor_burst_us = -1;
 };
 GemmPairTiming time_gemm_pair(int64_t m, int64_t vendor_m, int64_t n, int64_t k, int iterations, const OperandFn&,
-                              const std::vector<int64_t>& rows, Quant quant, GemmKernel variant);
+                              const std::vector<int64_t>& rows, Quant quant, GemmKernel variant, int burst = 0);
 // `world` such GEMMs (rank r's operands from gen(r, ...)), each on its own stream, launched together as the one-device
 // backend launches the ranks' GEMMs: the median time from the fork to the last one's end (us).
 double time_gemm_concurrent(int64_t m, int64_t n, int64_t k, int world, int iterations, const OperandFn&, GemmImpl impl,

@@ -3,7 +3,7 @@
 # shape issue 25 lists, REPS processes each, then the medians over processes; W GEMMs at once (the one-device
 # gemm phase) beside W cuBLASLt GEMMs; the data kernels against the copy ceiling.
 # Usage: scripts/device_gemm_shapes.sh BENCH OUTDIR   (REPS=3, QUANTS="blockscale ptpc", MS="1000 4096 8192 16384",
-#        NKS="7168x2048 5120x1024 5120x2048", CONCURRENT_MS="4096 16384", DATA=1)
+#        NKS="7168x2048 5120x1024 5120x2048", CONCURRENT_MS="4096 16384" (empty: none), DATA=1)
 set -uo pipefail
 BENCH=${1:?gemmar_gpu_bench}
 OUT=${2:?output dir}
@@ -21,7 +21,7 @@ for rep in $(seq 1 "${REPS:-3}"); do
     done
   done
 done > "$LOG" 2>&1
-for m in ${CONCURRENT_MS:-4096 16384}; do step "$BENCH" gemm-concurrent "$m" 7168 2048 8; done > "$OUT/concurrent.log" 2>&1
+for m in ${CONCURRENT_MS-4096 16384}; do step "$BENCH" gemm-concurrent "$m" 7168 2048 8; done > "$OUT/concurrent.log" 2>&1
 if [[ ${DATA:-1} == 1 ]]; then
   for b in 64 132; do step "$BENCH" data 131072 7168 "$b"; done > "$OUT/data.log" 2>&1
 fi

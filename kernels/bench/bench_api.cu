@@ -1,9 +1,11 @@
 // The bench's measurements (kernels/gemm_ar.hpp: ceilings, the GEMM alone, the data kernels, the fp8 selftest),
 // each on device 0 with its own buffers; gemmar_gpu_bench (bench/bench_main.cpp) and `gemmar run` call them.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/errors.hpp"
@@ -209,7 +211,7 @@ GemmTiming time_gemm_only(int64_t m, int64_t n, int64_t k, int iterations, const
 }
 
 GemmPairTiming time_gemm_pair(int64_t m, int64_t vendor_m, int64_t n, int64_t k, int iterations, const OperandFn& gen,
-                              const std::vector<int64_t>& rows, Quant quant, GemmKernel variant) {
+                              const std::vector<int64_t>& rows, Quant quant, GemmKernel variant, int burst) {
   check_gemm_shape(m, n, k, GemmImpl::Cublaslt, quant);
   GPU_CHECK(gpuSetDevice(0));
   RankOperands op;
@@ -231,6 +233,19 @@ GemmPairTiming time_gemm_pair(int64_t m, int64_t vendor_m, int64_t n, int64_t k,
     if (i % 2 == 1) us_ours.push_back(t.once_us(run_ours));
   }
   GemmPairTiming out;
+  if (burst > 0) {
+    auto burst_us = [&](auto&& run) {
+      GPU_CHECK(gpuStreamSynchronize(t.s));
+      std::this_thread::sleep_for(std::chrono::seconds(1));  // the clock recovers between bursts
+      return t.once_us([&] {
+        for (int i = 0; i < burst; ++i) run();
+      }) / burst;
+    };
+    const double o1 = burst_us(run_ours), v1 = burst_us(run_vendor);
+    const double v2 = burst_us(run_vendor), o2 = burst_us(run_ours);
+    out.ours_burst_us = (o1 + o2) / 2;
+    out.vendor_burst_us = (v1 + v2) / 2;
+  }
   out.ours.us = median(us_ours);
   out.vendor.us = median(us_vendor);
   out.ours.partial_rows = read_rows(ours, m, n, rows);

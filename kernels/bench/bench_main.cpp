@@ -7,7 +7,8 @@
 //                                                mxfp8 (no vendor MX GEMM on Hopper: the ceiling printed is
 //                                                blockscale's, ours and cuBLASLt's, at the same shape in the same run)
 //                                                M: any (ours runs it padded to 128 rows with zero rows, as the
-//                                                op; cuBLASLt at M itself)
+//                                                op; cuBLASLt at M itself); GEMMAR_BENCH_BURST=N adds
+//                                                GEMM_BURST_JSON: N launches back to back of each (sustained)
 //   gemmar_gpu_bench gemm-concurrent M N K W [QUANT]  W such GEMMs on W streams at once (the one-device backend's
 //                                                gemm phase), ours and cuBLASLt's, against W x their solo time
 //   gemmar_gpu_bench data [ROWS N PULL]         quantize / dequantize / pull kernels alone vs the copy ceiling
@@ -36,22 +37,32 @@ kernels::OperandFn generator(const reference::OperandSpec& spec) {
   return [spec](int rank, kernels::RankOperands& dst) { dst = reference::make_rank_operands(spec, rank); };
 }
 
-// Timed launches per GEMM measurement: GEMMAR_BENCH_ITERS (default 20). More iterations hold the device at its
-// loaded clock and power for longer (20 x 440 us is 9 ms), which is how the op runs in a serving loop.
-int bench_iters() {
-  const char* env = std::getenv("GEMMAR_BENCH_ITERS");
-  if (!env || !*env) return 20;
+// A bench knob from the environment: `fallback` when unset or empty, else an integer in [lo, hi] (a UsageError
+// naming the variable otherwise).
+int env_count(const char* name, int fallback, long lo, long hi) {
+  const char* env = std::getenv(name);
+  if (!env || !*env) return fallback;
   char* end = nullptr;
   const long v = std::strtol(env, &end, 10);
-  if (*end || v < 1 || v > 100000)
-    throw gemmar::UsageError(std::string("GEMMAR_BENCH_ITERS=") + env + ": expected an integer in 1..100000");
+  if (*end || v < lo || v > hi)
+    throw gemmar::UsageError(std::string(name) + "=" + env + ": expected an integer in " + std::to_string(lo) + ".." +
+                             std::to_string(hi));
   return int(v);
 }
+
+// Timed launches per GEMM measurement: GEMMAR_BENCH_ITERS (default 20). More iterations hold the device at its
+// loaded clock and power for longer (20 x 440 us is 9 ms), which is how the op runs in a serving loop.
+int bench_iters() { return env_count("GEMMAR_BENCH_ITERS", 20, 1, 100000); }
+
+// Back-to-back launches per sustained burst of each GEMM (kernels::time_gemm_pair): GEMMAR_BENCH_BURST (default 0,
+// no bursts). 1000 at 16384 x 7168 x 2048 is about 0.45 s per burst.
+int bench_burst() { return env_count("GEMMAR_BENCH_BURST", 0, 0, 100000); }
 
 // One GEMM implementation at one shape: median time and the error of its bf16 partial against the CPU's
 // fp32 GEMM on 64 sampled rows (the bf16 rounding, ~1.7e-3, when right; order one when a layout is wrong).
 struct GemmResult {
   double us = -1, rel_err = -1;
+  double burst_us = -1;  // mean per launch in back-to-back bursts (GEMMAR_BENCH_BURST), -1 when not measured
 };
 // The error of a bf16 partial's sampled rows against the CPU's fp32 GEMM of the same operands.
 double partial_rel_err(const reference::OperandSpec& spec, const std::vector<int64_t>& rows,
@@ -96,9 +107,11 @@ std::pair<GemmResult, GemmResult> bench_gemm_pair(int64_t m, int64_t vendor_m, i
   const reference::OperandSpec spec = gemm_spec(m, n, k, quant);
   const std::vector<int64_t> rows = reference::sample_rows(Shape{m, n, k, 1}, quant, 64, 7);
   const kernels::GemmPairTiming t =
-      kernels::time_gemm_pair(m, vendor_m, n, k, iters, generator(spec), rows, quant, variant);
+      kernels::time_gemm_pair(m, vendor_m, n, k, iters, generator(spec), rows, quant, variant, bench_burst());
   GemmResult ours, vendor;
   ours.us = t.ours.us;
+  ours.burst_us = t.ours_burst_us;
+  vendor.burst_us = t.vendor_burst_us;
   ours.rel_err = partial_rel_err(spec, rows, t.ours.partial_rows);
   vendor.us = t.vendor.us;
   vendor.rel_err = partial_rel_err(spec, rows, t.vendor.partial_rows);
@@ -183,6 +196,12 @@ int cmd_gemm(int64_t m, int64_t n, int64_t k, Quant quant, kernels::GemmKernel v
       ours.us, flop / ours.us * 1e-6, ours.rel_err, lt.us, lt.us > 0 ? flop / lt.us * 1e-6 : 0.0, lt.rel_err,
       kernels::vendor_gemm_name(quant).c_str(), (long long)vendor_m, lt.us > 0 ? lt.us / ours.us : 0.0,
       ok ? "true" : "false");
+  if (ours.burst_us > 0 && lt.burst_us > 0)
+    std::printf(
+        "GEMM_BURST_JSON {\"quant\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"launches\": %d, "
+        "\"ours_us\": %.2f, \"cublaslt_us\": %.2f, \"ratio\": %.3f}\n",
+        to_string(quant).c_str(), (long long)m, (long long)n, (long long)k, bench_burst(), ours.burst_us, lt.burst_us,
+        lt.burst_us / ours.burst_us);
   return ok ? 0 : 1;
 }
 

@@ -361,6 +361,40 @@ __device__ __forceinline__ void tma_load_2d_multicast(void* dst, const gpuTensor
       : "memory");
 }
 
+// L2 eviction priorities (createpolicy: the whole access range at the one priority), for the cache-hinted TMA loads
+// and stores of gemm_wgmma4_kernel below.
+__device__ __forceinline__ uint64_t l2_policy_evict_first() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ uint64_t l2_policy_evict_last() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ void tma_load_2d_hinted(void* dst, const gpuTensorMap* map, uint64_t* bar, int c0, int c1,
+                                                   uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(smem_u32(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "l"(policy)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_2d_multicast_hinted(void* dst, const gpuTensorMap* map, uint64_t* bar, int c0,
+                                                             int c1, uint16_t cta_mask, uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster.L2::cache_hint"
+      " [%0], [%1, {%3, %4}], [%2], %5, %6;" ::"r"(smem_u32(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "h"(cta_mask), "l"(policy)
+      : "memory");
+}
+__device__ __forceinline__ void st_global_v4_hinted(void* p, uint4 v, uint64_t policy) {
+  asm volatile("st.global.L2::cache_hint.v4.b32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
+               "r"(v.w), "l"(policy)
+               : "memory");
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // gemm_wgmma4_kernel: 128 x 128 tiles, 1 producer (setmaxnreg 40) + 2 consumer warpgroups of 64 rows (232), 6
 // stages. The consumers keep the tensor cores fed across the promotion: two accumulator sets; K block g+1's four
@@ -438,6 +472,13 @@ __device__ __forceinline__ uint4 quad_transpose4(uint32_t p0, uint32_t p1, uint3
 // -5%); 2 x 2 fits only 120 CTAs and is 6% slower; along M 2.5-4% faster at M = 16384 and 11% faster as eight
 // GEMMs at once, so the default runs it from 12288 rows.
 //
+// L2 priorities: the output (M x N bf16, 235 MB at 16384 x 7168) is stored evict-first and B (14.7 MB at N = 7168, read
+// again by every group of bands) is loaded evict-last, so the output streaming through L2 does not push B out.
+// Measured on H100s (2026-12-06, docs/kernels.md tenth pass), against the build without hints on the same machine:
+// 0-1% less time (16384 x 7168 x 2048: 0.6% in one call, 0.3% in another; 8192 x 7168 x 2048: 0.8%), 0.3-2.5% in
+// a build that chose them at run time; no shape slower beyond the run-to-run spread; fused-sdma's GEMM phase
+// unchanged.
+//
 // group_m: the tile order walks groups of group_m 128-row bands, the band changing fastest within a group and the
 // N tile next (group_m 1: band-major, n-fastest). The launcher makes group_m divide the bands and each
 // destination slice's bands, so a slice's tiles stay consecutive (the counted runs, fused-sdma's puts).
@@ -503,6 +544,7 @@ __global__ void __launch_bounds__(kWThreads, 1)
       if (!kPtpc) tma_prefetch_desc(&tm_sa);
       int stage = 0;
       uint32_t phase = 0;
+      const uint64_t keep_b = l2_policy_evict_last();  // B is read again by every group of bands
       for (int u = first; u < units; u += stride) {
         int64_t tile_m0;
         int nb;
@@ -520,10 +562,11 @@ __global__ void __launch_bounds__(kWThreads, 1)
           else
             tma_load_2d(sA + stage * kStageA, &tm_a, full + stage, kb * kBlockK, m0);
           if constexpr (kClusterM > 1)  // this CTA's 64 rows of B into its column's two CTAs
-            tma_load_2d_multicast(sB + stage * kStageB + rm * (kStageB / 2), &tm_b, full + stage, kb * kBlockK,
-                                  nb * kBlockN + rm * (kBlockN / 2), uint16_t((1u | (1u << kClusterN)) << rn));
+            tma_load_2d_multicast_hinted(sB + stage * kStageB + rm * (kStageB / 2), &tm_b, full + stage, kb * kBlockK,
+                                         nb * kBlockN + rm * (kBlockN / 2), uint16_t((1u | (1u << kClusterN)) << rn),
+                                         keep_b);
           else
-            tma_load_2d(sB + stage * kStageB, &tm_b, full + stage, kb * kBlockK, nb * kBlockN);
+            tma_load_2d_hinted(sB + stage * kStageB, &tm_b, full + stage, kb * kBlockK, nb * kBlockN, keep_b);
           if (!kPtpc) tma_load_2d(ss, &tm_sa, full + stage, m0, kb);
           if (++stage == kW4Stages) {
             stage = 0;
@@ -542,7 +585,8 @@ __global__ void __launch_bounds__(kWThreads, 1)
     float total[64], acc0[64], acc1[64];
 #pragma unroll
     for (int i = 0; i < 64; ++i) total[i] = 0.0f;
-    int64_t m0 = 0, n0 = 0;  // the current tile's origin
+    const uint64_t stream_out = l2_policy_evict_first();  // the output passes through L2 once
+    int64_t m0 = 0, n0 = 0;                               // the current tile's origin
     // This warpgroup's stored tiles not yet counted: the open run of consecutive tiles of one destination slice
     // (run_*), and a closed run whose count leaves at the next release point (flush_*). Both warpgroups store the
     // same tiles in the same order, so their runs and flush numbers match.
@@ -596,8 +640,13 @@ __global__ void __launch_bounds__(kWThreads, 1)
         uint4* row8 = reinterpret_cast<uint4*>(C + (m0 + lrow + 8) * ldd + n0) + tq;
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          row0[4 * i] = quad_transpose4(packed[8 * i], packed[8 * i + 2], packed[8 * i + 4], packed[8 * i + 6], tq);
-          row8[4 * i] = quad_transpose4(packed[8 * i + 1], packed[8 * i + 3], packed[8 * i + 5], packed[8 * i + 7], tq);
+          st_global_v4_hinted(
+              row0 + 4 * i, quad_transpose4(packed[8 * i], packed[8 * i + 2], packed[8 * i + 4], packed[8 * i + 6], tq),
+              stream_out);
+          st_global_v4_hinted(
+              row8 + 4 * i,
+              quad_transpose4(packed[8 * i + 1], packed[8 * i + 3], packed[8 * i + 5], packed[8 * i + 7], tq),
+              stream_out);
         }
       }
       if (run_tiles > 0 && slice != run_slice) {  // the run of the previous slice is closed: count it soon
