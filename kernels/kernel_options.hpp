@@ -14,7 +14,8 @@ enum class GemmKernel {
   Wgmma4InStep,      // "wgmma4l0": the same with the warpgroups in step (measurement: what the lag buys), K = 2048 only
   Wgmma4Cluster,     // "wgmma4mc": clusters of two CTAs along N sharing A by TMA multicast (measurement), K = 2048 only
   Wgmma4Cluster2x2,  // "wgmma4mc4": clusters of 2 x 2 CTAs, A multicast along N and B along M (measurement)
-  Wgmma4ClusterM,    // "wgmma4mcm": clusters of two CTAs along M sharing B by TMA multicast (measurement)
+  Wgmma4ClusterM,    // "wgmma4mcm": clusters of two CTAs along M sharing B by TMA multicast (measurement; also
+                     // ptpc's at K = 2048, which never runs them otherwise)
   Wgmma4BandMajor,   // "wgmma4n": wgmma4 with its tiles in band-major order, the order before the groups (measurement)
   Wgmma,             // "wgmma": any K
   Mma,               // "mma": the mma.sync kernel (the fallback, and the AMD path's twin)

@@ -656,7 +656,15 @@ gpuError_t launch_gemm_quant_wgmma(const GemmOperands& op, int64_t m_begin, int6
   if (op.quant == Quant::Ptpc) {
     // K in wgmma4_k: the tuned kernel's tile end (warpgroups 2 K blocks apart, 16-byte stores), scaled in its
     // epilogue; GEMMAR_GEMM_KERNEL=wgmma keeps the generic kernel (the comparison).
-    const int kb = variant == GemmKernel::Wgmma ? 0 : wgmma4_kblocks(op, dest);
+    // Its epilogue's scales come into shared memory by 16-byte bulk copies: the scale arrays must be 16-byte aligned.
+    const bool scales_aligned =
+        ((reinterpret_cast<uintptr_t>(op.a_scale) | reinterpret_cast<uintptr_t>(op.b_scale)) & 15) == 0;
+    const int kb = variant == GemmKernel::Wgmma || !scales_aligned ? 0 : wgmma4_kblocks(op, dest);
+    // Clusters along M only when asked (GEMMAR_GEMM_KERNEL=wgmma4mcm): alone they made ptpc 2-3% slower at 12288 and
+    // 16384 rows; eight GEMMs at once on one device they were faster (docs/kernels.md tenth pass).
+    if (kb == 16 && effective_kernel(variant) == GemmKernel::Wgmma4ClusterM && share_b_fits(op.n, m_begin, m_end, dest))
+      return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, true, 2, 1>, kW4Smem, op, m_begin, m_end, dest, s,
+                             kTileGroupBands / 2, kShareB);
     if (kb > 0) return launch_wgmma4<2, true>(kb, op, m_begin, m_end, dest, s);
     return launch_quant_wgmma<WgmmaScales::Ptpc>(kWgmmaSmem, op, m_begin, m_end, dest, s);
   }

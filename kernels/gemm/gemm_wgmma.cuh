@@ -389,6 +389,14 @@ __device__ __forceinline__ void tma_load_2d_multicast_hinted(void* dst, const gp
       "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "h"(cta_mask), "l"(policy)
       : "memory");
 }
+// `bytes` (a multiple of 16, both addresses 16-byte aligned) from global into this CTA's shared memory, counted on
+// bar's transaction count.
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(smem_u32(dst)),
+      "l"(reinterpret_cast<uint64_t>(src)), "r"(bytes), "r"(smem_u32(bar))
+      : "memory");
+}
 __device__ __forceinline__ void st_global_v4_hinted(void* p, uint4 v, uint64_t policy) {
   asm volatile("st.global.L2::cache_hint.v4.b32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
                "r"(v.w), "l"(policy)
@@ -413,7 +421,8 @@ __device__ __forceinline__ void st_global_v4_hinted(void* p, uint4 v, uint64_t p
 //     wgmma wait and the promotion).
 constexpr int kW4Stages = 6;
 constexpr int kW4StageS = kBlockM * 4 + 128;  // the A scales of the K block, then its B scale (TMA: 128-byte aligned)
-constexpr int kW4Smem = kW4Stages * (kStageA + kStageB + kW4StageS) + 1024 + 256;
+constexpr int kW4TileScaleSlots = 4;  // ptpc: the tile's 128 A and 128 B scales, by tile number % 4 (1 KiB each)
+constexpr int kW4Smem = kW4Stages * (kStageA + kStageB + kW4StageS) + 1024 + 256 + kW4TileScaleSlots * 1024;
 
 // bf16 pair (lo = a, hi = b), RNE as cvt.rn.bf16x2.f32; the NaN canonicalisation of nm::f32_to_bf16 is left to
 // the caller: `nan_seen` collects bit 15/31 set for a NaN half (magnitude + 0x7f carries into bit 15 only
@@ -458,7 +467,10 @@ __device__ __forceinline__ uint4 quad_transpose4(uint32_t p0, uint32_t p1, uint3
 // gemm_wgmma_kernel<WgmmaScales::Ptpc>; the stages' scale slots hold 1.0f, set once, so the consumers' main loop
 // is blockscale's: ptpc-specific code there pushed ptxas past the 168 registers, spilling and serializing every
 // wgmma, C7512; so did a plain add in place of the unit-scale promotion, 2026-12-05), tm_sa is not read, and
-// numerics::ptpc_epilogue applies sa * sb once before the store.
+// numerics::ptpc_epilogue applies sa * sb once before the store. The tile's 128 A and 128 B scales come with its
+// first K block into a shared-memory slot (two bulk copies by the producer), so the epilogue reads no global
+// memory: with its 34 global loads per thread the GEMM took 2-12% longer (H100, 2026-12-06, docs/kernels.md
+// tenth pass). Clusters along M made ptpc slower, with the global loads (3-6%) and without (2-3%).
 // Otherwise blockscale (SA through tm_sa).
 //
 // kClusterM x kClusterN: clusters of CTAs taking adjacent tiles (rank = kClusterN rm + rn). 1 x 2: two tiles side
@@ -491,6 +503,7 @@ __global__ void __launch_bounds__(kWThreads, 1)
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(kLag >= 0 && kLag < kKB && kLag <= kW4Stages - 3, "the lag must leave the producer stages to fill");
   static_assert((kClusterM == 1 || kClusterM == 2) && (kClusterN == 1 || kClusterN == 2), "clusters of up to 2 x 2");
+  static_assert(!kPtpc || kKB >= 3, "the ptpc scale slots are reused 4 tiles apart");
   constexpr int kCluster = kClusterM * kClusterN;
   // The CTAs whose producers write into a CTA's stage: itself and its neighbour along each shared dimension.
   constexpr int kWriters = 1 + (kClusterN > 1) + (kClusterM > 1);
@@ -502,6 +515,11 @@ __global__ void __launch_bounds__(kWThreads, 1)
   uint64_t* full = reinterpret_cast<uint64_t*>(sS + kW4Stages * kW4StageS);
   uint64_t* empty = full + kW4Stages;
   uint32_t* tile_arrivals = reinterpret_cast<uint32_t*>(empty + kW4Stages);  // [4], by flush number % 4
+  // ptpc: [kW4TileScaleSlots][256] floats, 128 A then 128 B scales of a tile, filled by the producer with the
+  // tile's first K block (on that stage's full barrier), read by the tile's epilogue. The producer refills slot
+  // t % 4 for tile t once the stage last holding K block t * kKB - kW4Stages was released, i.e. both warpgroups
+  // are in tile t - 2 or later (kKB >= 3): tile t - 4, the slot's last user, is stored.
+  float* tile_scales = reinterpret_cast<float*>(sS + kW4Stages * kW4StageS + 256);
   const int tid = threadIdx.x;
   const int wg = __shfl_sync(0xffffffffu, tid / 128, 0);
   if (tid == 0) {
@@ -545,7 +563,7 @@ __global__ void __launch_bounds__(kWThreads, 1)
       int stage = 0;
       uint32_t phase = 0;
       const uint64_t keep_b = l2_policy_evict_last();  // B is read again by every group of bands
-      for (int u = first; u < units; u += stride) {
+      for (int u = first, gt = 0; u < units; u += stride, ++gt) {
         int64_t tile_m0;
         int nb;
         unit_tile(u, tile_m0, nb);
@@ -555,7 +573,13 @@ __global__ void __launch_bounds__(kWThreads, 1)
           mbar_wait(empty + stage, phase ^ 1);
           uint8_t* ss = sS + stage * kW4StageS;
           if (!kPtpc) *reinterpret_cast<float*>(ss + kBlockM * 4) = sbv;  // published by the arrive below (release)
-          mbar_expect_tx(full + stage, kStageA + kStageB + (kPtpc ? 0 : kBlockM * 4));
+          const bool tile_scales_here = kPtpc && kb == 0;
+          mbar_expect_tx(full + stage, kStageA + kStageB + (kPtpc ? (tile_scales_here ? 1024 : 0) : kBlockM * 4));
+          if (tile_scales_here) {
+            float* slot = tile_scales + (gt % kW4TileScaleSlots) * 256;
+            bulk_load(slot, SA + m0, kBlockM * 4, full + stage);
+            bulk_load(slot + kBlockM, SB + int64_t(nb) * kBlockN, kBlockN * 4, full + stage);
+          }
           if constexpr (kClusterN > 1)  // this CTA's 64 rows of A into its row's two CTAs
             tma_load_2d_multicast(sA + stage * kStageA + rn * (kStageA / 2), &tm_a, full + stage, kb * kBlockK,
                                   m0 + rn * (kBlockM / 2), uint16_t(3u << (2 * rm)));
@@ -587,6 +611,7 @@ __global__ void __launch_bounds__(kWThreads, 1)
     for (int i = 0; i < 64; ++i) total[i] = 0.0f;
     const uint64_t stream_out = l2_policy_evict_first();  // the output passes through L2 once
     int64_t m0 = 0, n0 = 0;                               // the current tile's origin
+    int tile_no = 0;                                      // this CTA's tile count (ptpc: its scale slot)
     // This warpgroup's stored tiles not yet counted: the open run of consecutive tiles of one destination slice
     // (run_*), and a closed run whose count leaves at the next release point (flush_*). Both warpgroups store the
     // same tiles in the same order, so their runs and flush numbers match.
@@ -609,11 +634,12 @@ __global__ void __launch_bounds__(kWThreads, 1)
       for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(a[i])::"memory");
     };
     auto store_tile = [&]() {
-      if constexpr (kPtpc) {  // one column pair at a time; the scales hit L1 after a tile's first
-        const float sa0 = __ldg(SA + m0 + lrow), sa1 = __ldg(SA + m0 + lrow + 8);
+      if constexpr (kPtpc) {  // one column pair at a time, the tile's scales from its shared-memory slot
+        const float* slot = tile_scales + (tile_no % kW4TileScaleSlots) * 256;
+        const float sa0 = slot[lrow], sa1 = slot[lrow + 8];
 #pragma unroll
         for (int j = 0; j < 16; ++j) {
-          const float2 sb = __ldg(reinterpret_cast<const float2*>(SB + n0 + 8 * j + 2 * tq));
+          const float2 sb = *reinterpret_cast<const float2*>(slot + kBlockM + 8 * j + 2 * tq);
           total[4 * j + 0] = nm::ptpc_epilogue(total[4 * j + 0], sa0, sb.x);
           total[4 * j + 1] = nm::ptpc_epilogue(total[4 * j + 1], sa0, sb.y);
           total[4 * j + 2] = nm::ptpc_epilogue(total[4 * j + 2], sa1, sb.x);
@@ -711,6 +737,7 @@ __global__ void __launch_bounds__(kWThreads, 1)
     // One tile per iteration, its kKB K blocks unrolled: every wgmma group is waited for inside the iteration
     // (ptxas serializes all wgmma (C7514) when a group stays in flight across a loop's back edge).
     for (int gt = 0; gt < my_units; ++gt) {
+      tile_no = gt;
       int nb;
       unit_tile(first + gt * stride, m0, nb);
       n0 = int64_t(nb) * kBlockN;
