@@ -560,8 +560,9 @@ gpuError_t launch_gemm_blockscale(GemmKernel variant, const GemmOperands& op, in
 #if !defined(GEMMAR_GPU_CUDA)
   (void)variant;
 #else
+  // wgmma4's B scales of a tile come into shared memory by one 16-byte-aligned bulk copy: b_scale must be aligned.
   const GemmKernel kind = effective_kernel(variant);
-  const int kb = wgmma4_kblocks(op, dest);
+  const int kb = (reinterpret_cast<uintptr_t>(b_scale) & 15) == 0 ? wgmma4_kblocks(op, dest) : 0;
   if (kind == GemmKernel::Wgmma4InStep && kb == 16)  // the lag-free measurement variant: K = 2048 only
     return launch_tma_gemm(gemm_wgmma4_kernel<16, 0>, kW4Smem, op, m_begin, m_end, dest, s, kTileGroupBands);
   if (kind == GemmKernel::Wgmma4Cluster && kb == 16 && (n / kBlockN) % 2 == 0)  // A multicast: K = 2048 only

@@ -417,11 +417,13 @@ __device__ __forceinline__ void st_global_v4_hinted(void* p, uint4 v, uint64_t p
 //     shared-memory count per run, after each warpgroup's fence where a put waits on the counter);
 //   - the stores are 16 bytes wide (a 4 x 4 transpose within each quad of lanes: 8 stores per thread, whole
 //     32-byte sectors) and the bf16 NaN canonicalisation is one test per tile;
-//   - the producer puts the B scale of each K block in the stage beside the A scales (no global load between a
-//     wgmma wait and the promotion).
+//   - no global load between a wgmma wait and the promotion: the A scales come with each stage, the tile's B
+//     scales with its first K block (one bulk copy into a shared-memory slot; the producer loads none itself:
+//     its per-K-block `__ldg` of the B scale had cost 1.4-6% of the time, H100 2026-12-06, docs/kernels.md tenth
+//     pass).
 constexpr int kW4Stages = 6;
-constexpr int kW4StageS = kBlockM * 4 + 128;  // the A scales of the K block, then its B scale (TMA: 128-byte aligned)
-constexpr int kW4TileScaleSlots = 4;  // ptpc: the tile's 128 A and 128 B scales, by tile number % 4 (1 KiB each)
+constexpr int kW4StageS = kBlockM * 4 + 128;  // the K block's A scales, then ptpc's unit B scale (TMA: 128-B aligned)
+constexpr int kW4TileScaleSlots = 4;          // a tile's scales, by tile number % 4 (1 KiB each)
 constexpr int kW4Smem = kW4Stages * (kStageA + kStageB + kW4StageS) + 1024 + 256 + kW4TileScaleSlots * 1024;
 
 // bf16 pair (lo = a, hi = b), RNE as cvt.rn.bf16x2.f32; the NaN canonicalisation of nm::f32_to_bf16 is left to
@@ -503,7 +505,7 @@ __global__ void __launch_bounds__(kWThreads, 1)
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(kLag >= 0 && kLag < kKB && kLag <= kW4Stages - 3, "the lag must leave the producer stages to fill");
   static_assert((kClusterM == 1 || kClusterM == 2) && (kClusterN == 1 || kClusterN == 2), "clusters of up to 2 x 2");
-  static_assert(!kPtpc || kKB >= 3, "the ptpc scale slots are reused 4 tiles apart");
+  static_assert(kKB >= 3, "the tile scale slots are reused 4 tiles apart");
   constexpr int kCluster = kClusterM * kClusterN;
   // The CTAs whose producers write into a CTA's stage: itself and its neighbour along each shared dimension.
   constexpr int kWriters = 1 + (kClusterN > 1) + (kClusterM > 1);
@@ -511,14 +513,15 @@ __global__ void __launch_bounds__(kWThreads, 1)
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   uint8_t* sA = smem;
   uint8_t* sB = sA + kW4Stages * kStageA;
-  uint8_t* sS = sB + kW4Stages * kStageB;  // per stage: 128 A scales, then the B scale
+  uint8_t* sS = sB + kW4Stages * kStageB;  // per stage: 128 A scales, then (ptpc) the unit B scale
   uint64_t* full = reinterpret_cast<uint64_t*>(sS + kW4Stages * kW4StageS);
   uint64_t* empty = full + kW4Stages;
   uint32_t* tile_arrivals = reinterpret_cast<uint32_t*>(empty + kW4Stages);  // [4], by flush number % 4
-  // ptpc: [kW4TileScaleSlots][256] floats, 128 A then 128 B scales of a tile, filled by the producer with the
-  // tile's first K block (on that stage's full barrier), read by the tile's epilogue. The producer refills slot
-  // t % 4 for tile t once the stage last holding K block t * kKB - kW4Stages was released, i.e. both warpgroups
-  // are in tile t - 2 or later (kKB >= 3): tile t - 4, the slot's last user, is stored.
+  // [kW4TileScaleSlots][256] floats, a tile's scales, filled by the producer with the tile's first K block (on that
+  // stage's full barrier): ptpc's 128 A then 128 B scales, read by the epilogue; blockscale's kKB B scales, read by
+  // each K block's promotion. The producer refills slot t % 4 for tile t once the stage last holding K block
+  // t * kKB - kW4Stages was released, i.e. both warpgroups are in tile t - 2 or later (kKB >= 3): tile t - 4, the
+  // slot's last user, is done with it.
   float* tile_scales = reinterpret_cast<float*>(sS + kW4Stages * kW4StageS + 256);
   const int tid = threadIdx.x;
   const int wg = __shfl_sync(0xffffffffu, tid / 128, 0);
@@ -569,16 +572,21 @@ __global__ void __launch_bounds__(kWThreads, 1)
         unit_tile(u, tile_m0, nb);
         const int m0 = int(tile_m0);
         for (int kb = 0; kb < KB; ++kb) {
-          const float sbv = kPtpc ? 1.0f : __ldg(SB + int64_t(nb) * KB + kb);
           mbar_wait(empty + stage, phase ^ 1);
           uint8_t* ss = sS + stage * kW4StageS;
-          if (!kPtpc) *reinterpret_cast<float*>(ss + kBlockM * 4) = sbv;  // published by the arrive below (release)
-          const bool tile_scales_here = kPtpc && kb == 0;
-          mbar_expect_tx(full + stage, kStageA + kStageB + (kPtpc ? (tile_scales_here ? 1024 : 0) : kBlockM * 4));
-          if (tile_scales_here) {
+          // The tile's scales ride with its first K block: ptpc's 128 A and 128 B scales, blockscale's kKB B scales
+          // (one per K block of the tile's 128 columns; its A scales come per K block through tm_sa).
+          constexpr uint32_t kTileScaleBytes = kPtpc ? 2 * kBlockM * 4 : kKB * 4;
+          const uint32_t tile_scale_bytes = kb == 0 ? kTileScaleBytes : 0;
+          mbar_expect_tx(full + stage, kStageA + kStageB + (kPtpc ? 0 : kBlockM * 4) + tile_scale_bytes);
+          if (kb == 0) {
             float* slot = tile_scales + (gt % kW4TileScaleSlots) * 256;
-            bulk_load(slot, SA + m0, kBlockM * 4, full + stage);
-            bulk_load(slot + kBlockM, SB + int64_t(nb) * kBlockN, kBlockN * 4, full + stage);
+            if constexpr (kPtpc) {
+              bulk_load(slot, SA + m0, kBlockM * 4, full + stage);
+              bulk_load(slot + kBlockM, SB + int64_t(nb) * kBlockN, kBlockN * 4, full + stage);
+            } else {
+              bulk_load(slot, SB + int64_t(nb) * kKB, kKB * 4, full + stage);
+            }
           }
           if constexpr (kClusterN > 1)  // this CTA's 64 rows of A into its row's two CTAs
             tma_load_2d_multicast(sA + stage * kStageA + rn * (kStageA / 2), &tm_a, full + stage, kb * kBlockK,
@@ -712,7 +720,9 @@ __global__ void __launch_bounds__(kWThreads, 1)
       for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(a[i])::"memory");
       const int st = gi % kW4Stages;
       const float* ss = reinterpret_cast<const float*>(sS + st * kW4StageS);
-      const float sa0 = ss[lrow], sa1 = ss[lrow + 8], sbv = ss[kBlockM];  // kPtpc: 1.0f, set once
+      // kPtpc: 1.0f, set once; blockscale: the B scale from the tile's slot
+      const float sa0 = ss[lrow], sa1 = ss[lrow + 8],
+                  sbv = kPtpc ? ss[kBlockM] : tile_scales[(gi / kKB) % kW4TileScaleSlots * 256 + gi % kKB];
       if constexpr (kCluster > 1) {
         // The producers writing here: lane 0 this CTA, lane 1 its one neighbour (rank ^ 1: along N, or along M in
         // a 2 x 1 cluster), lane 2 (2 x 2) its neighbour along M (rank ^ 2)
