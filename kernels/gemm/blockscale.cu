@@ -411,10 +411,14 @@ bool make_scale_map(gpuTensorMap* map, const float* base, int64_t m, int64_t kb,
 }
 
 // gemm_wgmma4_kernel's conditions: K one of its instantiations (kernels.hpp wgmma4_k: a tile's K blocks are
-// unrolled) and 16-byte aligned destinations. The number of K blocks, or 0 where it does not run.
+// unrolled), 16-byte aligned destinations, and 16-byte aligned scales where its producer bulk-copies a tile's
+// scales into shared memory (B's; ptpc's A's too). The number of K blocks, or 0 where it does not run.
 int wgmma4_kblocks(const GemmOperands& op, const GemmDest& dest) {
   bool aligned = dest.ldd % 8 == 0;  // 16-byte stores
   for (int i = 0; i < kMaxWorld; ++i) aligned = aligned && reinterpret_cast<uintptr_t>(dest.dst[i]) % 16 == 0;
+  const uintptr_t copied_scales =
+      reinterpret_cast<uintptr_t>(op.b_scale) | (op.quant == Quant::Ptpc ? reinterpret_cast<uintptr_t>(op.a_scale) : 0);
+  aligned = aligned && copied_scales % 16 == 0;
   return aligned && wgmma4_k(op.k) ? int(op.k / kBlockK) : 0;
 }
 
@@ -560,9 +564,8 @@ gpuError_t launch_gemm_blockscale(GemmKernel variant, const GemmOperands& op, in
 #if !defined(GEMMAR_GPU_CUDA)
   (void)variant;
 #else
-  // wgmma4's B scales of a tile come into shared memory by one 16-byte-aligned bulk copy: b_scale must be aligned.
   const GemmKernel kind = effective_kernel(variant);
-  const int kb = (reinterpret_cast<uintptr_t>(b_scale) & 15) == 0 ? wgmma4_kblocks(op, dest) : 0;
+  const int kb = wgmma4_kblocks(op, dest);
   if (kind == GemmKernel::Wgmma4InStep && kb == 16)  // the lag-free measurement variant: K = 2048 only
     return launch_tma_gemm(gemm_wgmma4_kernel<16, 0>, kW4Smem, op, m_begin, m_end, dest, s, kTileGroupBands);
   if (kind == GemmKernel::Wgmma4Cluster && kb == 16 && (n / kBlockN) % 2 == 0)  // A multicast: K = 2048 only
@@ -657,10 +660,7 @@ gpuError_t launch_gemm_quant_wgmma(const GemmOperands& op, int64_t m_begin, int6
   if (op.quant == Quant::Ptpc) {
     // K in wgmma4_k: the tuned kernel's tile end (warpgroups 2 K blocks apart, 16-byte stores), scaled in its
     // epilogue; GEMMAR_GEMM_KERNEL=wgmma keeps the generic kernel (the comparison).
-    // Its epilogue's scales come into shared memory by 16-byte bulk copies: the scale arrays must be 16-byte aligned.
-    const bool scales_aligned =
-        ((reinterpret_cast<uintptr_t>(op.a_scale) | reinterpret_cast<uintptr_t>(op.b_scale)) & 15) == 0;
-    const int kb = variant == GemmKernel::Wgmma || !scales_aligned ? 0 : wgmma4_kblocks(op, dest);
+    const int kb = variant == GemmKernel::Wgmma ? 0 : wgmma4_kblocks(op, dest);
     // Clusters along M only when asked (GEMMAR_GEMM_KERNEL=wgmma4mcm): alone they made ptpc 2-3% slower at 12288 and
     // 16384 rows; eight GEMMs at once on one device they were faster (docs/kernels.md tenth pass).
     if (kb == 16 && effective_kernel(variant) == GemmKernel::Wgmma4ClusterM && share_b_fits(op.n, m_begin, m_end, dest))
