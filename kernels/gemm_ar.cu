@@ -378,6 +378,12 @@ class Pipeline {
   // stale-replay: owner o's late peer (its put leaves last: (o+1)%W) and the rows of that put that have landed
   // when the reduce reads them (half the slice; reference::ReplayTiming without stragglers).
   int late_peer(int o) const { return (o + 1) % W_; }
+  // Ranks placed on device `dev`, whose GEMMs run at once there (GemmDest::concurrent_gemms).
+  int ranks_on_device(int dev) const {
+    int n = 0;
+    for (const auto& rb : ranks_) n += rb.dev == dev;
+    return n;
+  }
   int64_t landed_rows() const { return S_ / 2; }
   // Where owner o's reduce finds peer q's partial of slice o (split-lsa: in q's GEMM output).
   uint16_t* raw_slot(int o, int q) const {
@@ -656,6 +662,7 @@ class Pipeline {
       d.ldd = N_;
       d.counters = rb.counters;
       d.counters_release = persistent_puts_;  // the puts wait on them; otherwise a tally for verify_counters
+      d.concurrent_gemms = ranks_on_device(rb.dev);
       for (int p = 0; p < W_; ++p) {
         if (epilogue_stores_)
           d.dst[p] = (p != r && f.silent_scatter) ? nullptr : partial_of(r, p);

@@ -9,13 +9,14 @@ namespace gemmar::kernels {
 // Off compute capability 9.x every choice runs Mma.
 // GEMMAR_GEMM_KERNEL=wgmma4|wgmma4l0|wgmma4mc|wgmma4mcm|wgmma4mc4|wgmma4n|wgmma|mma.
 enum class GemmKernel {
-  Wgmma4,  // "wgmma4": warpgroups 2 K blocks apart, K as kernels.hpp wgmma4_k (other K run Wgmma); the fastest; at
-           // K = 2048 from 12288 rows in clusters of two CTAs along M sharing B (blockscale.cu kShareBFromRows)
+  Wgmma4,  // "wgmma4": warpgroups 2 K blocks apart, K as kernels.hpp wgmma4_k (other K run Wgmma); the fastest; where
+           // several GEMMs share the device, at K = 2048 from 12288 rows in clusters of two CTAs along M sharing B
+           // (blockscale.cu share_b_fits)
   Wgmma4InStep,      // "wgmma4l0": the same with the warpgroups in step (measurement: what the lag buys), K = 2048 only
   Wgmma4Cluster,     // "wgmma4mc": clusters of two CTAs along N sharing A by TMA multicast (measurement), K = 2048 only
   Wgmma4Cluster2x2,  // "wgmma4mc4": clusters of 2 x 2 CTAs, A multicast along N and B along M (measurement)
-  Wgmma4ClusterM,    // "wgmma4mcm": clusters of two CTAs along M sharing B by TMA multicast (measurement; also
-                     // ptpc's at K = 2048, which never runs them otherwise)
+  Wgmma4ClusterM,    // "wgmma4mcm": clusters of two CTAs along M sharing B by TMA multicast at every M (measurement;
+                     // blockscale and ptpc at K = 2048)
   Wgmma4BandMajor,   // "wgmma4n": wgmma4 with its tiles in band-major order, the order before the groups (measurement)
   Wgmma,             // "wgmma": any K
   Mma,               // "mma": the mma.sync kernel (the fallback, and the AMD path's twin)

@@ -24,6 +24,11 @@ struct GemmDest {
   // the tile's stores (a gpu-scope fence before it). Otherwise the counts only tally the tiles for the check after
   // the run (every tile produced) and gemm_wgmma4_kernel takes no fence for them.
   bool counters_release;
+  // GEMMs running at once on this device (the one-device backend's ranks; gemmar_gpu_bench gemm-concurrent's W).
+  // Several at once, the K = 2048 GEMM from 12288 rows runs in clusters of two CTAs along M sharing B, whose L2
+  // traffic they halve; one alone runs without, as each rank of an 8-GPU node does (gemm/blockscale.cu
+  // share_b_fits, with the measurements).
+  int concurrent_gemms = 1;
 };
 
 // A GEMM's operands on the device: A [m, k] e4m3 row-major, B [n, k] e4m3 row-major, the fp32 scales in the

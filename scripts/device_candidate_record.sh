@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # On the lent GPU, one call: the record of a candidate build carried as .dev/cand (gemmar, gemmar_gpu_bench) with
-# .dev/lib: the GEMM alone beside cuBLASLt for issue 25's shapes (blockscale REPS processes each, with the
-# eight-at-once GEMMs and the data kernels; then ptpc, one process each), the two timing regimes beside the
-# default one (300 alternating launches: the power-capped clock; back-to-back bursts: the same, with the GEMM's
-# own operands warm in L2), then `gemmar run --backend gpu --all-configs` for the config sets of the record
-# (bit-exact end to end), each stage only while time is left. Output: $OUT/candB.tgz.
+# .dev/lib: the stores' NaN check (gemm-nan, each quant), the GEMM alone beside cuBLASLt for issue 25's shapes
+# (blockscale REPS processes each, with the eight-at-once GEMMs and the data kernels; then ptpc, one process each),
+# the two timing regimes beside the default one (300 alternating launches: the power-capped clock; back-to-back
+# bursts: the same, with the GEMM's own operands warm in L2), then `gemmar run --backend gpu --all-configs` for the
+# config sets of the record (bit-exact end to end), each stage only while time is left. Output: $OUT/candB.tgz.
 set -u
 export LD_LIBRARY_PATH=$PWD/.dev/lib:${LD_LIBRARY_PATH:-}
 BENCH=.dev/cand/gemmar_gpu_bench
@@ -32,6 +32,9 @@ for line in open(sys.argv[1]):
 PY
 }
 e2e() { local tag=$1; shift; timeout 60 .dev/cand/gemmar run --backend gpu --all-configs "$@" --json > $D/e2e_$tag.json 2>> $D/e2e.err; echo "== e2e $tag rc=$? t=$SECONDS"; S $D/e2e_$tag.json; }
+for q in blockscale ptpc mxfp8; do  # the stores' NaN canonicalisation (exit 1 and a wrong count when it fails)
+  timeout 30 $BENCH gemm-nan 4096 7168 2048 $q 2>&1 | tail -1 | cut -c1-300
+done | tee $D/gemm_nan.txt
 shapes blockscale blockscale ${REPS:-1} 1 "4096 16384"; pack
 left 200 && regimes; pack
 left 230 && e2e bs4096 -m 4096; pack

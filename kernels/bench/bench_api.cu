@@ -129,7 +129,8 @@ struct GemmBuffers {
                     static_cast<void*>(c)})
       (void)gpuFree(p);
   }
-  void launch(GemmImpl impl, GemmKernel variant, gpuStream_t s) const {
+  // concurrent: GEMMs running at once on the device (GemmDest::concurrent_gemms), as gemm-concurrent's W.
+  void launch(GemmImpl impl, GemmKernel variant, gpuStream_t s, int concurrent = 1) const {
     if (impl == GemmImpl::Cublaslt) {
       vendor_gemm(ops, c, s);
       return;
@@ -138,6 +139,7 @@ struct GemmBuffers {
     d.dst[0] = c;
     d.slice_rows = ops.m;
     d.ldd = ops.n;
+    d.concurrent_gemms = concurrent;
     GPU_CHECK(dev::launch_gemm(variant, ops, 0, ops.m, d, s));
   }
 };
@@ -279,7 +281,7 @@ double time_gemm_concurrent(int64_t m, int64_t n, int64_t k, int world, int iter
     GPU_CHECK(gpuEventRecord(fork, s));
     for (int r = 0; r < world; ++r) {
       GPU_CHECK(gpuStreamWaitEvent(rank_streams[size_t(r)], fork, 0));
-      bufs[size_t(r)]->launch(impl, variant, rank_streams[size_t(r)]);
+      bufs[size_t(r)]->launch(impl, variant, rank_streams[size_t(r)], world);
       GPU_CHECK(gpuEventRecord(rank_done[size_t(r)], rank_streams[size_t(r)]));
     }
     for (int r = 0; r < world; ++r) GPU_CHECK(gpuStreamWaitEvent(s, rank_done[size_t(r)], 0));

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -228,6 +229,38 @@ int cmd_gemm_concurrent(int64_t m, int64_t n, int64_t k, int world, Quant quant,
   return 0;
 }
 
+// Our GEMM's NaN rounding on the device: an e4m3 NaN code in one row of A and one (negative) in one row of B make
+// that output row and that output column NaN; the store must write each as the reference's canonical bf16 NaN,
+// 0x7fc0 (nm::f32_to_bf16), whatever NaN the conversion made, and leave every other element finite. The
+// epilogue finds NaNs per thread before it canonicalizes, so a probe that misses one stores a non-canonical NaN.
+int cmd_gemm_nan(int64_t m, int64_t n, int64_t k, Quant quant, kernels::GemmKernel variant) {
+  const reference::OperandSpec spec = gemm_spec(m, n, k, quant);
+  const int64_t nan_row = m / 2 + 3, nan_col = n / 3 + 5;
+  const kernels::OperandFn gen = [spec, nan_row, nan_col, k](int rank, kernels::RankOperands& dst) {
+    dst = reference::make_rank_operands(spec, rank);
+    dst.a.codes[size_t(nan_row * k + k / 2 + 1)] = 0x7f;  // e4m3fn's NaN codes: 0x7f and 0xff
+    dst.b.codes[size_t(nan_col * k + 7)] = 0xff;
+  };
+  const std::vector<int64_t> rows = {0, nan_row, m - 1};
+  const kernels::GemmTiming t = kernels::time_gemm_only(m, n, k, 1, gen, GemmImpl::Gemmar, rows, quant, variant);
+  int64_t wrong = 0, first = -1;
+  for (size_t i = 0; i < t.partial_rows.size(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &t.partial_rows[i], 4);
+    const int64_t row = rows[i / size_t(n)], col = int64_t(i % size_t(n));
+    const bool expect_nan = row == nan_row || col == nan_col;
+    const bool ok = expect_nan ? bits == 0x7fc00000u : std::isfinite(t.partial_rows[i]);
+    if (!ok && first < 0) first = int64_t(i);
+    wrong += !ok;
+  }
+  std::printf(
+      "GEMM_NAN_JSON {\"quant\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"nan_row\": %lld, "
+      "\"nan_col\": %lld, \"checked_elements\": %zu, \"wrong\": %lld, \"first_wrong\": %lld, \"ok\": %s}\n",
+      to_string(quant).c_str(), (long long)m, (long long)n, (long long)k, (long long)nan_row, (long long)nan_col,
+      t.partial_rows.size(), (long long)wrong, (long long)first, wrong == 0 ? "true" : "false");
+  return wrong == 0 ? 0 : 1;
+}
+
 int cmd_data(int64_t rows, int64_t n, int pull_blocks, kernels::WidenKernel widen) {
   const kernels::DataKernelRates r = kernels::measure_data_kernels(rows, n, 20, pull_blocks, widen);
   const double ceil = std::max(r.copy_kernel_gbs, r.memcpy_gbs);
@@ -264,7 +297,7 @@ int main(int argc, char** argv) {
       std::fprintf(
           stderr,
           "usage: gemmar_gpu_bench ceilings [GiB [M...]] | gemm M N K [QUANT] | gemm-concurrent M N K W [QUANT] | "
-          "data [ROWS N PULL] | selftest\n");
+          "gemm-nan M N K [QUANT] | data [ROWS N PULL] | selftest\n");
       return 2;
     }
     const kernels::KernelOptions ko = kernels::kernel_options_from_env();  // the variants, chosen once
@@ -283,6 +316,9 @@ int main(int argc, char** argv) {
     if (a[0] == "gemm-concurrent")
       return cmd_gemm_concurrent(num(1, 16384), num(2, 7168), num(3, 2048), int(num(4, 8)),
                                  a.size() > 5 ? parse_quant(a[5], "QUANT") : Quant::Blockscale, ko.gemm);
+    if (a[0] == "gemm-nan")
+      return cmd_gemm_nan(num(1, 4096), num(2, 7168), num(3, 2048),
+                          a.size() > 4 ? parse_quant(a[4], "QUANT") : Quant::Blockscale, ko.gemm);
     if (a[0] == "gemm")
       return cmd_gemm(num(1, 16384), num(2, 7168), num(3, 2048),
                       a.size() > 4 ? parse_quant(a[4], "QUANT") : Quant::Blockscale, ko.gemm);

@@ -529,13 +529,17 @@ gpuError_t launch_wgmma4(int kb, const GemmOperands& op, int64_t m_begin, int64_
 // and 16 were slower, groups of 2 within 2% of it but for 16384 x 5120 x 2048, where they were 2% faster (H100,
 // timed in alternation with cuBLASLt; docs/kernels.md, ninth pass).
 constexpr int kTileGroupBands = 4;
-// From this many rows the default K = 2048 GEMM runs in clusters of two CTAs along M that share B by TMA multicast
-// (gemm_wgmma4_kernel<16, 2, false, 2, 1>). H100, 2026-12-06: 2.5-4% faster alone at M = 16384 and 11% faster
-// as eight GEMMs at once (the one-device gemm phase); equal at 8192 and 12288; 7% slower at 4096 (ninth pass).
+// Clusters of two CTAs along M sharing B by TMA multicast (gemm_wgmma4_kernel<16, 2, kPtpc, 2, 1>) at K = 2048
+// from 12288 rows, where several GEMMs share the device (GemmDest::concurrent_gemms). H100, 2026-12-06
+// (docs/kernels.md, eleventh pass): eight GEMMs at once at 16384 x 7168 x 2048 took 3153.7 us with them and 3497.1
+// without (cuBLASLt's eight 3176.0-3198.5); one alone, since the B scales come by tile (ddb8b2c), they were 5-7%
+// slower at 12288 and 16384 rows (16384 x 7168 x 2048: 413.6-415.9 us against 387.2-391.9). ptpc follows the same
+// rule (eight at once 3255.3 us with them, 3323.2 without; alone 2-3% slower, tenth pass).
 constexpr int64_t kShareBFromRows = 12288;
 constexpr ClusterShape kShareB{2, 1}, kShareA{1, 2}, kShareBoth{2, 2};
 bool share_b_fits(int64_t n, int64_t m_begin, int64_t m_end, const GemmDest& dest) {
-  return m_end - m_begin >= kShareBFromRows && cluster_fits(kShareB, n, m_begin, m_end, dest);
+  return dest.concurrent_gemms > 1 && m_end - m_begin >= kShareBFromRows &&
+         cluster_fits(kShareB, n, m_begin, m_end, dest);
 }
 template <int kLag, bool kPtpc>
 gpuError_t launch_wgmma4(int kb, const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest,
@@ -574,8 +578,9 @@ gpuError_t launch_gemm_blockscale(GemmKernel variant, const GemmOperands& op, in
   if (kind == GemmKernel::Wgmma4Cluster2x2 && kb == 16 && (n / kBlockN) % 2 == 0)  // A and B multicast
     return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, false, 2, 2>, kW4Smem, op, m_begin, m_end, dest, s,
                            kTileGroupBands / 2, kShareBoth);
-  if ((kind == GemmKernel::Wgmma4ClusterM || (kind == GemmKernel::Wgmma4 && share_b_fits(n, m_begin, m_end, dest))) &&
-      kb == 16)  // B multicast along M: the default at K = 2048 from kShareBFromRows rows
+  if (((kind == GemmKernel::Wgmma4ClusterM && cluster_fits(kShareB, n, m_begin, m_end, dest)) ||
+       (kind == GemmKernel::Wgmma4 && share_b_fits(n, m_begin, m_end, dest))) &&
+      kb == 16)  // B multicast along M: forced, or the default where GEMMs share the device
     return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, false, 2, 1>, kW4Smem, op, m_begin, m_end, dest, s,
                            kTileGroupBands / 2, kShareB);
   if (kind == GemmKernel::Wgmma4BandMajor && kb > 0)  // the tile order before the groups (measurement)
@@ -661,9 +666,10 @@ gpuError_t launch_gemm_quant_wgmma(const GemmOperands& op, int64_t m_begin, int6
     // K in wgmma4_k: the tuned kernel's tile end (warpgroups 2 K blocks apart, 16-byte stores), scaled in its
     // epilogue; GEMMAR_GEMM_KERNEL=wgmma keeps the generic kernel (the comparison).
     const int kb = variant == GemmKernel::Wgmma ? 0 : wgmma4_kblocks(op, dest);
-    // Clusters along M only when asked (GEMMAR_GEMM_KERNEL=wgmma4mcm): alone they made ptpc 2-3% slower at 12288 and
-    // 16384 rows; eight GEMMs at once on one device they were faster (docs/kernels.md tenth pass).
-    if (kb == 16 && effective_kernel(variant) == GemmKernel::Wgmma4ClusterM && share_b_fits(op.n, m_begin, m_end, dest))
+    // Clusters along M as blockscale's (share_b_fits), or forced (GEMMAR_GEMM_KERNEL=wgmma4mcm)
+    const GemmKernel kind = effective_kernel(variant);
+    if (kb == 16 && ((kind == GemmKernel::Wgmma4ClusterM && cluster_fits(kShareB, op.n, m_begin, m_end, dest)) ||
+                     (kind == GemmKernel::Wgmma4 && share_b_fits(op.n, m_begin, m_end, dest))))
       return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, true, 2, 1>, kW4Smem, op, m_begin, m_end, dest, s,
                              kTileGroupBands / 2, kShareB);
     if (kb > 0) return launch_wgmma4<2, true>(kb, op, m_begin, m_end, dest, s);
@@ -692,8 +698,9 @@ const char* gemm_kernel_name(GemmKernel variant, int64_t k) {
     case GemmKernel::Wgmma4:
       return "wgmma m64n128k32 e4m3 + TMA/mbarrier, 128x128 tiles, two accumulator sets, consumer warpgroups 2 K "
              "blocks apart, each storing (16-byte) and releasing on its own, setmaxnreg 40/232, persistent, 6 stages, "
-             "tiles in groups of 4 bands (gemm_wgmma4_kernel<K / 128, 2>); at K = 2048 from 12288 rows, clusters of "
-             "two CTAs along M sharing B by TMA multicast";
+             "tiles in groups of 4 bands (gemm_wgmma4_kernel<K / 128, 2>); where several GEMMs share the device, at K "
+             "= "
+             "2048 from 12288 rows, clusters of two CTAs along M sharing B by TMA multicast";
     case GemmKernel::Wgmma4InStep:
       return "wgmma4 with the consumer warpgroups in step (no lag; measurement)";
     case GemmKernel::Wgmma4Cluster:

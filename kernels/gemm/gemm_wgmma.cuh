@@ -427,12 +427,18 @@ constexpr int kW4TileScaleSlots = 4;          // a tile's scales, by tile number
 constexpr int kW4Smem = kW4Stages * (kStageA + kStageB + kW4StageS) + 1024 + 256 + kW4TileScaleSlots * 1024;
 
 // bf16 pair (lo = a, hi = b), RNE as cvt.rn.bf16x2.f32; the NaN canonicalisation of nm::f32_to_bf16 is left to
-// the caller: `nan_seen` collects bit 15/31 set for a NaN half (magnitude + 0x7f carries into bit 15 only
-// above 0x7f80).
-__device__ __forceinline__ uint32_t bf16x2_rn_raw(float a, float b, uint32_t& nan_seen) {
+// the caller (bf16x2_max_nan finds the NaNs, bf16x2_canon_nan rewrites them).
+__device__ __forceinline__ uint32_t bf16x2_rn(float a, float b) {
   uint32_t r;
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
-  nan_seen |= ((r & 0x7fff7fffu) + 0x007f007fu) & 0x80008000u;
+  return r;
+}
+// max.NaN yields a NaN half wherever either input's half is one: folding a tile's 32 pairs through it finds a NaN
+// with one instruction per pair where a mask, add and or per pair took three (H100, 2026-12-06: 0.6-1.4% less time
+// at M = 4096-16384; docs/kernels.md, eleventh pass).
+__device__ __forceinline__ uint32_t bf16x2_max_nan(uint32_t a, uint32_t b) {
+  uint32_t r;
+  asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
   return r;
 }
 
@@ -656,13 +662,16 @@ __global__ void __launch_bounds__(kWThreads, 1)
       }
       int slice = 0;
       uint16_t* C = tile_dest(dest, m0, slice);
-      uint32_t packed[32], nan_seen = 0;  // [2j]: row lrow, [2j + 1]: row lrow + 8, columns 8j + 2tq
+      uint32_t packed[32];  // [2j]: row lrow, [2j + 1]: row lrow + 8, columns 8j + 2tq
 #pragma unroll
       for (int j = 0; j < 16; ++j) {
-        packed[2 * j] = bf16x2_rn_raw(total[4 * j + 0], total[4 * j + 1], nan_seen);
-        packed[2 * j + 1] = bf16x2_rn_raw(total[4 * j + 2], total[4 * j + 3], nan_seen);
+        packed[2 * j] = bf16x2_rn(total[4 * j + 0], total[4 * j + 1]);
+        packed[2 * j + 1] = bf16x2_rn(total[4 * j + 2], total[4 * j + 3]);
       }
-      if (nan_seen) {
+      uint32_t nan_probe = packed[0];
+#pragma unroll
+      for (int i = 1; i < 32; ++i) nan_probe = bf16x2_max_nan(nan_probe, packed[i]);
+      if (((nan_probe & 0x7fff7fffu) + 0x007f007fu) & 0x80008000u) {  // a half above 0x7f80 in magnitude
 #pragma unroll
         for (int i = 0; i < 32; ++i) packed[i] = bf16x2_canon_nan(packed[i]);
       }
