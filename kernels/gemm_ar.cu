@@ -375,15 +375,15 @@ class Pipeline {
     sync_all();
   }
 
-  // stale-replay: owner o's late peer (its put leaves last: (o+1)%W) and the rows of that put that have landed
-  // when the reduce reads them (half the slice; reference::ReplayTiming without stragglers).
-  int late_peer(int o) const { return (o + 1) % W_; }
   // Ranks placed on device `dev`, whose GEMMs run at once there (GemmDest::concurrent_gemms).
   int ranks_on_device(int dev) const {
     int n = 0;
     for (const auto& rb : ranks_) n += rb.dev == dev;
     return n;
   }
+  // stale-replay: owner o's late peer (its put leaves last: (o+1)%W) and the rows of that put that have landed
+  // when the reduce reads them (half the slice; reference::ReplayTiming without stragglers).
+  int late_peer(int o) const { return (o + 1) % W_; }
   int64_t landed_rows() const { return S_ / 2; }
   // Where owner o's reduce finds peer q's partial of slice o (split-lsa: in q's GEMM output).
   uint16_t* raw_slot(int o, int q) const {

@@ -698,9 +698,8 @@ const char* gemm_kernel_name(GemmKernel variant, int64_t k) {
     case GemmKernel::Wgmma4:
       return "wgmma m64n128k32 e4m3 + TMA/mbarrier, 128x128 tiles, two accumulator sets, consumer warpgroups 2 K "
              "blocks apart, each storing (16-byte) and releasing on its own, setmaxnreg 40/232, persistent, 6 stages, "
-             "tiles in groups of 4 bands (gemm_wgmma4_kernel<K / 128, 2>); where several GEMMs share the device, at K "
-             "= "
-             "2048 from 12288 rows, clusters of two CTAs along M sharing B by TMA multicast";
+             "tiles in groups of 4 bands (gemm_wgmma4_kernel<K / 128, 2>); where several GEMMs share the device, "
+             "at K = 2048 from 12288 rows, clusters of two CTAs along M sharing B by TMA multicast";
     case GemmKernel::Wgmma4InStep:
       return "wgmma4 with the consumer warpgroups in step (no lag; measurement)";
     case GemmKernel::Wgmma4Cluster:
