@@ -11,7 +11,7 @@ namespace gemmar::kernels {
 enum class GemmKernel {
   Wgmma4,  // "wgmma4": warpgroups 2 K blocks apart, K as kernels.hpp wgmma4_k (other K run Wgmma); the fastest; where
            // several GEMMs share the device, at K = 2048 from 12288 rows in clusters of two CTAs along M sharing B
-           // (blockscale.cu share_b_fits)
+           // (blockscale.cu share_b_along_m)
   Wgmma4InStep,      // "wgmma4l0": the same with the warpgroups in step (measurement: what the lag buys), K = 2048 only
   Wgmma4Cluster,     // "wgmma4mc": clusters of two CTAs along N sharing A by TMA multicast (measurement), K = 2048 only
   Wgmma4Cluster2x2,  // "wgmma4mc4": clusters of 2 x 2 CTAs, A multicast along N and B along M (measurement)

@@ -27,7 +27,7 @@ struct GemmDest {
   // GEMMs running at once on this device (the one-device backend's ranks; gemmar_gpu_bench gemm-concurrent's W).
   // Several at once, the K = 2048 GEMM from 12288 rows runs in clusters of two CTAs along M sharing B, whose L2
   // traffic they halve; one alone runs without, as each rank of an 8-GPU node does (gemm/blockscale.cu
-  // share_b_fits, with the measurements).
+  // share_b_along_m, with the measurements).
   int concurrent_gemms = 1;
 };
 

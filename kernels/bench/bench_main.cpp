@@ -28,6 +28,7 @@
 #include "common/errors.hpp"
 #include "kernels/gemm_ar.hpp"
 #include "reference/emulation.hpp"
+#include "reference/formats.hpp"
 #include "reference/operands.hpp"
 
 using namespace gemmar;
@@ -230,8 +231,8 @@ int cmd_gemm_concurrent(int64_t m, int64_t n, int64_t k, int world, Quant quant,
 }
 
 // Our GEMM's NaN rounding on the device: an e4m3 NaN code in one row of A and one (negative) in one row of B make
-// that output row and that output column NaN; the store must write each as the reference's canonical bf16 NaN,
-// 0x7fc0 (nm::f32_to_bf16), whatever NaN the conversion made, and leave every other element finite. The
+// that output row and that output column NaN; the store must write each as the reference's canonical bf16 NaN
+// (numerics::f32_to_bf16's), whatever NaN the conversion made, and leave every other element finite. The
 // epilogue finds NaNs per thread before it canonicalizes, so a probe that misses one stores a non-canonical NaN.
 int cmd_gemm_nan(int64_t m, int64_t n, int64_t k, Quant quant, kernels::GemmKernel variant) {
   const reference::OperandSpec spec = gemm_spec(m, n, k, quant);
@@ -243,13 +244,14 @@ int cmd_gemm_nan(int64_t m, int64_t n, int64_t k, Quant quant, kernels::GemmKern
   };
   const std::vector<int64_t> rows = {0, nan_row, m - 1};
   const kernels::GemmTiming t = kernels::time_gemm_only(m, n, k, 1, gen, GemmImpl::Gemmar, rows, quant, variant);
+  const uint32_t canonical_nan = uint32_t(reference::to_bf16(std::nanf(""))) << 16;  // as read_rows widens it
   int64_t wrong = 0, first = -1;
   for (size_t i = 0; i < t.partial_rows.size(); ++i) {
     uint32_t bits;
     std::memcpy(&bits, &t.partial_rows[i], 4);
     const int64_t row = rows[i / size_t(n)], col = int64_t(i % size_t(n));
     const bool expect_nan = row == nan_row || col == nan_col;
-    const bool ok = expect_nan ? bits == 0x7fc00000u : std::isfinite(t.partial_rows[i]);
+    const bool ok = expect_nan ? bits == canonical_nan : std::isfinite(t.partial_rows[i]);
     if (!ok && first < 0) first = int64_t(i);
     wrong += !ok;
   }

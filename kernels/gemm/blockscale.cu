@@ -537,9 +537,12 @@ constexpr int kTileGroupBands = 4;
 // rule (eight at once 3255.3 us with them, 3323.2 without; alone 2-3% slower, tenth pass).
 constexpr int64_t kShareBFromRows = 12288;
 constexpr ClusterShape kShareB{2, 1}, kShareA{1, 2}, kShareBoth{2, 2};
-bool share_b_fits(int64_t n, int64_t m_begin, int64_t m_end, const GemmDest& dest) {
-  return dest.concurrent_gemms > 1 && m_end - m_begin >= kShareBFromRows &&
-         cluster_fits(kShareB, n, m_begin, m_end, dest);
+// Whether the K = 2048 GEMM (blockscale or ptpc) runs in those clusters: forced by GEMMAR_GEMM_KERNEL=wgmma4mcm
+// wherever they fit, or the default where several GEMMs share the device.
+bool share_b_along_m(GemmKernel kind, int64_t n, int64_t m_begin, int64_t m_end, const GemmDest& dest) {
+  if (!cluster_fits(kShareB, n, m_begin, m_end, dest)) return false;
+  return kind == GemmKernel::Wgmma4ClusterM ||
+         (kind == GemmKernel::Wgmma4 && dest.concurrent_gemms > 1 && m_end - m_begin >= kShareBFromRows);
 }
 template <int kLag, bool kPtpc>
 gpuError_t launch_wgmma4(int kb, const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest,
@@ -578,9 +581,7 @@ gpuError_t launch_gemm_blockscale(GemmKernel variant, const GemmOperands& op, in
   if (kind == GemmKernel::Wgmma4Cluster2x2 && kb == 16 && (n / kBlockN) % 2 == 0)  // A and B multicast
     return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, false, 2, 2>, kW4Smem, op, m_begin, m_end, dest, s,
                            kTileGroupBands / 2, kShareBoth);
-  if (((kind == GemmKernel::Wgmma4ClusterM && cluster_fits(kShareB, n, m_begin, m_end, dest)) ||
-       (kind == GemmKernel::Wgmma4 && share_b_fits(n, m_begin, m_end, dest))) &&
-      kb == 16)  // B multicast along M: forced, or the default where GEMMs share the device
+  if (kb == 16 && share_b_along_m(kind, n, m_begin, m_end, dest))  // B multicast along M
     return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, false, 2, 1>, kW4Smem, op, m_begin, m_end, dest, s,
                            kTileGroupBands / 2, kShareB);
   if (kind == GemmKernel::Wgmma4BandMajor && kb > 0)  // the tile order before the groups (measurement)
@@ -666,10 +667,7 @@ gpuError_t launch_gemm_quant_wgmma(const GemmOperands& op, int64_t m_begin, int6
     // K in wgmma4_k: the tuned kernel's tile end (warpgroups 2 K blocks apart, 16-byte stores), scaled in its
     // epilogue; GEMMAR_GEMM_KERNEL=wgmma keeps the generic kernel (the comparison).
     const int kb = variant == GemmKernel::Wgmma ? 0 : wgmma4_kblocks(op, dest);
-    // Clusters along M as blockscale's (share_b_fits), or forced (GEMMAR_GEMM_KERNEL=wgmma4mcm)
-    const GemmKernel kind = effective_kernel(variant);
-    if (kb == 16 && ((kind == GemmKernel::Wgmma4ClusterM && cluster_fits(kShareB, op.n, m_begin, m_end, dest)) ||
-                     (kind == GemmKernel::Wgmma4 && share_b_fits(op.n, m_begin, m_end, dest))))
+    if (kb == 16 && share_b_along_m(effective_kernel(variant), op.n, m_begin, m_end, dest))
       return launch_tma_gemm(gemm_wgmma4_kernel<16, 2, true, 2, 1>, kW4Smem, op, m_begin, m_end, dest, s,
                              kTileGroupBands / 2, kShareB);
     if (kb > 0) return launch_wgmma4<2, true>(kb, op, m_begin, m_end, dest, s);
