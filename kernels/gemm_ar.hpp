@@ -98,6 +98,7 @@ struct DataKernelRates {
   double pull_gbs = 0;                                 // the same kernel with `pull_blocks` blocks (the pull's grid)
   double widen_ceiling_gbs = 0, pull_ceiling_gbs = 0;  // the widen's accesses without its arithmetic, both grids
   double copy_at_pull_grid_gbs = 0;  // a plain 16-byte copy on the pull's grid (pull_blocks blocks of 1024 threads)
+  double load_at_pull_grid_gbs = 0, store_at_pull_grid_gbs = 0;  // loads alone, stores alone, on the same grid
   int pull_blocks = 0;
   int64_t bytes_quantize = 0, bytes_widen = 0;
 };

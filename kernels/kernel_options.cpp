@@ -45,8 +45,14 @@ KernelOptions kernel_options_from_env() {
       o.widen = WidenKernel::Int16;
     else if (is(env, "ceiling"))
       o.widen = WidenKernel::Ceiling;
+    else if (is(env, "bulk-store"))
+      o.widen = WidenKernel::BulkStore;
+    else if (is(env, "int8-st"))
+      o.widen = WidenKernel::Int8Registers;
     else if (!is(env, "int8"))
-      std::fprintf(stderr, "gemmar: GEMMAR_WIDEN_KERNEL=%s is not one of int8|int16|hw16|ceiling: int8 runs\n", env);
+      std::fprintf(
+          stderr,
+          "gemmar: GEMMAR_WIDEN_KERNEL=%s is not one of int8|int8-st|bulk-store|int16|hw16|ceiling: int8 runs\n", env);
   }
   if (const char* env = std::getenv("GEMMAR_FUSED_SDMA_GEMM"); env && *env) {
     if (is(env, "chunks"))
@@ -73,6 +79,10 @@ const char* widen_kernel_name(WidenKernel k) {
       return "hw16";
     case WidenKernel::Ceiling:
       return "ceiling";
+    case WidenKernel::BulkStore:
+      return "bulk-store";
+    case WidenKernel::Int8Registers:
+      return "int8-st";
     case WidenKernel::Int8:
       break;
   }

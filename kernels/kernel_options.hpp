@@ -22,12 +22,16 @@ enum class GemmKernel {
   Mma,               // "mma": the mma.sync kernel (the fallback, and the AMD path's twin)
 };
 
-// How the widen (the fp8 wire's dequantize and pull) reads a row. GEMMAR_WIDEN_KERNEL=int8|int16|hw16|ceiling.
+// How the widen (the fp8 wire's dequantize and pull) reads and writes a row (convert/convert.cu).
+// GEMMAR_WIDEN_KERNEL=int8|int8-st|bulk-store|int16|hw16|ceiling; all but int8 are measurements.
 enum class WidenKernel {
-  Int8,     // 8-byte code loads, the integer decode, one 16-byte store (the default)
-  Int16,    // 16-byte code loads, the integer decode
-  Hw16,     // 16-byte code loads, the conversion unit
-  Ceiling,  // the same accesses without the arithmetic: a memory ceiling, its output is not a dequantize
+  Int8,           // 8-byte code loads, the integer decode; a pull on fewer blocks than the device has SMs stores
+                  // through the TMA (Hopper; bulk-store), anything else by 16-byte register stores (int8-st)
+  Int8Registers,  // int8's 16-byte register stores at every grid (the default before the TMA stores)
+  BulkStore,      // int8's stores through the TMA at every grid (Hopper; else int8-st)
+  Int16,          // 16-byte code loads, the integer decode
+  Hw16,           // 16-byte code loads, the conversion unit
+  Ceiling,        // int8-st's accesses without the arithmetic: a memory ceiling, its output is not a dequantize
 };
 
 // Which passes of the device guard run (check/guard.cu). GEMMAR_GUARD_PARTS (a measurement knob, docs/guard.md):

@@ -113,6 +113,10 @@ gpuError_t launch_fp8_recode(uint8_t* x, int64_t elems, bool zero_negzero_only, 
 // 16-byte vector copy. blocks = 0: 4 blocks of 512 threads per SM (the HBM ceiling); blocks > 0: that many blocks of
 // 1024 threads (the copy on the SMs a pull of that grid has).
 gpuError_t launch_copy_kernel(void* dst, const void* src, int64_t bytes, gpuStream_t s, int blocks = 0);
+// One direction alone on `blocks` blocks of 1024 threads: 16-byte loads (sink written only by an impossible fold)
+// or 16-byte stores.
+gpuError_t launch_load_kernel(const void* src, int64_t bytes, uint32_t* sink, gpuStream_t s, int blocks);
+gpuError_t launch_store_kernel(void* dst, int64_t bytes, gpuStream_t s, int blocks);
 gpuError_t launch_empty(gpuStream_t s);
 // Exhaustive conversion check (fp8 wire, hardware vs numerics_inline.hpp) over fp32 bit patterns
 // [begin, begin + count): mismatches counted into *bad, the first one's input bits into *first.

@@ -347,6 +347,16 @@ DataKernelRates measure_data_kernels(int64_t rows, int64_t n, int iterations, in
   r.copy_at_pull_grid_gbs =
       copy_b /
       (time_it([&] { GPU_CHECK(dev::launch_copy_kernel(y, x, rows * n * 2, s, std::max(1, pull_blocks))); }) * 1e3);
+  {
+    uint32_t* sink = dalloc<uint32_t>(1);
+    const int grid = std::max(1, pull_blocks);
+    r.load_at_pull_grid_gbs =
+        double(rows * n * 2) /
+        (time_it([&] { GPU_CHECK(dev::launch_load_kernel(x, rows * n * 2, sink, s, grid)); }) * 1e3);
+    r.store_at_pull_grid_gbs =
+        double(rows * n * 2) / (time_it([&] { GPU_CHECK(dev::launch_store_kernel(y, rows * n * 2, s, grid)); }) * 1e3);
+    GPU_CHECK(gpuFree(sink));
+  }
   r.pull_ceiling_gbs =
       double(r.bytes_widen) /
       (time_it([&] { GPU_CHECK(dev::launch_widen(src, 1, rows, n, pull_blocks, WidenKernel::Ceiling, s)); }) * 1e3);

@@ -271,11 +271,12 @@ int cmd_data(int64_t rows, int64_t n, int pull_blocks, kernels::WidenKernel wide
       "\"quantize_gbs\": %.1f, \"quantize_vs_copy\": %.3f, \"dequantize_gbs\": %.1f, \"dequantize_vs_copy\": %.3f, "
       "\"pull_blocks\": %d, \"pull_gbs\": %.1f, \"pull_vs_copy\": %.3f, \"widen_kernel\": \"%s\", "
       "\"widen_ceiling_gbs\": %.1f, \"pull_ceiling_gbs\": %.1f, \"copy_at_pull_grid_gbs\": %.1f, "
-      "\"pull_vs_copy_at_pull_grid\": %.3f}\n",
+      "\"pull_vs_copy_at_pull_grid\": %.3f, \"load_at_pull_grid_gbs\": %.1f, \"store_at_pull_grid_gbs\": %.1f}\n",
       (long long)rows, (long long)n, r.copy_kernel_gbs, r.memcpy_gbs, r.quantize_gbs, r.quantize_gbs / ceil,
       r.dequantize_gbs, r.dequantize_gbs / ceil, r.pull_blocks, r.pull_gbs, r.pull_gbs / ceil,
       kernels::widen_kernel_name(widen), r.widen_ceiling_gbs, r.pull_ceiling_gbs, r.copy_at_pull_grid_gbs,
-      r.copy_at_pull_grid_gbs > 0 ? r.pull_gbs / r.copy_at_pull_grid_gbs : 0.0);
+      r.copy_at_pull_grid_gbs > 0 ? r.pull_gbs / r.copy_at_pull_grid_gbs : 0.0, r.load_at_pull_grid_gbs,
+      r.store_at_pull_grid_gbs);
   return 0;
 }
 

@@ -17,6 +17,24 @@ __global__ void copy_kernel(uint4* __restrict__ dst, const uint4* __restrict__ s
   for (; i < nv; i += stride) dst[i] = src[i];
 }
 
+// One direction alone on the pull's grid: 16-byte loads (four in flight, folded into a word kept only if it is a
+// value it cannot be) and 16-byte stores, to tell which direction a small grid's SMs run out of first.
+__global__ void load_kernel(const uint4* __restrict__ src, int64_t nv, uint32_t* sink) {
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  uint32_t acc = 0;
+  for (; i + 3 * stride < nv; i += 4 * stride) {
+    const uint4 a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
+    acc ^= a.x ^ b.y ^ c.z ^ d.w;
+  }
+  if (acc == 0x9e3779b9u) *sink = acc;
+}
+__global__ void store_kernel(uint4* __restrict__ dst, int64_t nv) {
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (; i < nv; i += stride) dst[i] = make_uint4(uint32_t(i), 1u, 2u, 3u);
+}
+
 __global__ void empty_kernel() {}
 
 }  // namespace
@@ -26,6 +44,15 @@ gpuError_t launch_copy_kernel(void* dst, const void* src, int64_t bytes, gpuStre
   const int grid = blocks > 0 ? blocks : sm_count_cached() * 4;
   const int threads = blocks > 0 ? 1024 : 512;
   copy_kernel<<<unsigned(grid), threads, 0, s>>>(static_cast<uint4*>(dst), static_cast<const uint4*>(src), nv);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_load_kernel(const void* src, int64_t bytes, uint32_t* sink, gpuStream_t s, int blocks) {
+  load_kernel<<<unsigned(blocks), 1024, 0, s>>>(static_cast<const uint4*>(src), bytes / 16, sink);
+  return gpuGetLastError();
+}
+gpuError_t launch_store_kernel(void* dst, int64_t bytes, gpuStream_t s, int blocks) {
+  store_kernel<<<unsigned(blocks), 1024, 0, s>>>(static_cast<uint4*>(dst), bytes / 16);
   return gpuGetLastError();
 }
 

@@ -1,7 +1,10 @@
 // The fp8 wire's standalone conversions: the quantize (bf16 -> codes + row scales), the widen (codes -> bf16, both
 // the local dequantize and the pull over peer pointers) and the exhaustive device selftest of both.
 #include <algorithm>
+#include <mutex>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "kernels/convert/fp8_wire.cuh"
 
@@ -53,12 +56,75 @@ constexpr int kWidenThreadsPull = 1024;  // the pull: its grid is fixed by --pul
                                          // large as a block can be (bytes in flight per block, Little's law)
 // How a lane reads a row (the template side of kernel_options.hpp's WidenKernel, default int8).
 enum WidenKind : int {
-  kWidenHw16 = 0,    // 16-byte code loads, the conversion-unit chain (dequant4), two 16-byte stores 32 bytes apart
-  kWidenInt16 = 1,   // the same accesses, the integer decode (dequant8)
-  kWidenInt8 = 2,    // 8-byte code loads, the integer decode, one 16-byte store: each warp store is contiguous
-  kWidenCeiling = 3  // 8-byte loads, 16-byte stores of the codes zero-extended, no arithmetic: this access
-                     // pattern's memory ceiling (measurement only; its output is not a dequantize)
+  kWidenHw16 = 0,     // 16-byte code loads, the conversion-unit chain (dequant4), two 16-byte stores 32 bytes apart
+  kWidenInt16 = 1,    // the same accesses, the integer decode (dequant8)
+  kWidenInt8 = 2,     // 8-byte code loads, the integer decode, one 16-byte store: each warp store is contiguous
+  kWidenCeiling = 3,  // 8-byte loads, 16-byte stores of the codes zero-extended, no arithmetic: this access
+                      // pattern's memory ceiling (measurement only; its output is not a dequantize)
 };
+
+#if defined(GEMMAR_GPU_CUDA) && defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
+#define GEMMAR_WIDEN_BULK_STORE 1
+#endif
+constexpr int kBulkVecs = 14;  // code vectors per lane per round, as int8's 112 bytes of loads in flight
+[[maybe_unused]] constexpr int kBulkStageBytes =
+    kBulkVecs * 32 * 16;  // a warp's round of bf16: 7 KiB (224 KiB for 32 warps)
+
+// The pull with its stores through the TMA. A pull's grid is smaller than the device (mori's 64 blocks), and an SM
+// stores through its load/store path at a fixed rate: on the H100, 16-byte stores alone on 64 blocks of 1024
+// threads move 2450-2484 GB/s where loads alone move 3110-3137, so int8's pull (two bytes written per byte read)
+// was held to 0.82 of cudaMemcpy by its stores. Here each warp converts a round of int8's row (14 code vectors per
+// lane, the same loads) into its own 7 KiB of shared memory (lane-contiguous 16-byte stores: no bank conflicts)
+// and lane 0 sends that run to global memory with one bulk copy, which leaves the SM by the TMA, not the
+// load/store path: 0.90 of cudaMemcpy at 64 blocks (docs/kernels.md, twelfth pass). Before the next round
+// overwrites the stage, lane 0 waits until the copy has read it (wait_group.read), not for the global write.
+// An empty body where there is no TMA: the launcher runs int8 there.
+__global__ void __launch_bounds__(kWidenThreadsPull)
+    widen_bulk_store_kernel(Fp8Sources src, int count, int rows, int n) {
+#if defined(GEMMAR_WIDEN_BULK_STORE)
+  extern __shared__ __align__(128) uint4 stage_all[];
+  const int nv = n / 8;
+  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
+  const int warps = int(blockDim.x) / 32;
+  uint4* stage = stage_all + warp * (kBulkStageBytes / 16);
+  const uint32_t stage_s = static_cast<uint32_t>(__cvta_generic_to_shared(stage));
+  const int units = count * rows;
+  for (int unit = int(blockIdx.x) * warps + warp; unit < units; unit += int(gridDim.x) * warps) {
+    const int s = unit / rows, row = unit - s * rows;
+    const uint2* qp = reinterpret_cast<const uint2*>(src.q[s] + int64_t(row) * n);
+    uint4* op = reinterpret_cast<uint4*>(src.out[s] + int64_t(row) * n);
+    const float sc = src.scale[s][row];
+    const bool sc_finite = (__float_as_uint(sc) & 0x7f800000u) != 0x7f800000u;
+    for (int base = 0; base < nv; base += 32 * kBulkVecs) {
+      uint2 q[kBulkVecs];
+#pragma unroll
+      for (int j = 0; j < kBulkVecs; ++j) {
+        const int v = base + lane + 32 * j;
+        if (v < nv) q[j] = qp[v];
+      }
+      if (lane == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+      __syncwarp();
+#pragma unroll
+      for (int j = 0; j < kBulkVecs; ++j) {
+        const int v = base + lane + 32 * j;
+        if (v < nv) stage[lane + 32 * j] = dequant8(q[j].x, q[j].y, sc, sc_finite);
+      }
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      __syncwarp();
+      if (lane == 0) {
+        const int bytes = min(32 * kBulkVecs, nv - base) * 16;
+        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(op + base), "r"(stage_s),
+                     "r"(bytes)
+                     : "memory");
+        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+      }
+    }
+  }
+  if (lane == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+#else
+  (void)src, (void)count, (void)rows, (void)n;
+#endif
+}
 
 // The fp8 wire's receive side (dequantize, and the pull over peer pointers): one warp per (source, row) at a
 // time, the rows of all `count` sources walked grid-stride by the warps, so every warp runs on its own (no
@@ -166,6 +232,42 @@ gpuError_t launch_quantize(const uint16_t* in, int64_t rows, int64_t n, uint8_t*
 }
 
 namespace {
+// The TMA-store pull where the device has a TMA (compute capability 9+); false (nothing launched) elsewhere.
+bool launch_widen_bulk_store(const Fp8Sources& src, int count, int64_t rows, int64_t n, int blocks, gpuStream_t s) {
+#if defined(GEMMAR_GPU_CUDA)
+  static std::mutex mu;
+  static std::vector<std::pair<int, bool>> usable;  // (device, compute capability >= 9 and the shared memory set)
+  int dev = 0;
+  if (gpuGetDevice(&dev) != gpuSuccess) return false;
+  const int threads = blocks > 0 ? kWidenThreadsPull : kWidenThreadsLocal;
+  bool ok = false;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = std::find_if(usable.begin(), usable.end(), [&](const auto& u) { return u.first == dev; });
+    if (it == usable.end()) {
+      int major = 0;
+      const bool tma =
+          cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9;
+      // Set for the largest block (the pull's 1024 threads); the local grid's 256-thread blocks need less.
+      const int smem = kWidenThreadsPull / 32 * kBulkStageBytes;
+      it = usable.insert(usable.end(), {dev, tma && gpuFuncSetAttribute(widen_bulk_store_kernel,
+                                                                        gpuFuncAttributeMaxDynamicSharedMemorySize,
+                                                                        smem) == gpuSuccess});
+    }
+    ok = it->second;
+  }
+  if (!ok) return false;
+  const int64_t warps = threads / 32, units = int64_t(count) * rows;
+  const int grid =
+      blocks > 0 ? blocks : int(std::min<int64_t>((units + warps - 1) / warps, int64_t(sm_count_cached()) * 8));
+  widen_bulk_store_kernel<<<unsigned(grid), threads, int(warps) * kBulkStageBytes, s>>>(src, count, int(rows), int(n));
+  return true;
+#else
+  (void)src, (void)count, (void)rows, (void)n, (void)blocks, (void)s;
+  return false;
+#endif
+}
+
 template <int kKind>
 void launch_widen_kind(const Fp8Sources& src, int count, int64_t rows, int64_t n, int blocks, gpuStream_t s) {
   if (blocks > 0) {
@@ -193,7 +295,15 @@ gpuError_t launch_widen(const Fp8Sources& src, int count, int64_t rows, int64_t 
     case WidenKernel::Ceiling:
       launch_widen_kind<kWidenCeiling>(src, count, rows, n, blocks, s);
       break;
-    case WidenKernel::Int8:
+    case WidenKernel::BulkStore:
+      if (!launch_widen_bulk_store(src, count, rows, n, blocks, s))
+        launch_widen_kind<kWidenInt8>(src, count, rows, n, blocks, s);
+      break;
+    case WidenKernel::Int8Registers:
+      launch_widen_kind<kWidenInt8>(src, count, rows, n, blocks, s);
+      break;
+    case WidenKernel::Int8:  // the TMA's stores for a pull on part of the device (twelfth pass), else registers'
+      if (blocks > 0 && blocks < sm_count_cached() && launch_widen_bulk_store(src, count, rows, n, blocks, s)) break;
       launch_widen_kind<kWidenInt8>(src, count, rows, n, blocks, s);
       break;
   }
