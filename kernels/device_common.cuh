@@ -27,6 +27,21 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
   return uint32_t(nm::f32_to_bf16(lo)) | (uint32_t(nm::f32_to_bf16(hi)) << 16);
 }
 
+#if defined(GEMMAR_GPU_CUDA)
+// Whether the current device is compute capability 9.x, where this build's sm_90a code (wgmma, the TMA) runs;
+// read once per device. The GEMM dispatch and the pull's TMA stores fall back to their portable kernels elsewhere.
+inline bool current_device_is_hopper() {
+  static signed char hopper[kMaxWorld];  // 0 unknown, 1 yes, -1 no
+  int dev = 0;
+  if (gpuGetDevice(&dev) != gpuSuccess || dev < 0 || dev >= kMaxWorld) dev = 0;
+  if (!hopper[dev]) {
+    gpuDeviceProp prop{};
+    hopper[dev] = gpuGetDeviceProperties(&prop, dev) == gpuSuccess && prop.major == 9 ? 1 : -1;
+  }
+  return hopper[dev] > 0;
+}
+#endif
+
 inline int sm_count_cached() {
   static int sms = 0;
   if (!sms) {

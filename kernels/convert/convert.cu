@@ -1,10 +1,7 @@
 // The fp8 wire's standalone conversions: the quantize (bf16 -> codes + row scales), the widen (codes -> bf16, both
 // the local dequantize and the pull over peer pointers) and the exhaustive device selftest of both.
 #include <algorithm>
-#include <mutex>
 #include <type_traits>
-#include <utility>
-#include <vector>
 
 #include "kernels/convert/fp8_wire.cuh"
 
@@ -67,12 +64,12 @@ enum WidenKind : int {
 #define GEMMAR_WIDEN_BULK_STORE 1
 #endif
 constexpr int kBulkVecs = 14;  // code vectors per lane per round, as int8's 112 bytes of loads in flight
-[[maybe_unused]] constexpr int kBulkStageBytes =
-    kBulkVecs * 32 * 16;  // a warp's round of bf16: 7 KiB (224 KiB for 32 warps)
+// A warp's round of bf16: 7 KiB (224 KiB for 32 warps).
+[[maybe_unused]] constexpr int kBulkStageBytes = kBulkVecs * 32 * 16;
 
 // The pull with its stores through the TMA. A pull's grid is smaller than the device (mori's 64 blocks), and an SM
 // stores through its load/store path at a fixed rate: on the H100, 16-byte stores alone on 64 blocks of 1024
-// threads move 2450-2484 GB/s where loads alone move 3110-3137, so int8's pull (two bytes written per byte read)
+// threads move 2450-2498 GB/s where loads alone move 3110-3137, so int8's pull (two bytes written per byte read)
 // was held to 0.82 of cudaMemcpy by its stores. Here each warp converts a round of int8's row (14 code vectors per
 // lane, the same loads) into its own 7 KiB of shared memory (lane-contiguous 16-byte stores: no bank conflicts)
 // and lane 0 sends that run to global memory with one bulk copy, which leaves the SM by the TMA, not the
@@ -232,31 +229,21 @@ gpuError_t launch_quantize(const uint16_t* in, int64_t rows, int64_t n, uint8_t*
 }
 
 namespace {
-// The TMA-store pull where the device has a TMA (compute capability 9+); false (nothing launched) elsewhere.
+// The TMA-store pull on compute capability 9.x (what the sm_90a build runs); false (nothing launched) elsewhere.
 bool launch_widen_bulk_store(const Fp8Sources& src, int count, int64_t rows, int64_t n, int blocks, gpuStream_t s) {
 #if defined(GEMMAR_GPU_CUDA)
-  static std::mutex mu;
-  static std::vector<std::pair<int, bool>> usable;  // (device, compute capability >= 9 and the shared memory set)
+  if (!current_device_is_hopper()) return false;
+  static bool attr_set[kMaxWorld] = {};  // per device, as the GEMM launchers set theirs
   int dev = 0;
-  if (gpuGetDevice(&dev) != gpuSuccess) return false;
-  const int threads = blocks > 0 ? kWidenThreadsPull : kWidenThreadsLocal;
-  bool ok = false;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = std::find_if(usable.begin(), usable.end(), [&](const auto& u) { return u.first == dev; });
-    if (it == usable.end()) {
-      int major = 0;
-      const bool tma =
-          cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9;
-      // Set for the largest block (the pull's 1024 threads); the local grid's 256-thread blocks need less.
-      const int smem = kWidenThreadsPull / 32 * kBulkStageBytes;
-      it = usable.insert(usable.end(), {dev, tma && gpuFuncSetAttribute(widen_bulk_store_kernel,
-                                                                        gpuFuncAttributeMaxDynamicSharedMemorySize,
-                                                                        smem) == gpuSuccess});
-    }
-    ok = it->second;
+  if (gpuGetDevice(&dev) != gpuSuccess || dev < 0 || dev >= kMaxWorld) return false;
+  if (!attr_set[dev]) {
+    // For the largest block (the pull's 1024 threads); the local grid's 256-thread blocks need less.
+    if (gpuFuncSetAttribute(widen_bulk_store_kernel, gpuFuncAttributeMaxDynamicSharedMemorySize,
+                            kWidenThreadsPull / 32 * kBulkStageBytes) != gpuSuccess)
+      return false;
+    attr_set[dev] = true;
   }
-  if (!ok) return false;
+  const int threads = blocks > 0 ? kWidenThreadsPull : kWidenThreadsLocal;
   const int64_t warps = threads / 32, units = int64_t(count) * rows;
   const int grid =
       blocks > 0 ? blocks : int(std::min<int64_t>((units + warps - 1) / warps, int64_t(sm_count_cached()) * 8));

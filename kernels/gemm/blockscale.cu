@@ -354,17 +354,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 #if defined(GEMMAR_GPU_CUDA)
 namespace {
 // The wgmma kernels run on compute capability 9.x (this build targets sm_90a): elsewhere the requested variant
-// (kernel_options.hpp) falls back to the mma.sync kernel. The capability is read once per device.
-GemmKernel effective_kernel(GemmKernel requested) {
-  static signed char hopper[kMaxWorld];  // 0 unknown, 1 yes, -1 no
-  int dev = 0;
-  if (gpuGetDevice(&dev) != gpuSuccess || dev < 0 || dev >= kMaxWorld) dev = 0;
-  if (!hopper[dev]) {
-    gpuDeviceProp prop{};
-    hopper[dev] = gpuGetDeviceProperties(&prop, dev) == gpuSuccess && prop.major == 9 ? 1 : -1;
-  }
-  return hopper[dev] > 0 ? requested : GemmKernel::Mma;
-}
+// (kernel_options.hpp) falls back to the mma.sync kernel.
+GemmKernel effective_kernel(GemmKernel requested) { return current_device_is_hopper() ? requested : GemmKernel::Mma; }
 
 // rows x k e4m3 row-major, boxes of 128 rows x 128 bytes, 128-byte swizzle (what smem_desc() describes).
 bool encode_tile_map(gpuTensorMap* map, const uint8_t* base, int64_t rows, int64_t k, uint32_t box_rows) {
