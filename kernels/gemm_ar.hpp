@@ -89,6 +89,20 @@ struct Ceilings {
 };
 Ceilings measure_ceilings(int64_t bytes, int iterations);
 
+// Where a copy runs: alone, and issued on a second stream while a kernel holds every SM (as a persistent GEMM's grid
+// does). A copy on the copy engines ends while the SMs are still held; one run as a kernel waits for them.
+struct CopyOverlap {
+  std::string path;     // "memcpy" (D2D gpuMemcpyAsync, the one-device put), "batch-prefer-overlap" (D2D
+                        // cudaMemcpyBatchAsync with cudaMemcpyFlagPreferOverlapWithCompute, CUDA 12.8+), "d2h-pinned"
+                        // (to pinned host memory: a copy engine's transfer, the reference)
+  double alone_us = 0;  // the copy alone, median
+  double hold_us = 0;   // the SM-holding kernel's span, launch to end
+  double end_after_hold_start_us = 0;  // the copy's end, from the holding kernel's start (median of 5)
+  bool beside_sms = false;             // it ended before the SMs were released
+  bool copied = false;                 // dst equals src after each overlapped copy (first and last 4 KiB)
+};
+std::vector<CopyOverlap> measure_copy_overlap(int64_t bytes);
+
 // The data kernels alone on large buffers (rows x n, many times the L2), against the copy ceiling measured
 // in the same call: GB/s counting bytes read + written, median of `iterations`.
 struct DataKernelRates {

@@ -44,7 +44,13 @@ using gpuDeviceProp = hipDeviceProp_t;
 #define gpuMemcpyHostToDevice hipMemcpyHostToDevice
 #define gpuMemcpyDeviceToHost hipMemcpyDeviceToHost
 #define gpuMemcpyDeviceToDevice hipMemcpyDeviceToDevice
+#define gpuMemcpyHostToHost hipMemcpyHostToHost
+#define gpuHostAlloc hipHostMalloc
+#define gpuFreeHost hipHostFree
+#define gpuErrorNotSupported hipErrorNotSupported
 #define gpuStreamCreateWithFlags hipStreamCreateWithFlags
+#define gpuStreamCreateWithPriority hipStreamCreateWithPriority
+#define gpuDeviceGetStreamPriorityRange hipDeviceGetStreamPriorityRange
 #define gpuStreamNonBlocking hipStreamNonBlocking
 #define gpuStreamDestroy hipStreamDestroy
 #define gpuStreamSynchronize hipStreamSynchronize
@@ -87,7 +93,13 @@ using gpuDeviceProp = cudaDeviceProp;
 #define gpuMemcpyHostToDevice cudaMemcpyHostToDevice
 #define gpuMemcpyDeviceToHost cudaMemcpyDeviceToHost
 #define gpuMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
+#define gpuMemcpyHostToHost cudaMemcpyHostToHost
+#define gpuHostAlloc cudaHostAlloc
+#define gpuFreeHost cudaFreeHost
+#define gpuErrorNotSupported cudaErrorNotSupported
 #define gpuStreamCreateWithFlags cudaStreamCreateWithFlags
+#define gpuStreamCreateWithPriority cudaStreamCreateWithPriority
+#define gpuDeviceGetStreamPriorityRange cudaDeviceGetStreamPriorityRange
 #define gpuStreamNonBlocking cudaStreamNonBlocking
 #define gpuStreamDestroy cudaStreamDestroy
 #define gpuStreamSynchronize cudaStreamSynchronize
@@ -163,7 +175,9 @@ __device__ __forceinline__ void spin_for_us(float us) {
 #define GEMMAR_RECORD_EXTERNAL(e, s) cudaEventRecordWithFlags(e, s, cudaEventRecordExternal)
 #define GEMMAR_BEGIN_CAPTURE(s) cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed)
 #define GEMMAR_END_CAPTURE(s, g) cudaStreamEndCapture(s, g)
-#define GEMMAR_INSTANTIATE(x, g) cudaGraphInstantiate(x, g, 0)
+// Each kernel node keeps the priority of the stream it was captured from (the compute streams' over the copy
+// streams': kernels/gemm_ar.cu allocate()); without the flag the whole graph runs at its launch stream's.
+#define GEMMAR_INSTANTIATE(x, g) cudaGraphInstantiate(x, g, cudaGraphInstantiateFlagUseNodePriority)
 #define GEMMAR_GRAPH_LAUNCH(x, s) cudaGraphLaunch(x, s)
 #define GEMMAR_GRAPH_EXEC_DESTROY(x) cudaGraphExecDestroy(x)
 #define GEMMAR_GRAPH_DESTROY(g) cudaGraphDestroy(g)

@@ -60,6 +60,12 @@ KernelOptions kernel_options_from_env() {
     else if (!is(env, "persistent"))
       std::fprintf(stderr, "gemmar: GEMMAR_FUSED_SDMA_GEMM=%s is not one of persistent|chunks: persistent runs\n", env);
   }
+  if (const char* env = std::getenv("GEMMAR_PUT_PRIORITY"); env && *env) {
+    if (is(env, "low"))
+      o.put_priority = PutPriority::Low;
+    else if (!is(env, "equal"))
+      std::fprintf(stderr, "gemmar: GEMMAR_PUT_PRIORITY=%s is not one of equal|low: equal runs\n", env);
+  }
   const char* graph = std::getenv("GEMMAR_GPU_GRAPH");
   o.graph = !(graph && is(graph, "0"));
   if (const char* parts = std::getenv("GEMMAR_GUARD_PARTS")) {
@@ -88,5 +94,7 @@ const char* widen_kernel_name(WidenKernel k) {
   }
   return "int8";
 }
+
+const char* put_priority_name(PutPriority p) { return p == PutPriority::Low ? "low" : "equal"; }
 
 }  // namespace gemmar::kernels

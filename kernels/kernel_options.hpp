@@ -48,18 +48,31 @@ enum class FusedSdmaGemm {
   Chunks,      // W launches, one per destination slice, each put after its launch (the design before it)
 };
 
+// Which of a rank's two streams the device serves first when both have blocks waiting for an SM (measurement).
+// GEMMAR_PUT_PRIORITY=equal|low. On one device the "peers" share its SMs, and a same-device put is a copy kernel,
+// not a copy engine's transfer (`gemmar_gpu_bench copy-overlap`): one dispatched between a GEMM's waves takes SMs
+// from the rest of the GEMM.
+enum class PutPriority {
+  Equal,  // both streams at the default priority
+  Low,    // the compute streams at the device's greatest priority, the copy streams at its least: a put's blocks
+          // take only SMs no GEMM block is waiting for. On an H200 (2026-12-06, docs/kernels.md thirteenth pass)
+          // fused-sdma's GEMM phase 1.5% shorter at ptpc 4096 x 7168 x 2048, its drain as much longer: not the default
+};
+
 struct KernelOptions {
   GemmKernel gemm = GemmKernel::Wgmma4;
   WidenKernel widen = WidenKernel::Int8;
   FusedSdmaGemm fused_sdma_gemm = FusedSdmaGemm::Persistent;
+  PutPriority put_priority = PutPriority::Equal;
   bool graph = true;  // capture the run once and replay it; GEMMAR_GPU_GRAPH=0 replays eagerly
   GuardPasses guard_passes;
 };
 
-// Reads GEMMAR_GEMM_KERNEL, GEMMAR_WIDEN_KERNEL, GEMMAR_FUSED_SDMA_GEMM, GEMMAR_GPU_GRAPH and GEMMAR_GUARD_PARTS;
-// an unknown value warns on stderr and keeps the default (as the launchers did when they read the variables
-// themselves).
+// Reads GEMMAR_GEMM_KERNEL, GEMMAR_WIDEN_KERNEL, GEMMAR_FUSED_SDMA_GEMM, GEMMAR_PUT_PRIORITY, GEMMAR_GPU_GRAPH and
+// GEMMAR_GUARD_PARTS; an unknown value warns on stderr and keeps the default (as the launchers did when they read the
+// variables themselves).
 KernelOptions kernel_options_from_env();
 const char* widen_kernel_name(WidenKernel);
+const char* put_priority_name(PutPriority);
 
 }  // namespace gemmar::kernels

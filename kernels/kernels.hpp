@@ -118,6 +118,8 @@ gpuError_t launch_copy_kernel(void* dst, const void* src, int64_t bytes, gpuStre
 gpuError_t launch_load_kernel(const void* src, int64_t bytes, uint32_t* sink, gpuStream_t s, int blocks);
 gpuError_t launch_store_kernel(void* dst, int64_t bytes, gpuStream_t s, int blocks);
 gpuError_t launch_empty(gpuStream_t s);
+// Two blocks of 1024 threads per SM spinning on the device's clock for `ns` ns: no SM has room for another block.
+gpuError_t launch_hold_sms(uint64_t ns, gpuStream_t s);
 // Exhaustive conversion check (fp8 wire, hardware vs numerics_inline.hpp) over fp32 bit patterns
 // [begin, begin + count): mismatches counted into *bad, the first one's input bits into *first.
 gpuError_t launch_fp8_selftest(uint64_t begin, uint64_t count, float inv, unsigned long long* bad,

@@ -86,6 +86,107 @@ Ceilings measure_ceilings(int64_t bytes, int iterations) {
 }
 
 namespace {
+// A device-to-device copy through the batch API with the driver's hint to overlap it with the SMs' work.
+gpuError_t copy_batch_prefer_overlap(void* dst, const void* src, size_t bytes, gpuStream_t s) {
+#if defined(GEMMAR_GPU_CUDA) && CUDART_VERSION >= 12080
+  cudaMemcpyAttributes attr{};
+  attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+  attr.flags = cudaMemcpyFlagPreferOverlapWithCompute;
+  size_t attr_index = 0;
+  void* dsts[1] = {dst};
+  void* srcs[1] = {const_cast<void*>(src)};  // CUDA 12.8 takes void**, 13.0 const void* const*
+  size_t sizes[1] = {bytes};
+#if CUDART_VERSION >= 13000
+  return cudaMemcpyBatchAsync(dsts, srcs, sizes, 1, &attr, &attr_index, 1, s);
+#else
+  size_t fail_index = 0;
+  return cudaMemcpyBatchAsync(dsts, srcs, sizes, 1, &attr, &attr_index, 1, &fail_index, s);
+#endif
+#else
+  (void)dst, (void)src, (void)bytes, (void)s;
+  return gpuErrorNotSupported;
+#endif
+}
+}  // namespace
+
+std::vector<CopyOverlap> measure_copy_overlap(int64_t bytes) {
+  GPU_CHECK(gpuSetDevice(0));
+  gpuStream_t hold_s, copy_s;
+  GPU_CHECK(gpuStreamCreateWithFlags(&hold_s, gpuStreamNonBlocking));
+  GPU_CHECK(gpuStreamCreateWithFlags(&copy_s, gpuStreamNonBlocking));
+  uint8_t* src = dalloc<uint8_t>(bytes);
+  uint8_t* dst = dalloc<uint8_t>(bytes);
+  uint8_t* host = nullptr;
+  GPU_CHECK(gpuHostAlloc(reinterpret_cast<void**>(&host), size_t(bytes), 0));
+  GPU_CHECK(gpuMemset(src, 0x3c, size_t(bytes)));
+  gpuEvent_t h0, h1, c1, e0, e1;
+  for (gpuEvent_t* e : {&h0, &h1, &c1, &e0, &e1}) GPU_CHECK(gpuEventCreate(e));
+  auto elapsed_us = [](gpuEvent_t a, gpuEvent_t b) {
+    float ms = 0;
+    GPU_CHECK(gpuEventElapsedTime(&ms, a, b));
+    return double(ms) * 1e3;
+  };
+  const int64_t probe = std::min<int64_t>(bytes, 4096);
+  std::vector<CopyOverlap> out;
+  for (const char* path : {"memcpy", "batch-prefer-overlap", "d2h-pinned"}) {
+    CopyOverlap r;
+    r.path = path;
+    const bool to_host = r.path == "d2h-pinned", batch = r.path == "batch-prefer-overlap";
+    uint8_t* to = to_host ? host : dst;
+    if (batch && copy_batch_prefer_overlap(dst, src, 16, copy_s) != gpuSuccess) {
+      (void)gpuGetLastError();  // no batch API in this build or driver
+      continue;
+    }
+    GPU_CHECK(gpuStreamSynchronize(copy_s));
+    auto copy = [&] {
+      if (batch)
+        GPU_CHECK(copy_batch_prefer_overlap(dst, src, size_t(bytes), copy_s));
+      else
+        GPU_CHECK(
+            gpuMemcpyAsync(to, src, size_t(bytes), to_host ? gpuMemcpyDeviceToHost : gpuMemcpyDeviceToDevice, copy_s));
+    };
+    r.alone_us = timed_median_us(copy_s, e0, e1, 20, copy);
+    // Long enough that a copy on the copy engines ends well inside it, short enough to stay a probe.
+    const uint64_t hold_ns = uint64_t(std::max(2000.0, 4.0 * r.alone_us) * 1e3);
+    std::vector<double> ends, holds;
+    r.copied = true;
+    for (int i = 0; i < 5; ++i) {
+      if (to_host)
+        std::memset(host, 0, size_t(bytes));
+      else
+        GPU_CHECK(gpuMemset(dst, 0, size_t(bytes)));
+      GPU_CHECK(gpuDeviceSynchronize());
+      GPU_CHECK(gpuEventRecord(h0, hold_s));
+      GPU_CHECK(dev::launch_hold_sms(hold_ns, hold_s));
+      GPU_CHECK(gpuEventRecord(h1, hold_s));
+      GPU_CHECK(gpuStreamWaitEvent(copy_s, h0, 0));  // the copy is issued once the holding kernel is queued
+      copy();
+      GPU_CHECK(gpuEventRecord(c1, copy_s));
+      GPU_CHECK(gpuStreamSynchronize(copy_s));
+      GPU_CHECK(gpuStreamSynchronize(hold_s));
+      ends.push_back(elapsed_us(h0, c1));
+      holds.push_back(elapsed_us(h0, h1));
+      std::vector<uint8_t> head(static_cast<size_t>(probe)), tail(static_cast<size_t>(probe));
+      GPU_CHECK(gpuMemcpy(head.data(), to, size_t(probe), to_host ? gpuMemcpyHostToHost : gpuMemcpyDeviceToHost));
+      GPU_CHECK(gpuMemcpy(tail.data(), to + bytes - probe, size_t(probe),
+                          to_host ? gpuMemcpyHostToHost : gpuMemcpyDeviceToHost));
+      for (int64_t j = 0; j < probe; ++j) r.copied &= head[size_t(j)] == 0x3c && tail[size_t(j)] == 0x3c;
+    }
+    r.end_after_hold_start_us = median(ends);
+    r.hold_us = median(holds);
+    r.beside_sms = r.end_after_hold_start_us < r.hold_us;
+    out.push_back(r);
+  }
+  GPU_CHECK(gpuFreeHost(host));
+  GPU_CHECK(gpuFree(src));
+  GPU_CHECK(gpuFree(dst));
+  for (gpuEvent_t e : {h0, h1, c1, e0, e1}) GPU_CHECK(gpuEventDestroy(e));
+  GPU_CHECK(gpuStreamDestroy(hold_s));
+  GPU_CHECK(gpuStreamDestroy(copy_s));
+  return out;
+}
+
+namespace {
 
 // One GEMM's operands and output on device 0. The operands are generated at the padded M (a multiple of
 // BLOCK_M, as the op pads: kernels/gemm_ar.cu); `rows` of them are uploaded: the padded M for our kernels (the

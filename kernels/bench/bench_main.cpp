@@ -12,6 +12,9 @@
 //   gemmar_gpu_bench gemm-concurrent M N K W [QUANT]  W such GEMMs on W streams at once (the one-device backend's
 //                                                gemm phase), ours and cuBLASLt's, against W x their solo time
 //   gemmar_gpu_bench data [ROWS N PULL]         quantize / dequantize / pull kernels alone vs the copy ceiling
+//   gemmar_gpu_bench copy-overlap [MiB]         where a copy of MiB (64) runs: alone, and issued beside a kernel
+//                                                holding every SM; device to device as the one-device puts,
+//                                                through the batch API's overlap hint, and to pinned host memory
 //   gemmar_gpu_bench selftest                    the fp8 wire's hardware conversions vs numerics_inline.hpp, all
 //                                                2^32 fp32 inputs (4 scales) and every code at 65536 scales
 // A config end to end (every mode, checked and judged) is `gemmar run --backend gpu` / `gemmar validate`.
@@ -280,6 +283,17 @@ int cmd_data(int64_t rows, int64_t n, int pull_blocks, kernels::WidenKernel wide
   return 0;
 }
 
+int cmd_copy_overlap(double mib) {
+  for (const kernels::CopyOverlap& r : kernels::measure_copy_overlap(int64_t(mib * double(1 << 20)))) {
+    std::printf(
+        "COPY_OVERLAP_JSON {\"path\": \"%s\", \"mib\": %.2f, \"alone_us\": %.1f, \"alone_gbs\": %.1f, "
+        "\"hold_us\": %.1f, \"end_after_hold_start_us\": %.1f, \"beside_sms\": %s, \"copied\": %s}\n",
+        r.path.c_str(), mib, r.alone_us, 2.0 * mib * double(1 << 20) / (r.alone_us * 1e3), r.hold_us,
+        r.end_after_hold_start_us, r.beside_sms ? "true" : "false", r.copied ? "true" : "false");
+  }
+  return 0;
+}
+
 int cmd_selftest() {
   uint64_t first = 0;
   const std::vector<float> invs = {1.0f, 448.0f / 3.1f, 448.0f / 0.0123f, 0.37f};
@@ -300,7 +314,7 @@ int main(int argc, char** argv) {
       std::fprintf(
           stderr,
           "usage: gemmar_gpu_bench ceilings [GiB [M...]] | gemm M N K [QUANT] | gemm-concurrent M N K W [QUANT] | "
-          "gemm-nan M N K [QUANT] | data [ROWS N PULL] | selftest\n");
+          "gemm-nan M N K [QUANT] | data [ROWS N PULL] | copy-overlap [MiB] | selftest\n");
       return 2;
     }
     const kernels::KernelOptions ko = kernels::kernel_options_from_env();  // the variants, chosen once
@@ -315,6 +329,7 @@ int main(int argc, char** argv) {
       return cmd_ceilings(a.size() > 1 ? std::atof(a[1].c_str()) : 2.0, ms);
     }
     if (a[0] == "selftest") return cmd_selftest();
+    if (a[0] == "copy-overlap") return cmd_copy_overlap(a.size() > 1 ? std::atof(a[1].c_str()) : 64.0);
     if (a[0] == "data") return cmd_data(num(1, 131072), num(2, 7168), int(num(3, 64)), ko.widen);
     if (a[0] == "gemm-concurrent")
       return cmd_gemm_concurrent(num(1, 16384), num(2, 7168), num(3, 2048), int(num(4, 8)),

@@ -1,4 +1,5 @@
-// The bench's ceiling kernels: a 16-byte vector copy (the HBM ceiling) and an empty kernel (the launch cost).
+// The bench's ceiling kernels: a 16-byte vector copy (the HBM ceiling), an empty kernel (the launch cost), and a
+// kernel that holds every SM for a while (where a copy runs: copy-overlap).
 #include "kernels/device_common.cuh"
 
 namespace gemmar::kernels::dev {
@@ -37,6 +38,22 @@ __global__ void store_kernel(uint4* __restrict__ dst, int64_t nv) {
 
 __global__ void empty_kernel() {}
 
+// Occupies its thread slots for `ns` nanoseconds of the device's wall clock without touching memory: launched with
+// 2048 threads per SM it leaves no SM a slot for another kernel's block, as a persistent GEMM's CTAs leave none.
+__global__ void hold_sms_kernel(uint64_t ns) {
+#if defined(GEMMAR_GPU_HIP)
+  const uint64_t ticks = ns / 10, t0 = wall_clock64();  // gfx9's wall clock: 100 MHz
+  while (wall_clock64() - t0 < ticks) {
+  }
+#else
+  uint64_t t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+#endif
+}
+
 }  // namespace
 
 gpuError_t launch_copy_kernel(void* dst, const void* src, int64_t bytes, gpuStream_t s, int blocks) {
@@ -53,6 +70,11 @@ gpuError_t launch_load_kernel(const void* src, int64_t bytes, uint32_t* sink, gp
 }
 gpuError_t launch_store_kernel(void* dst, int64_t bytes, gpuStream_t s, int blocks) {
   store_kernel<<<unsigned(blocks), 1024, 0, s>>>(static_cast<uint4*>(dst), bytes / 16);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_hold_sms(uint64_t ns, gpuStream_t s) {
+  hold_sms_kernel<<<unsigned(sm_count_cached() * 2), 1024, 0, s>>>(ns);
   return gpuGetLastError();
 }
 

@@ -76,4 +76,21 @@ TEST(KernelOptionsFromEnv, GraphAndFusedSdmaChoicesFollowTheirVariables) {
   EXPECT_TRUE(kernel_options_from_env().graph);
 }
 
+TEST(KernelOptionsFromEnv, PutPriorityIsEqualUnlessLowIsNamed) {
+  using gemmar::kernels::PutPriority;
+  {
+    const ScopedEnv empty("GEMMAR_PUT_PRIORITY", "");  // empty is unset
+    EXPECT_EQ(kernel_options_from_env().put_priority, PutPriority::Equal);
+  }
+  {
+    const ScopedEnv prio("GEMMAR_PUT_PRIORITY", "low");
+    EXPECT_EQ(kernel_options_from_env().put_priority, PutPriority::Low);
+  }
+  {
+    const ScopedEnv prio("GEMMAR_PUT_PRIORITY", "high");  // unknown: warns, keeps the default
+    EXPECT_EQ(kernel_options_from_env().put_priority, PutPriority::Equal);
+  }
+  EXPECT_STREQ(gemmar::kernels::put_priority_name(PutPriority::Low), "low");
+}
+
 }  // namespace
