@@ -426,11 +426,15 @@ class Pipeline {
     const bool fp8 = uses_fp8_wire(eff_);
     for (auto& rb : ranks_) {
       set(rb.dev);
-      int least = 0, greatest = 0;
-      GPU_CHECK(gpuDeviceGetStreamPriorityRange(&least, &greatest));
-      const bool puts_low = plan_.kernels.put_priority == PutPriority::Low;
-      GPU_CHECK(gpuStreamCreateWithPriority(&rb.comp, gpuStreamNonBlocking, puts_low ? greatest : least));
-      GPU_CHECK(gpuStreamCreateWithPriority(&rb.copy, gpuStreamNonBlocking, least));
+      if (plan_.kernels.put_priority == PutPriority::Low) {
+        int least = 0, greatest = 0;
+        GPU_CHECK(gpuDeviceGetStreamPriorityRange(&least, &greatest));
+        GPU_CHECK(gpuStreamCreateWithPriority(&rb.comp, gpuStreamNonBlocking, greatest));
+        GPU_CHECK(gpuStreamCreateWithPriority(&rb.copy, gpuStreamNonBlocking, least));
+      } else {  // the default priority, as every other stream of the run
+        GPU_CHECK(gpuStreamCreateWithFlags(&rb.comp, gpuStreamNonBlocking));
+        GPU_CHECK(gpuStreamCreateWithFlags(&rb.copy, gpuStreamNonBlocking));
+      }
       rb.a = dalloc<uint8_t>(M_ * K_);
       rb.b = dalloc<uint8_t>(N_ * K_);
       rb.sa = dalloc<float>(sa_count_);
