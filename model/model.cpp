@@ -162,6 +162,13 @@ struct PredictionBuilder {
   Prediction pr;
   double lb = 0;  // sum over sequential phases of the time at peak rates
 
+  // The scatter leg by copy-engine puts after the whole GEMM (split-sdma's, and fused-sdma's drain on one device),
+  // without its barrier: one put's fixed cost and the bytes at the put rate, slowed where C is read from HBM.
+  double copy_engine_scatter_us() const {
+    return p.copy_engine.per_put_us +
+           us_at(scatter_bytes, x.sdma_rate() * p.link.scatter_efficiency) * x.c_read_slowdown();
+  }
+
   // gemm, and the scatter leg: in the epilogue (fused, then a drain) or by copy-engine puts (split-sdma).
   void gemm_and_scatter() {
     // --- gemm (+ scatter leg)
@@ -205,10 +212,10 @@ struct PredictionBuilder {
       // under the rotated tile order every wave works on every destination's rows, so chunk c of every
       // destination is done with the wave that holds its last tile, at (c + 1) / chunks of the tiles. One chunk
       // waits for the whole GEMM ("with one chunk the fused path overlaps nothing at all": its drain is the split
-      // scatter). gemmar's one-device kernels put one BLOCK_M band per queue as it finishes.
+      // scatter). fused-sdma on one device: below (puts_after_gemm).
       const bool chunked = sdma && !p.one_device;
       const double chunks = chunked ? effective_chunks(x.s, cfg) : 0.0;
-      const double puts_per_queue = chunked ? chunks : sdma ? std::ceil(S / block_m(cfg.quant)) : 0.0;
+      const double puts_per_queue = chunked ? chunks : 0.0;
       const double push_us = puts_per_queue * p.copy_engine.per_put_us + us_at(scatter_bytes, wire_rate);
       // fused-lsa over a link, where the profile says so: each CU's remote stores of a tile complete (a
       // round trip over the link) before it starts its next tile, so the push adds to the GEMM instead of
@@ -219,8 +226,15 @@ struct PredictionBuilder {
       // no copy engine reading C during the GEMM, so it pays its own wait once, not both.
       const bool stores_serialize = !sdma && !p.one_device && std::isfinite(p.gemm.remote_store_tile_us);
       if (stores_serialize) gemm_f = gemm_only + push_us + x.waves() * p.gemm.remote_store_tile_us;
+      // One device, fused-sdma: a put within one device is a copy kernel, not a copy engine (a device-to-device
+      // copy waits for free SMs: `gemmar_gpu_bench copy-overlap`, docs/kernels.md "Thirteenth pass"), and the W
+      // persistent GEMMs hold every SM until their last wave, so the puts run after the GEMM and the drain is the
+      // split scatter's leg (measured on the H200 at ptpc 4096: drain 245 us, split scatter 217).
+      const bool puts_after_gemm = sdma && p.one_device;
       double tail = 0.0;
-      if (chunked) {
+      if (puts_after_gemm) {
+        tail = copy_engine_scatter_us();
+      } else if (chunked) {
         // The peer queues run their puts one after another: chunk c leaves at max(its tiles done, chunk c-1 sent).
         const double put_us = p.copy_engine.per_put_us + us_at(scatter_bytes / chunks, wire_rate);
         double sent = 0.0;
@@ -233,15 +247,17 @@ struct PredictionBuilder {
       } else if (!stores_are_c && !stores_serialize) {
         tail = std::max(0.0, t_start + wave_us + push_us - gemm_f);
       }
-      Phase g = phase("gemm", gemm_f, c_bytes, tail > 0 ? "link" : "compute");
+      Phase g = phase("gemm", gemm_f, c_bytes, tail > 0 && !puts_after_gemm ? "link" : "compute");
       g.flops = x.gemm_flops();
       g.link_bytes = scatter_bytes;
       g.hbm_bytes = c_bytes;
       g.ceiling_us = gemm_ceiling;
       pr.phases.push_back(g);
-      Phase d = phase("drain", tail + p.sync.barrier_us, scatter_bytes * std::min(1.0, tail / push_us),
+      Phase d = phase("drain", tail + p.sync.barrier_us,
+                      puts_after_gemm ? scatter_bytes : scatter_bytes * std::min(1.0, tail / push_us),
                       tail > 0 ? "link" : "latency");
       d.link_bytes = d.bytes;
+      if (puts_after_gemm) d.ceiling_us = us_at(scatter_bytes, x.sdma_rate());
       pr.phases.push_back(d);
       // One device, fused-lsa: the scatter is the GEMM's own C stores into the owners' slots (written once,
       // no copy), already in gemm_lb as C at HBM peak; a copy's read + write at the link's raw peak would put
@@ -256,10 +272,7 @@ struct PredictionBuilder {
       pr.phases.push_back(g);
       lb += (pr.phases.back().lower_bound_us = gemm_lb);
       if (mt.scatter_by_copy_engine) {
-        const double us = p.copy_engine.per_put_us +
-                          us_at(scatter_bytes, x.sdma_rate() * p.link.scatter_efficiency) * x.c_read_slowdown() +
-                          p.sync.barrier_us;
-        Phase sc = phase("scatter", us, scatter_bytes, "link");
+        Phase sc = phase("scatter", copy_engine_scatter_us() + p.sync.barrier_us, scatter_bytes, "link");
         sc.link_bytes = scatter_bytes;
         sc.ceiling_us = us_at(scatter_bytes, x.sdma_rate());
         pr.phases.push_back(sc);

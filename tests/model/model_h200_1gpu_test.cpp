@@ -418,3 +418,53 @@ TEST(ModelH200OneGpu, SplitLsaAllReduceLowerBoundIsItsHbmBytesOnOneDevice) {
   }
   EXPECT_LE(p.lower_bound_us, p.total_us);
 }
+
+// fused-sdma on one device: a put within one device is a copy kernel that waits for free SMs (`gemmar_gpu_bench
+// copy-overlap`, docs/kernels.md "Thirteenth pass"), and the W persistent GEMMs hold every SM until their last
+// wave, so the drain is the split scatter's leg after the GEMM, not a push overlapped with it (the model predicted
+// 12.9 us at M = 4096 before 2026-12-06). Checked against every fused-sdma record of the one-launch kernels at the
+// shapes where the fused path engages (M >= 4096): the 2026-12-04 A/B's persistent rows (fsdma/summary.txt names
+// each line of ab.jsonl) and the 6144 x 5120 x 1024 runs of both quants.
+TEST(ModelH200OneGpu, OneDeviceFusedSdmaDrainIsTheSplitScatterLegAfterTheGemm) {
+  const auto prof = model::load_profile("h200-1gpu");
+  std::vector<std::pair<std::string, json>> drains;
+  {
+    const std::string dir = "h200-1gpu-2026-12-04-session6/fsdma/";
+    std::ifstream summary(std::string(kResults) + dir + "summary.txt");
+    ASSERT_TRUE(summary.good());
+    const auto records = records_in(dir + "ab.jsonl");
+    int at = 0;
+    for (std::string line; std::getline(summary, line) && at < int(records.size());) {
+      if (line.rfind("M=", 0) != 0) continue;
+      const auto& [ab_line, rec] = records[size_t(at++)];
+      if (line.find("persistent") != std::string::npos)
+        drains.emplace_back(dir + "ab.jsonl:" + std::to_string(ab_line), rec);
+    }
+  }
+  for (const char* f : {"h200-1gpu-2026-12-04-session7/k1024/call1/e2e_blockscale.log",
+                        "h200-1gpu-2026-12-04-session7/k1024/call1/e2e_ptpc.log",
+                        "h200-1gpu-2026-12-04-session7/k1024/call2/e2e_k1024_blockscale.log",
+                        "h200-1gpu-2026-12-04-session7/k1024/call2/e2e_k1024_ptpc.log"})
+    for (const auto& [line, r] : records_in(f))
+      if (r.at("mode") == "fused-sdma") drains.emplace_back(std::string(f) + ":" + std::to_string(line), r);
+  ASSERT_GE(drains.size(), 20u);
+  std::vector<double> ratios;
+  std::printf("| docs/results/ file:line | M x N x K | measured drain us | model drain us | measured / model |\n");
+  for (const auto& [where, r] : drains) {
+    const Shape s = shape_of(r);
+    ASSERT_GE(s.m, 4096) << where;
+    const auto p = model::predict(prof, s, config_of(r));
+    Config split = config_of(r);
+    split.mode = Mode::SplitSdma;
+    const double model_drain = phase_us(p, "drain");
+    EXPECT_NEAR(model_drain, phase_us(model::predict(prof, s, split), "scatter"), 1e-9) << where;
+    const double measured = r.at("phases_us").at("drain").get<double>();
+    std::printf("| %s | %lld x %lld x %lld | %.1f | %.1f | %.3f |\n", where.c_str(), static_cast<long long>(s.m),
+                static_cast<long long>(s.n), static_cast<long long>(s.k), measured, model_drain,
+                measured / model_drain);
+    EXPECT_NEAR(measured / model_drain, 1.0, 0.20) << where;
+    ratios.push_back(measured / model_drain);
+  }
+  std::nth_element(ratios.begin(), ratios.begin() + ratios.size() / 2, ratios.end());
+  EXPECT_NEAR(ratios[ratios.size() / 2], 1.0, 0.10);
+}
