@@ -626,10 +626,9 @@ __global__ void __launch_bounds__(kWThreads, 1)
     const uint64_t stream_out = l2_policy_evict_first();  // the output passes through L2 once
     int64_t m0 = 0, n0 = 0;                               // the current tile's origin
     int tile_no = 0;                                      // this CTA's tile count (ptpc: its scale slot)
-    // This warpgroup's stored tiles not yet counted: the open run of consecutive tiles of one destination slice
-    // (run_*), and a closed run whose count leaves at the next release point (flush_*). Both warpgroups store the
-    // same tiles in the same order, so their runs and flush numbers match.
-    int run_slice = -1, run_tiles = 0, flush_slice = -1, flush_tiles = 0, flush_no = 0;
+    // This warpgroup's stored tiles not yet counted: the open run of consecutive tiles of one destination slice.
+    // Both warpgroups store the same tiles in the same order, so their runs and flush numbers match.
+    int run_slice = -1, run_tiles = 0, flush_no = 0;
     if (kLag > 0 && c == 1 && my_units > 0) asm volatile("bar.sync 2, 256;" ::: "memory");  // start kLag behind
     const uint64_t desc_a = smem_desc(sA + 64 * c * kBlockK), desc_b = smem_desc(sB);       // stage 0, K step 0
     auto issue = [&](int gi, float(&a)[64]) {
@@ -646,6 +645,30 @@ __global__ void __launch_bounds__(kWThreads, 1)
       wgmma_commit();
 #pragma unroll
       for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(a[i])::"memory");
+    };
+    // Counts a run of stored tiles of one slice. A gpu-scope fence right after a tile's stores waits for them to
+    // reach L2 while this warpgroup issues nothing (its next wgmma are warpgroup-wide): once per tile it cost 6-11%
+    // of the GEMM phase in the pipeline (8 ranks at M = 16384 on an H100: docs/kernels.md, sixth pass). So a count
+    // leaves once per run (a slice's tiles are consecutive in the tile order: about 7 fences per CTA instead of 54
+    // at M = 16384), when the first tile of another slice is about to be stored: the run's last stores were issued
+    // a whole main loop earlier and have reached L2, so the fence waits on nothing in flight. (Counted at the next
+    // tile's first retired K block instead, the fence still waited on the stores issued one K block before.) Where
+    // nothing waits on the count (dest.counters_release false) it is a tally and takes no fence at all.
+    auto count_run = [&](int slice, int tiles) {
+      const bool release = dest.counters_release;
+      if (release) asm volatile("bar.sync %0, 128;" ::"r"(3 + c) : "memory");  // this warpgroup's stores are issued
+      if (lt == 0) {
+        // A CTA-scope release before the shared count, and the gpu-scope fence only in the warpgroup that counts
+        // second: both warpgroups' stores are then in its causal past (cumulativity), so one fence per run and
+        // CTA waits on the memory system, not three.
+        if (release) asm volatile("fence.acq_rel.cta;" ::: "memory");
+        if (atomicAdd(tile_arrivals + (flush_no & 3), 1u) == 1u) {
+          tile_arrivals[flush_no & 3] = 0;
+          if (release) asm volatile("fence.acq_rel.gpu;" ::: "memory");
+          atomicAdd(dest.counters + slice, unsigned(tiles));  // the release the put waits on: both halves stored
+        }
+      }
+      ++flush_no;
     };
     auto store_tile = [&]() {
       if constexpr (kPtpc) {  // one column pair at a time, the tile's scales from its shared-memory slot
@@ -677,6 +700,12 @@ __global__ void __launch_bounds__(kWThreads, 1)
       }
 #pragma unroll
       for (int i = 0; i < 64; ++i) total[i] = 0.0f;
+      if (run_tiles > 0 && slice != run_slice) {  // the run of the previous slice is closed: count it now
+        if (dest.counters) count_run(run_slice, run_tiles);
+        run_tiles = 0;
+      }
+      run_slice = slice;
+      ++run_tiles;
       if (C) {
         const int64_t ldd = dest.ldd;
         uint4* row0 = reinterpret_cast<uint4*>(C + (m0 + lrow) * ldd + n0) + tq;
@@ -692,36 +721,6 @@ __global__ void __launch_bounds__(kWThreads, 1)
               stream_out);
         }
       }
-      if (run_tiles > 0 && slice != run_slice) {  // the run of the previous slice is closed: count it soon
-        flush_slice = run_slice;
-        flush_tiles = run_tiles;
-        run_tiles = 0;
-      }
-      run_slice = slice;
-      ++run_tiles;
-    };
-    // Counts a run of stored tiles of one slice. A gpu-scope fence right after a tile's stores waits for them to
-    // reach L2 while this warpgroup issues nothing (its next wgmma are warpgroup-wide): once per tile it cost 6-11%
-    // of the GEMM phase in the pipeline (8 ranks at M = 16384 on an H100: docs/kernels.md, sixth pass). So a count
-    // leaves once per run (a slice's tiles are consecutive in the tile order: about 7 fences per CTA instead of 54
-    // at M = 16384), at the next tile's first retired K block, when the stores are long done and the tensor cores
-    // work on the block issued before it; the slice's put still leaves as soon as its last tile is counted. Where
-    // nothing waits on the count (dest.counters_release false) it is a tally and takes no fence at all.
-    auto count_run = [&](int slice, int tiles) {
-      const bool release = dest.counters_release;
-      if (release) asm volatile("bar.sync %0, 128;" ::"r"(3 + c) : "memory");  // this warpgroup's stores are issued
-      if (lt == 0) {
-        // A CTA-scope release before the shared count, and the gpu-scope fence only in the warpgroup that counts
-        // second: both warpgroups' stores are then in its causal past (cumulativity), so one fence per run and
-        // CTA waits on the memory system, not three.
-        if (release) asm volatile("fence.acq_rel.cta;" ::: "memory");
-        if (atomicAdd(tile_arrivals + (flush_no & 3), 1u) == 1u) {
-          tile_arrivals[flush_no & 3] = 0;
-          if (release) asm volatile("fence.acq_rel.gpu;" ::: "memory");
-          atomicAdd(dest.counters + slice, unsigned(tiles));  // the release the put waits on: both halves stored
-        }
-      }
-      ++flush_no;
     };
     // K block gi (in `a`, issued earlier) is finished: release its stage, promote, and store at a tile's end.
     auto retire = [&](int gi, bool last, float(&a)[64]) {
@@ -747,10 +746,6 @@ __global__ void __launch_bounds__(kWThreads, 1)
         total[4 * j + 3] = nm::block_accumulate(total[4 * j + 3], a[4 * j + 3], sa1, sbv);
       }
       if (kLag > 0 && c == 0 && gi == kLag - 1) asm volatile("bar.arrive 2, 256;" ::: "memory");
-      if (gi % kKB == 0 && flush_tiles > 0 && dest.counters) {  // a closed run's count
-        count_run(flush_slice, flush_tiles);
-        flush_tiles = 0;
-      }
       if (last) store_tile();
     };
     // One tile per iteration, its kKB K blocks unrolled: every wgmma group is waited for inside the iteration
@@ -782,10 +777,7 @@ __global__ void __launch_bounds__(kWThreads, 1)
         }
       }
     }
-    if (dest.counters) {  // the runs still uncounted: a closed one, then the open one
-      if (flush_tiles > 0) count_run(flush_slice, flush_tiles);
-      if (run_tiles > 0) count_run(run_slice, run_tiles);
-    }
+    if (dest.counters && run_tiles > 0) count_run(run_slice, run_tiles);  // the open run
   }
   if constexpr (kCluster > 1) {  // no CTA leaves while its peer may still write into it
     __syncwarp();                // the producer warp's lanes meet again before the aligned cluster barrier
