@@ -55,8 +55,9 @@ enum class FusedSdmaGemm {
 enum class PutPriority {
   Equal,  // both streams at the default priority
   Low,    // the compute streams at the device's greatest priority, the copy streams at its least: a put's blocks
-          // take only SMs no GEMM block is waiting for. On an H200 (2026-12-06, docs/kernels.md thirteenth pass)
-          // fused-sdma's GEMM phase 1.5% shorter at ptpc 4096 x 7168 x 2048, its drain as much longer: not the default
+          // take only SMs no GEMM block is waiting for. At ptpc 4096 x 7168 x 2048 (2026-12-06, docs/kernels.md
+          // thirteenth and fourteenth passes) fused-sdma's GEMM phase 1.5% shorter on an H200, its drain as much
+          // longer; on an H100 no change (0.882-0.884 of gemm-only's, equal 0.884-0.885): not the default
 };
 
 struct KernelOptions {

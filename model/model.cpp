@@ -253,8 +253,7 @@ struct PredictionBuilder {
       g.hbm_bytes = c_bytes;
       g.ceiling_us = gemm_ceiling;
       pr.phases.push_back(g);
-      Phase d = phase("drain", tail + p.sync.barrier_us,
-                      puts_after_gemm ? scatter_bytes : scatter_bytes * std::min(1.0, tail / push_us),
+      Phase d = phase("drain", tail + p.sync.barrier_us, scatter_bytes * std::min(1.0, tail / push_us),
                       tail > 0 ? "link" : "latency");
       d.link_bytes = d.bytes;
       if (puts_after_gemm) d.ceiling_us = us_at(scatter_bytes, x.sdma_rate());

@@ -40,19 +40,7 @@ __global__ void empty_kernel() {}
 
 // Occupies its thread slots for `ns` nanoseconds of the device's wall clock without touching memory: launched with
 // 2048 threads per SM it leaves no SM a slot for another kernel's block, as a persistent GEMM's CTAs leave none.
-__global__ void hold_sms_kernel(uint64_t ns) {
-#if defined(GEMMAR_GPU_HIP)
-  const uint64_t ticks = ns / 10, t0 = wall_clock64();  // gfx9's wall clock: 100 MHz
-  while (wall_clock64() - t0 < ticks) {
-  }
-#else
-  uint64_t t0, t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  } while (t - t0 < ns);
-#endif
-}
+__global__ void hold_sms_kernel(uint64_t ns) { gpu::spin_for_us(float(ns) * 1e-3f); }
 
 }  // namespace
 
