@@ -11,6 +11,8 @@
 #include "common/json_text.hpp"
 #include "model/model.hpp"
 #include "reference/floors.hpp"
+#include "validate/cli/memory.hpp"
+#include "validate/cli/progress.hpp"
 #include "validate/cli/run_options.hpp"
 #include "validate/cli/selftest.hpp"
 #include "validate/harness/run_plan.hpp"
@@ -136,6 +138,7 @@ int cmd_validate(const Args& args) {
     check_output_dir(out_dir, oc);
   }
   const RunPlan plan = read_run_plan(vm, RunCommand::Validate);
+  require_plan_memory(plan);
 
   AtomicDirectory out(out_dir, "gemmar validate");
   const std::vector<SelftestResult> selftest = run_transport_selftest(plan);
@@ -144,7 +147,9 @@ int cmd_validate(const Args& args) {
   if (!selftest_pass && !vm["skip-selftest"].as<bool>()) return selftest_failed(vm, plan, selftest, out);
 
   std::ostringstream log;
-  std::vector<RunOutcome> outcomes = execute_plan(plan, &log);
+  Progress progress(vm["json"].as<bool>() ? nullptr : &std::cerr, "gemmar validate", plan_units(plan),
+                    stderr_is_terminal());
+  std::vector<RunOutcome> outcomes = execute_plan(plan, &log, progress_observer(progress));
   nlohmann::json results = plan_outcomes_to_json(plan, outcomes);
   results["selftest"] = selftest_json(selftest);
   add_model_context(results, plan, outcomes);

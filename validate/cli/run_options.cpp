@@ -1,6 +1,9 @@
 #include "validate/cli/run_options.hpp"
 
+#include <filesystem>
 #include <sstream>
+
+#include "common/atomic_file.hpp"
 
 #include "common/errors.hpp"
 #include "reference/guard_sample.hpp"
@@ -30,6 +33,26 @@ std::vector<int64_t> parse_int_list(const std::string& s, const std::string& opt
   return out;
 }
 
+// --dump DIR: checked as --out is, before any work (an existing file, a user's directory, a previous dump without
+// --force are refused); --force without --dump would do nothing.
+void read_dump_option(const po::variables_map& vm, RunPlan& p) {
+  const bool force = vm["force"].as<bool>();
+  if (!vm.count("dump")) {
+    GEMMAR_USAGE_CHECK(!force, "--force: only with --dump DIR (it lets a previous gemmar dump there be replaced)");
+    return;
+  }
+  std::filesystem::path dir = std::filesystem::path(vm["dump"].as<std::string>()).lexically_normal();
+  GEMMAR_USAGE_CHECK(!dir.empty(), "--dump: empty directory name");
+  if (!dir.has_filename() && dir.has_parent_path()) dir = dir.parent_path();
+  OutputDirCheck oc;
+  oc.option = "--dump";
+  oc.force = force;
+  if (vm.count("baseline"))
+    for (const auto& b : vm["baseline"].as<std::vector<std::string>>()) oc.inputs.emplace_back(b);
+  check_output_dir(dir, oc);
+  p.request.dump_dir = dir.string();
+}
+
 }  // namespace
 
 void add_run_options(po::options_description& d, RunCommand cmd) {
@@ -40,7 +63,10 @@ void add_run_options(po::options_description& d, RunCommand cmd) {
                     "every mode, wire and transport instead of the one --mode/--gather-* config");
     d.add_options()("dump", po::value<std::string>(),
                     "write each run's tensors (operands, scales, output, partials; the checked rows) as safetensors, "
-                    "one file per rank, for `gemmar verify DIR` (docs/verify.md)");
+                    "one file per rank, for `gemmar verify DIR` (docs/verify.md); DIR follows --out's rules: new, "
+                    "empty, or a previous gemmar dump with --force")(
+        "force", po::bool_switch()->default_value(false),
+        "with --dump: replace DIR when it holds a previous gemmar dump (only the files gemmar listed there)");
   } else {
     // validate runs every config at its own shape; the shape and the quant/grid stay settable.
     d.add_options()("m,m", po::value<int64_t>(), "rows (default: 2048 on cpu; 4096 and 16384 on gpu)")(
@@ -101,6 +127,14 @@ RunPlan read_run_plan(const po::variables_map& vm, RunCommand cmd) {
   const bool gpu = p.backend == "gpu";
   if (cmd == RunCommand::Run) {
     req.shape = read_shape(vm);
+    if (vm["all-configs"].as<bool>()) {
+      // all_configs sets these per config: given with --all-configs they would do nothing.
+      for (const char* o : {"mode", "gather-dtype", "gather-transport", "fuse-quantize"})
+        GEMMAR_USAGE_CHECK(
+            vm[o].defaulted(), "--", o,
+            ": does nothing with --all-configs, which runs every mode, "
+            "wire and transport (--quant, --pull-blocks and the shape still apply); give one or the other");
+    }
     const Config base = read_config(vm);
     p.configs = vm["all-configs"].as<bool>() ? all_configs(base) : std::vector<Config>{base};
     p.m_values = {req.shape.m};
@@ -137,16 +171,13 @@ RunPlan read_run_plan(const po::variables_map& vm, RunCommand cmd) {
   GEMMAR_USAGE_CHECK(guard_sample::valid_stride(req.guard_sample), "--guard-sample: must divide ",
                      guard_sample::kMaxStride, " (1, 2, 4, ..., 128), got ", req.guard_sample);
   GEMMAR_USAGE_CHECK(req.ranks_per_device >= 0, "--ranks-per-device: must be >= 0");
-  if (vm.count("dump")) {
-    req.dump_dir = vm["dump"].as<std::string>();
-    GEMMAR_USAGE_CHECK(!req.dump_dir.empty(), "--dump: empty directory name");
-  }
   if (vm.count("baseline")) {
     LogReadOptions ro;
     ro.defaults.world = req.shape.world;
     p.baseline = read_baseline_runs(vm["baseline"].as<std::vector<std::string>>(), ro,
                                     cmd == RunCommand::Run ? "gemmar run" : "gemmar validate");
   }
+  if (cmd == RunCommand::Run) read_dump_option(vm, p);
   validate_plan(p);
   return p;
 }
