@@ -26,6 +26,30 @@ namespace gemmar {
 
 namespace {
 
+// A 64-bit hash of every partial's bits (FNV-1a over 64-bit words in four interleaved lanes, so the multiplies
+// do not wait on each other; per rank, then combined): what tells the shared partials from partials read back
+// from a GPU in emulate_collective_once's key.
+uint64_t partials_hash(const reference::Partials& p) {
+  constexpr uint64_t kPrime = 1099511628211ull;
+  std::vector<uint64_t> per_rank(p.size());
+#pragma omp parallel for schedule(static)
+  for (size_t r = 0; r < p.size(); ++r) {
+    uint64_t lane[4] = {1469598103934665603ull ^ p[r].size(), 1, 2, 3};
+    const size_t bytes = p[r].size() * sizeof(float), words = bytes / 8;
+    const unsigned char* b = reinterpret_cast<const unsigned char*>(p[r].data());
+    for (size_t i = 0; i < words; ++i) {
+      uint64_t w;
+      std::memcpy(&w, b + 8 * i, sizeof w);
+      lane[i % 4] = (lane[i % 4] ^ w) * kPrime;
+    }
+    for (size_t i = words * 8; i < bytes; ++i) lane[0] = (lane[0] ^ b[i]) * kPrime;
+    per_rank[r] = ((lane[0] * kPrime ^ lane[1]) * kPrime ^ lane[2]) * kPrime ^ lane[3];
+  }
+  uint64_t h = 0;
+  for (uint64_t x : per_rank) h = (h ^ x) * kPrime + 0x9e3779b97f4a7c15ull;
+  return h;
+}
+
 // Every config of a sweep runs on the same operands: their partials and fp32 reference are computed once
 // per (shape, quant, seed, rows) and shared, with the partials of the odd iterations' inputs (every rank's scaled
 // by reference::iteration_input_scale, a power of two: exact). The most recent few are kept (a sweep over M
@@ -33,6 +57,8 @@ namespace {
 struct SharedPartials {
   reference::PartialsResult even;
   reference::Partials odd;
+  // partials_hash of each, taken once: every config's emulation is keyed by it (emulate_collective_once).
+  uint64_t even_hash = 0, odd_hash = 0;
 };
 
 // Partials of iteration `it`: every rank's scaled by reference::iteration_input_scale (a power of two: exact).
@@ -70,6 +96,8 @@ const SharedPartials& shared_partials(const Shape& shape, Quant quant, uint64_t 
   auto result = std::make_shared<SharedPartials>();
   result->even = reference::compute_partials(pr);
   result->odd = scaled_partials(result->even.partials, seed, 1);
+  result->even_hash = partials_hash(result->even.partials);
+  result->odd_hash = partials_hash(result->odd);
   if (cache.size() >= 3) cache.erase(cache.begin());
   cache.push_back(Entry{shape, quant, seed, rows, result});
   return *cache.back().result;
@@ -80,45 +108,23 @@ const reference::PartialsResult& cached_partials(const Shape& shape, Quant quant
   return shared_partials(shape, quant, seed, rows).even;
 }
 
-// A 64-bit hash of every partial's bits (FNV-1a over 64-bit words in four interleaved lanes, so the multiplies
-// do not wait on each other; per rank, then combined): what tells the shared partials from partials read back
-// from a GPU in emulate_collective_once's key.
-uint64_t partials_hash(const reference::Partials& p) {
-  constexpr uint64_t kPrime = 1099511628211ull;
-  std::vector<uint64_t> per_rank(p.size());
-#pragma omp parallel for schedule(static)
-  for (size_t r = 0; r < p.size(); ++r) {
-    uint64_t lane[4] = {1469598103934665603ull ^ p[r].size(), 1, 2, 3};
-    const size_t bytes = p[r].size() * sizeof(float), words = bytes / 8;
-    const unsigned char* b = reinterpret_cast<const unsigned char*>(p[r].data());
-    for (size_t i = 0; i < words; ++i) {
-      uint64_t w;
-      std::memcpy(&w, b + 8 * i, sizeof w);
-      lane[i % 4] = (lane[i % 4] ^ w) * kPrime;
-    }
-    for (size_t i = words * 8; i < bytes; ++i) lane[0] = (lane[0] ^ b[i]) * kPrime;
-    per_rank[r] = ((lane[0] * kPrime ^ lane[1]) * kPrime ^ lane[2]) * kPrime ^ lane[3];
-  }
-  uint64_t h = 0;
-  for (uint64_t x : per_rank) h = (h ^ x) * kPrime + 0x9e3779b97f4a7c15ull;
-  return h;
-}
-
 // The collective over one set of partials, emulated once per process: without replay state or a previous
 // output, emulate_collective is a pure function of its request and the partials, and the CPU backend's replays
 // and run_and_check's re-emulation over the backend's partials ask it the same question (with no fault
 // injected). The key holds the request and the partials' hash, so a GPU's read-back partials or another fault
 // get their own emulation. The last two are kept: one config's even and odd inputs, which the check then asks
 // for again (more would hold whole outputs of earlier configs).
+// `hash`: the partials' partials_hash when already taken (the shared partials'), else taken here.
 std::shared_ptr<const reference::Bf16Outputs> emulate_collective_once(const reference::CollectiveRequest& cr,
-                                                                      const reference::Partials& partials) {
+                                                                      const reference::Partials& partials,
+                                                                      std::optional<uint64_t> hash = std::nullopt) {
   GEMMAR_CHECK(!cr.replay && !cr.previous_outputs && !cr.faults.stale_output,
                "emulate_collective_once: a replay or a stale output is not a pure function of its inputs");
   std::ostringstream key;
   key << cr.shape.m << ',' << cr.shape.n << ',' << cr.shape.k << ',' << cr.shape.world << '|' << config_label(cr.config)
       << '|' << cr.config.fuse_quantize << '|' << int(cr.wire_format) << '|' << cr.faults.label() << '|' << cr.seed
       << '|' << cr.rows.size() << '|' << (cr.rows.empty() ? -1 : cr.rows.front()) << '|'
-      << (cr.rows.empty() ? -1 : cr.rows.back()) << '|' << partials_hash(partials);
+      << (cr.rows.empty() ? -1 : cr.rows.back()) << '|' << (hash ? *hash : partials_hash(partials));
   struct Entry {
     std::string key;
     std::vector<int64_t> rows;
@@ -190,6 +196,7 @@ class CpuBackend final : public Backend {
   struct Inputs {
     const reference::Partials* even = nullptr;
     const reference::Partials* odd = nullptr;
+    std::optional<uint64_t> even_hash, odd_hash;  // the shared partials' hashes
     reference::Partials own, own_odd;  // partials this run computed itself (faults on the operands, selftest)
     reference::Bf16Outputs stale;      // stale_output: what every iteration's output keeps
   };
@@ -212,6 +219,8 @@ class CpuBackend final : public Backend {
       const SharedPartials& sp = shared_partials(req.shape, req.config.quant, req.seed, rows);
       in.even = &sp.even.partials;
       in.odd = &sp.odd;
+      in.even_hash = sp.even_hash;
+      in.odd_hash = sp.odd_hash;
       return in;
     } else {
       reference::EmulationRequest e;
@@ -299,7 +308,7 @@ class CpuBackend final : public Backend {
     size_t next_check = 0;
     for (const int it : checked) {
       auto& o = by_parity[it % 2];
-      if (!o) o = emulate_collective_once(cr, partials_of(in, it));
+      if (!o) o = emulate_collective_once(cr, partials_of(in, it), it % 2 ? in.odd_hash : in.even_hash);
       keep(it, checked, next_check, *o, out);
     }
   }
