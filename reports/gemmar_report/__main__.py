@@ -35,7 +35,7 @@ def main(argv):
         "skipped": [{"figure": n, "reason": r} for n, r in not_drawn],
         "notes": notes,
         "pages": ["index.html", "runs.html", "phases.html"],
-        "timelines": [r["timeline"] for r in doc["runs"]],
+        "timelines": {"dir": "timeline", "files": len(doc["runs"])},  # timeline/run-<i>.json, one per run
         "inputs": doc["inputs"],
         "runs": doc["summary"]["runs"],
         "groups": doc["summary"]["groups"],

@@ -10,6 +10,7 @@ import os
 PHASE_COLORS = {
     "gemm": "#4c72b0", "scatter": "#dd8452", "drain": "#c9a26b", "reduce": "#55a868", "quantize": "#8172b3",
     "gather": "#c44e52", "dequantize": "#937860", "pull": "#da8bc3", "allreduce": "#8c8c8c",
+    "output": "#64b5cd", "skew": "#ccb974",
 }
 OTHER_COLOR = "#cccccc"
 # The benchmark's own pass windows (docs/spec.md 1.2), drawn beside the predicted floors.
@@ -18,7 +19,6 @@ BENCH_WINDOW = {"bf16": (None, 3e-3), "fp8": (5e-3, 4e-2)}
 MAX_WIDTH_IN = 16.0   # 1600 px
 HEIGHT_IN = 6.5       # 650 px
 MAX_GROUPS = 40       # per-group figures (relL2, rank spread)
-MAX_PHASE_GROUPS = 16  # bar groups of the phase figure (two bars each)
 MAX_SERIES = 12       # lines of total_vs_m
 
 
@@ -63,10 +63,6 @@ def fmt_us(x):
     return f"{x:.0f}" if x >= 100 else f"{x:.3g}"
 
 
-def tick_label(g):
-    return f"{g['config']}\nM={g['shape']['m']}"
-
-
 def config_tick(c):
     ms = c["m_values"]
     return c["series"] + (f" M={ms[0]}" if len(ms) == 1 else f" ({len(ms)} M)")
@@ -91,7 +87,7 @@ def cap(items, limit, name, notes):
 
 UNATTRIBUTED = "unattributed"
 # Phases the table above has no colour for (a phase the model adds later) take these, in order of appearance.
-EXTRA_COLORS = ["#64b5cd", "#b47cc7", "#ccb974", "#7f7f7f", "#17becf", "#bcbd22"]
+EXTRA_COLORS = ["#b47cc7", "#17becf", "#bcbd22", "#7f7f7f", "#e377c2", "#2ca02c"]
 MAX_TIMELINE_ROWS = 27  # rows of the phase figure (measured, model, overlap per config): 1000 px at most
 
 
@@ -240,7 +236,7 @@ def fig_phases(doc, outdir, notes):
         handles.append(Patch(facecolor="white", edgecolor="black", hatch="//", label="model"))
     if any(r[2] == "overlap" for r in rows):
         handles.append(Patch(facecolor="white", edgecolor="black", hatch="...",
-                             label="model: a fused scatter's puts\nunder the GEMM (overlap)"))
+                             label="model: a fused scatter's transfers\nunder the GEMM (overlap)"))
     axes[0][1].legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
     save(fig, outdir, "phases_by_mode.png")
     return None
@@ -283,12 +279,15 @@ def fig_total_vs_m(doc, outdir, notes):
         ax.plot([r["m"] for r in failed_runs], [r["time_us"] for r in failed_runs], "X", color="#c44e52",
                 markersize=9, markeredgecolor="black", linestyle="none", label=f"failed run ({len(failed_runs)})")
         notes.append(f"total_vs_m.png: {len(failed_runs)} failed run(s) are marked X and kept off the curves")
+    ys = [g["time_ok_us"]["median"] for label in labels for g in series[label]]
+    if ys and max(ys) > 10 * min(ys):  # two machines, or M over a wide range: every curve stays readable
+        ax.set_yscale("log")
     ax.set_xscale("log", base=2)
     ax.set_xticks(ms)
     ax.set_xticklabels([str(m) for m in ms], rotation=45 if len(ms) > 8 else 0)
     ax.minorticks_off()
     ax.set_xlabel("M (rows)")
-    ax.set_ylabel("total time, max over ranks (us)")
+    ax.set_ylabel("total time, max over ranks (us)" + (", log" if ax.get_yscale() == "log" else ""))
     title = "Total time per config against M: median of passing runs, bars min-max"
     title += "; dashed: model" if any_model else " (no model totals in the inputs)"
     ax.set_title(title)
@@ -318,7 +317,14 @@ def fig_pull_grid(doc, outdir, notes):
             continue
         if m_sweep is not None and g["shape"]["m"] != m_sweep:
             continue
+        if sweep.get("profile") and g["profile"] != sweep["profile"]:
+            continue  # another machine's runs are not points of this machine's curve
         measured.append(g)
+    keys = list(dict.fromkeys((g["machine"], g["profile"]) for g in measured))
+    if len(keys) > 1:
+        notes.append(f"pull_grid.png: the runs at the sweep's config are of {len(keys)} machines; those of "
+                     f"{keys[0][0] or 'the unnamed machine'} ({keys[0][1]}) are drawn")
+        measured = [g for g in measured if (g["machine"], g["profile"]) == keys[0]]
     fig, ax = plt.subplots(figsize=(11.0, HEIGHT_IN))
     xs = [p[0] for p in sweep["points"]]
     ys = [p[1] for p in sweep["points"]]
@@ -454,8 +460,7 @@ def fig_rank_spread(doc, outdir, notes):
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels([config_tick(c) for c in groups], rotation=35, ha="right", fontsize=7)
     ax.set_xlim(-0.6, len(groups) - 0.4)
-    ax.set_ylim(bottom=0)
-    ax.margins(y=0.2)
+    ax.set_ylim(0, max(g["rank_spread_pct"]["max"] for g in groups) * 1.25 or 1.0)  # room for the annotations
     ax.set_ylabel("slowest minus fastest rank, % of the median rank")
     ax.set_title("Per-rank time spread per config (annotated: the rank slowest most often, in how many runs)")
     ax.legend(loc="upper left")
@@ -464,7 +469,7 @@ def fig_rank_spread(doc, outdir, notes):
 
 
 FIGURES = [
-    ("phases_by_mode.png", "Phase breakdown per config, measured beside model", fig_phases),
+    ("phases_by_mode.png", "Where the time went per config: measured beside model", fig_phases),
     ("total_vs_m.png", "Total time per config against M", fig_total_vs_m),
     ("pull_grid.png", "Pull-grid sweep: model curve, measured points, optimum band", fig_pull_grid),
     ("rel_l2_vs_floor.png", "relL2 per config against the predicted floor", fig_rel_l2),

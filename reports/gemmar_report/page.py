@@ -28,7 +28,7 @@ td code{overflow-wrap:anywhere}
 .summary{font-size:1.05em}.dim{color:#666}
 figure{margin:1em 0}figure img{max-width:100%;border:1px solid #ddd}figcaption{color:#555;font-size:.9em}
 pre{background:#f7f7f7;padding:.6em;overflow:auto;font-size:.8em;max-height:20em}code{font-size:.9em}
-ul.codes{margin:0;padding-left:1.1em}ul.codes li{overflow-wrap:anywhere}details{margin:.5em 0}summary{cursor:pointer}
+ul.codes{margin:0;padding-left:1.1em}ul.codes li{overflow-wrap:anywhere}ul.codes code{overflow-wrap:normal}details{margin:.5em 0}summary{cursor:pointer}
 table.phases{margin-bottom:1.2em}table.phases td.name{font-weight:bold}tr.derived td{background:#fafafa}
 .keys{margin:.2em 0 .4em 0}
 """
@@ -63,8 +63,8 @@ def fmt_stats(s, digits=4):
         nf = (s or {}).get("nonfinite")
         return f"NaN x{nf}" if nf else ""
     text = fmt(s["median"], digits)
-    if s["n"] > 1:
-        text += f" <span class=\"dim\">[{esc(fmt(s['min'], 3))} &ndash; {esc(fmt(s['max'], 3))}]</span>"
+    if s["n"] > 1:  # the range on a line of its own: the column stays narrow
+        text += f"<br><span class=\"dim\">[{esc(fmt(s['min'], 3))} &ndash; {esc(fmt(s['max'], 3))}]</span>"
     if s.get("nonfinite"):
         text += f" <span class=\"fail\">+{s['nonfinite']} NaN</span>"
     return text
@@ -122,7 +122,7 @@ def cfg(label):
 
 def machine_short(machine):
     """"NVIDIA H200 (8 ranks on 1 device)" -> "NVIDIA H200" (the profile says the rest)."""
-    return machine.split(" (")[0] if machine else "unnamed"
+    return machine.split(" (")[0] if machine else "not named"
 
 
 def speedup_cell(sp):

@@ -903,7 +903,7 @@ void Builder::put_where_the_time_went(json& jg, const Group& g) const {
 std::string Builder::series(const std::string& machine, const std::string& profile, const std::string& label) const {
   if (machine_keys_ <= 1) return label;
   // "NVIDIA H200 (8 ranks on 1 device)" is named "NVIDIA H200" here: its profile (h200-1gpu) says the rest.
-  const std::string shown = machine.empty() ? std::string("unnamed machine") : machine.substr(0, machine.find(" ("));
+  const std::string shown = machine.empty() ? std::string("machine not named") : machine.substr(0, machine.find(" ("));
   return label + " @ " + shown + " (" + profile + ")";
 }
 
@@ -982,12 +982,17 @@ void Builder::attach_traces() {
       const bool named = !who.empty() && (r.source == who || who == std::to_string(i + 1));
       if (named || (who.empty() && !taken.count(i) && trace_fits(phases, phase_names(r.eff)))) hits.push_back(i);
     }
-    if (hits.size() != 1)
+    if (hits.size() != 1) {
+      std::string list;
+      for (size_t n = 0; n < hits.size() && n < 5; ++n) list += (n ? ", " : "") + runs_[hits[n]].source;
+      if (hits.size() > 5) list += ", ...";
       throw UsageError("--trace " + spec + ": " +
-                       (who.empty() ? "its kernels (phases " + join_names(phases) + ") match " +
-                                          std::to_string(hits.size()) + " runs; name the run with --trace RUN=" + file +
-                                          " (RUN = a run's source or 1-based index)"
-                                    : "no run has source or index '" + who + "'"));
+                       (who.empty()
+                            ? "its kernels (phases " + join_names(phases) + ") match " + std::to_string(hits.size()) +
+                                  " runs" + (list.empty() ? "" : " (" + list + ")") +
+                                  "; name the run with --trace RUN=" + file + " (RUN = a run's source or 1-based index)"
+                            : "no run has source or index '" + who + "'"));
+    }
     Run& r = runs_[hits[0]];
     taken.insert(hits[0]);
     if (r.rec.phases_us.empty()) r.rec.phases_us = tp.phases_us;

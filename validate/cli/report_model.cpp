@@ -56,7 +56,8 @@ std::optional<MachineHint> machine_hint(std::istream& in, const std::string& nam
       ++line;
       continue;
     }
-    if (const size_t n = device_token(head, i)) return MachineHint{head.substr(i, n), name + ":" + std::to_string(line)};
+    if (const size_t n = device_token(head, i))
+      return MachineHint{head.substr(i, n), name + ":" + std::to_string(line)};
   }
   return std::nullopt;
 }
@@ -220,9 +221,7 @@ void put_bandwidth(json& row, const Leg& leg, const Shape& s, const Config& eff,
 // measured-only name goes before the first name that comes after it in all_phase_names (at the end when unknown).
 std::vector<std::string> row_order(const json& measured, const json& model_detail) {
   const auto& order = all_phase_names();
-  auto rank = [&](const std::string& n) {
-    return size_t(std::find(order.begin(), order.end(), n) - order.begin());
-  };
+  auto rank = [&](const std::string& n) { return size_t(std::find(order.begin(), order.end(), n) - order.begin()); };
   std::vector<std::string> names;
   for (const auto& ph : model_detail) names.push_back(ph.at("name").get<std::string>());
   for (const auto& ph : measured) {
@@ -253,8 +252,11 @@ json phase_row(const std::string& name, const json& measured, const json* detail
   const auto ceiling = num(row, "ceiling_us");
   row["efficiency"] = opt(ceiling && *ceiling > 0 ? ratio(ceiling, meas) : std::nullopt);
   if (const Leg* leg = leg_of(name)) put_bandwidth(row, *leg, s, eff, detail);
-  if (name == "drain" && is_fused(eff.mode))
+  if (name == "drain" && is_fused(eff.mode)) {
+    // Its ceiling prices the scatter's bytes; the measured drain is only what the GEMM did not hide of them.
+    row["efficiency"] = nullptr;
     row["note"] = "the scatter's tail after the GEMM: the rest of its puts ran under the GEMM";
+  }
   return row;
 }
 
