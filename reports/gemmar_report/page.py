@@ -373,6 +373,8 @@ def phase_keys(doc, g):
     if m:
         keys.append(f"model {fmt(m['total_us'])} us, lower bound {fmt(m['lower_bound_us'])} us "
                     f"<span class=\"dim\">({esc(m['from'])})</span>")
+    for note in (m or {}).get("notes") or []:
+        keys.append(f"<span class=\"dim\">model: {esc(note)}</span>")
     tf = t["gemm_tflops"]
     rates = [f"{k} {tf[k]:.0f}" for k in ("measured", "model", "ceiling") if finite(tf.get(k))]
     if rates:

@@ -864,6 +864,7 @@ std::optional<Model> Builder::group_model(const Group& g) {
     m.extra = {{"phase_detail", mr.model["phase_detail"]},
                {"in_server_us", mr.model["in_server_us"]},
                {"notes", mr.model["notes"]},
+               {"fused_engaged", mr.model["fused_engaged"]},
                {"one_device", mr.one_device}};
     if (ModelDoc* d = doc_model_for(g, false)) ++d->covers;
     return m;

@@ -89,27 +89,17 @@ std::string profile_for_run(const RunRecord& r, const std::string& context_profi
 namespace {
 
 json prediction_json(const model::Prediction& pr, const std::string& profile) {
-  json pairs = json::array(), detail = json::array();
-  for (const auto& ph : pr.phases) {
-    pairs.push_back({ph.name, ph.us});
-    detail.push_back({{"name", ph.name},
-                      {"us", ph.us},
-                      {"ceiling_us", ph.ceiling_us},
-                      {"lower_bound_us", ph.lower_bound_us},
-                      {"bytes", ph.bytes},
-                      {"link_bytes", ph.link_bytes},
-                      {"hbm_bytes", ph.hbm_bytes},
-                      {"flops", ph.flops},
-                      {"bound", ph.bound}});
+  json j = model::to_json(pr);  // `gemmar model --json`'s document: each phase's time, bytes, FLOPs, ceiling
+  json pairs = json::array();
+  for (size_t i = 0; i < pr.phases.size(); ++i) {
+    j["phases"][i]["lower_bound_us"] = pr.phases[i].lower_bound_us;  // its share of the lower bound, which it omits
+    pairs.push_back({pr.phases[i].name, pr.phases[i].us});
   }
-  return {{"total_us", pr.total_us},
-          {"lower_bound_us", pr.lower_bound_us},
-          {"in_server_us", pr.in_server_us},
-          {"phases", pairs},
-          {"phase_detail", detail},
-          {"notes", pr.notes},
-          {"profile", profile},
-          {"from", "gemmar's model (profile " + profile + ") of the run's shape and config"}};
+  j["phase_detail"] = std::move(j["phases"]);
+  j["phases"] = std::move(pairs);
+  j["profile"] = profile;
+  j["from"] = "gemmar's model (profile " + profile + ") of the run's shape and config";
+  return j;
 }
 
 }  // namespace

@@ -121,7 +121,9 @@ json group_lanes(const json& measured, std::optional<double> total_us, const jso
   if (!model.is_object() || !model.contains("phases")) return out;
   out["model"] = measured_lane(model.at("phases"), std::nullopt);
   const auto gemm = span_of(out["model"], "gemm");
-  if (!is_fused(cfg.mode) || !gemm) return out;
+  // Below the profile's fused_min_m the model runs the split pipeline (fused_engaged false): nothing overlaps.
+  const bool engaged = !model.contains("fused_engaged") || model.at("fused_engaged") != false;
+  if (!is_fused(cfg.mode) || !gemm || !engaged) return out;
   if (!traits(cfg.mode).scatter_by_copy_engine) {
     // fused-lsa: the epilogue stores each tile into its peer as it goes; the model's GEMM phase includes them.
     out["overlap"].push_back({"scatter", gemm->first, gemm->second - gemm->first});
