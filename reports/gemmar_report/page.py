@@ -116,7 +116,7 @@ def skipped_table(skipped):
 
 
 def cfg(label):
-    """A config label that may wrap after each '/' (never inside a word)."""
+    """A config label or a source path that may wrap after each "/" (never inside a word)."""
     return esc(label).replace("/", "/<wbr>")
 
 
@@ -280,7 +280,7 @@ def write_index(doc, outdir, drawn, not_drawn, notes):
         p.append(f"<h2>Failed runs ({len(failing)})</h2><table><tr><th>#</th><th>source</th><th>config</th>"
                  "<th>M</th><th>findings</th></tr>")
         for r in failing[:MAX_FAILURES_SHOWN]:
-            p.append(f"<tr><td>{r['index']}</td><td class=\"cfg\"><code>{esc(r['source'])}</code></td>"
+            p.append(f"<tr><td>{r['index']}</td><td class=\"cfg\"><code>{cfg(r['source'])}</code></td>"
                      f"<td class=\"cfg\">{esc(r['config'])}</td><td class=\"num\">{r['m']}</td>"
                      f"<td>{findings_list(r['findings'])}</td></tr>")
         p.append("</table>")
@@ -328,7 +328,7 @@ def write_runs(doc, outdir):
             model = r["model"]["total_us"] if r["model"] else None
             extra = " / ".join(x for x in (r["backend"], r["timing"]) if x)
             traced = " (trace)" if r.get("trace") else ""
-            p.append(f"<tr><td>{r['index']}</td><td class=\"cfg\"><code>{esc(r['source'])}</code></td>"
+            p.append(f"<tr><td>{r['index']}</td><td class=\"cfg\"><code>{cfg(r['source'])}</code></td>"
                      f"<td class=\"cfg\">{cfg(r['config'])}</td>"
                      f"<td class=\"cfg\">{esc(machine_short(r['machine']))} ({esc(r['profile'])})</td>"
                      f"<td class=\"num\">{r['m']}</td><td class=\"num\">{r['n']}, {r['k']}, {r['world']}</td>"

@@ -291,6 +291,26 @@ TEST_F(ReportInputsTest, PhaseTableHasUnattributedTimeTflopsBusBandwidthAndTheSp
   EXPECT_TRUE((*split)["speedup"].is_null()) << "split-sdma is the baseline";
 }
 
+TEST_F(ReportInputsTest, AChunksSweepIsOneGroupPerCountEachModelledWithItsCount) {
+  // mori's --chunks sweep at M=16384 (bench_gemm_ar.py prints "chunks"): 8 is the default count at this shape.
+  std::string log;
+  for (int c : {1, 2, 8})
+    log += line("fused-sdma", "bf16", "sdma", 16384, 1100 + c, 0.00235,
+                ", \"quant\": \"blockscale\", \"chunks\": " + std::to_string(c));
+  const json doc = gemmar::report::build_report_document({write("chunks.log", log)});
+  ASSERT_EQ(doc["groups"].size(), 3u);
+  const json* one = find_group(doc, "fused-sdma/blockscale/bf16/sdma chunks=1", 16384);
+  const json* eight = find_group(doc, "fused-sdma/blockscale/bf16/sdma", 16384);
+  ASSERT_NE(one, nullptr);
+  ASSERT_NE(eight, nullptr);
+  gemmar::Config cfg;
+  cfg.chunks = 1;
+  const auto pr = gemmar::model::predict(gemmar::model::load_profile("mi355x"), {16384, 7168, 2048, 8}, cfg);
+  EXPECT_NEAR((*one)["model"]["total_us"].get<double>(), pr.total_us, 1e-9);
+  EXPECT_GT((*row_of(*one, "drain"))["model_us"].get<double>(), (*row_of(*eight, "drain"))["model_us"].get<double>())
+      << "one put per destination overlaps nothing: its drain is the whole scatter";
+}
+
 TEST_F(ReportInputsTest, RunsOfTwoMachinesNeverShareAGroupOrAMedian) {
   // An MI355X benchmark log (its header names the machine) beside 8 ranks on one H200 (each record's device).
   const json doc = gemmar::report::build_report_document(

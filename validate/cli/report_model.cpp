@@ -187,7 +187,9 @@ std::optional<double> ratio(std::optional<double> a, std::optional<double> b) {
 // Bandwidths of one collective leg: S bytes at the measured and the model's time.
 void put_bandwidth(json& row, const Leg& leg, const Shape& s, const Config& eff, const json* detail) {
   if (s.world < 2) return;
-  if (detail && num(*detail, "link_bytes").value_or(1.0) <= 0) {
+  std::optional<double> moved = detail ? num(*detail, "link_bytes") : std::nullopt;
+  if (!moved && detail) moved = num(*detail, "bytes");  // a model document may state only the spec's bytes
+  if (moved && *moved <= 0) {
     row["note"] = "moves no data here (a barrier)";
     return;
   }
@@ -272,7 +274,9 @@ json gemm_rate(const json& rows, const json* gemm_detail, const Shape& s, int ra
 
 json phase_table(const json& measured, std::optional<double> total_us, const json& model, const Shape& s,
                  const Config& eff, int ranks_per_device) {
-  const json detail = model.is_object() && model.contains("phase_detail") ? model.at("phase_detail") : json::array();
+  json detail = model.is_object() && model.contains("phase_detail") ? model.at("phase_detail") : json::array();
+  if (detail.empty() && model.is_object() && model.contains("phases"))  // a model document's {name: us} phases
+    for (const auto& ph : model.at("phases")) detail.push_back({{"name", ph[0]}, {"us", ph[1]}});
   json rows = json::array();
   const json* gemm_detail = nullptr;
   for (const auto& name : row_order(measured, detail)) {
