@@ -156,18 +156,27 @@ def expand_braces(word):
     return out
 
 
+# Upper-case words that stand for a name in a path (`model/profiles/NAME.json`); README.md and the like are names.
+PLACEHOLDERS = ("NAME", "FILE", "DIR", "PATH", "OUT", "OUTDIR", "PREFIX", "TAG")
+
+
+def placeholders_as_globs(path):
+    """`model/profiles/NAME.json` -> `model/profiles/*.json`."""
+    alt = "|".join(PLACEHOLDERS)
+    return "/".join(re.sub(r"^(?:%s)(?=\.\w+$|$)" % alt, "*", part) for part in path.split("/"))
+
+
 def exists(root, word):
     """Whether every path the word names exists: a glob matches, a stem names a file with an extension
-    (`reference/floors` for floors.{hpp,cpp}), an upper-case component is a placeholder (`model/profiles/NAME.json`)."""
+    (`reference/floors` for floors.{hpp,cpp}), a placeholder component (PLACEHOLDERS) matches some name."""
     for path in expand_braces(word):
-        if any(re.fullmatch(r"[A-Z][A-Z_]{2,}(\.\w+)?", part) for part in path.split("/")):
-            continue
         full = os.path.join(root, path)
-        if "*" in path:
-            if not glob.glob(full):
-                return False
-        elif not os.path.exists(full) and not glob.glob(glob.escape(full) + ".*"):
-            return False
+        if os.path.exists(full) or glob.glob(glob.escape(full) + ".*"):
+            continue
+        pattern = placeholders_as_globs(path)
+        if ("*" in pattern and glob.glob(os.path.join(root, pattern))) or glob.glob(os.path.join(root, pattern) + ".*"):
+            continue
+        return False
     return True
 
 

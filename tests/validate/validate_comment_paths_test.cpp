@@ -1,5 +1,5 @@
-// Issue 50: every repo path named in a comment of a source names something that exists (scripts/check_comment_paths.py).
-// Six comments had named paths that moved (validate/run_gpu.cpp, model/README.md, ...); this keeps new ones out.
+// Issue 50: every repo path named in a comment of a source names something that exists
+// (scripts/check_comment_paths.py). Six comments had named files that had moved; this keeps new ones out.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -41,16 +41,16 @@ TEST(ValidateCommentPaths, TheScriptListsAStalePathInEachLanguagesCommentsOnly) 
   const fs::path root = gemmar::test::scratch_dir("comment_paths");
   put(root / "docs" / "kept.md", "");
   put(root / "validate" / "a.hpp", "");
+  put(root / "tests" / "t_test.cpp", "");  // tests/ is one of the tree's entries, tests/python/ mori's
   put(root / "validate" / "a.cpp",
-                           "// validate/a.hpp exists, validate/a.{hpp,cpp} both, validate/*.hpp matches\n"
-                           "// validate/gone.hpp is stale.\n"
-                           "const char* s = \"validate/in_a_string.hpp\";  // docs/kept.md\n"
-                           "/* a block: docs/gone.md,\n   and tests/python/cco/x.py is mori's */\n");
-  put(root / "scripts" / "s.sh",
-                           "#!/bin/sh\necho \"# docs/not_a_comment.md\"  # scripts/gone.sh\n");
+      "// validate/a.hpp exists, validate/a.{hpp,cpp} both, validate/*.hpp matches\n"
+      "// validate/gone.hpp is stale, docs/NAME.md a placeholder that matches, docs/README.md stale.\n"
+      "const char* s = \"validate/in_a_string.hpp\";  // docs/kept.md\n"
+      "/* a block: docs/gone.md,\n   and tests/python/cco/x.py is mori's */\n");
+  put(root / "scripts" / "s.sh", "#!/bin/sh\necho \"# docs/not_a_comment.md\"  # scripts/gone.sh\n");
   put(root / "scripts" / "p.py",
-                           "\"\"\"Reads docs/kept.md and docs/gone_doc.md.\"\"\"\nx = 'docs/in_string.md'  # "
-                           "validate/py_gone.cpp\n");
+      "\"\"\"Reads docs/kept.md and docs/gone_doc.md.\"\"\"\nx = 'docs/in_string.md'  # "
+      "validate/py_gone.cpp\n");
   put(root / "CMakeLists.txt", "# validate/cmake_gone.cpp\nset(X \"docs/none.md\")\n");
   const CliResult r = check_paths(root);
   EXPECT_EQ(r.rc, 1) << r.err;
@@ -60,6 +60,7 @@ TEST(ValidateCommentPaths, TheScriptListsAStalePathInEachLanguagesCommentsOnly) 
             "scripts/p.py:2: validate/py_gone.cpp\n"
             "scripts/s.sh:2: scripts/gone.sh\n"
             "validate/a.cpp:2: validate/gone.hpp\n"
+            "validate/a.cpp:2: docs/README.md\n"
             "validate/a.cpp:4: docs/gone.md\n");
   fs::remove_all(root);
 }
