@@ -39,8 +39,8 @@ fs::path scratch_with_records(const std::string& tag) {
   fs::create_directories(root / "docs" / "results" / "new");
   fs::copy(results / "h100-1gpu-2026-12-06-pull" / "call3" / "record", root / "docs" / "results" / "old" / "record",
            fs::copy_options::recursive);
-  fs::copy(results / "h100-1gpu-2026-12-06-release" / "call3" / "record",
-           root / "docs" / "results" / "new" / "record", fs::copy_options::recursive);
+  fs::copy(results / "h100-1gpu-2026-12-06-release" / "call3" / "record", root / "docs" / "results" / "new" / "record",
+           fs::copy_options::recursive);
   write_text(root / "docs" / "kernels.md", "# kernels\n\n" + markers("table", "a stale table\n") + "\nafter\n");
   write_text(root / "README.md", "# readme\n" + markers("status", "") + "end\n");
   return root;
@@ -124,9 +124,9 @@ TEST(ValidateDocs, TheLinkCheckFindsAMissingFileAMissingAnchorAndAStalePath) {
   put(root / "validate" / "kept.cpp", "");
   put(root / "docs" / "a.md", "# Page A\n\n## Current measurements\n\n[up](../README.md), [self](#page-a)\n");
   put(root / "README.md",
-             "# R\n[a](docs/a.md#current-measurements) [web](https://example.org/x.md) `validate/kept.cpp`\n"
-             "[gone](docs/gone.md) [anchor](docs/a.md#no-such-heading) ![img](docs/img.png)\n"
-             "see validate/gone.cpp and validate/kept.{cpp,hpp}\n");
+      "# R\n[a](docs/a.md#current-measurements) [web](https://example.org/x.md) `validate/kept.cpp`\n"
+      "[gone](docs/gone.md) [anchor](docs/a.md#no-such-heading) ![img](docs/img.png)\n"
+      "see validate/gone.cpp and validate/kept.{cpp,hpp}\n");
   const CliResult r = script("check_doc_links.py", {root.string()});
   EXPECT_EQ(r.rc, 1) << r.err;
   EXPECT_EQ(r.out,
