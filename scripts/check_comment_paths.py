@@ -211,19 +211,21 @@ def check(root):
     return stale
 
 
-def main(argv):
+def cli(argv, name, check_root, default_root):
+    """The command line both checkers share: [ROOT], each finding printed, exit 1 on any, 2 on bad usage."""
     if len(argv) > 2 or (len(argv) == 2 and argv[1].startswith("-")):
-        print("usage: check_comment_paths.py [ROOT]", file=sys.stderr)
+        print("usage: %s [ROOT]" % name, file=sys.stderr)
         return 2
-    root = argv[1] if len(argv) == 2 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = argv[1] if len(argv) == 2 else default_root
     if not os.path.isdir(root):
-        print("check_comment_paths.py: %s: no such directory" % root, file=sys.stderr)
+        print("%s: %s: no such directory" % (name, root), file=sys.stderr)
         return 2
-    stale = check(root)
-    for s in stale:
-        print(s)
-    return 1 if stale else 0
+    found = check_root(root)
+    for line in found:
+        print(line)
+    return 1 if found else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(cli(sys.argv, "check_comment_paths.py", check,
+                 os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))

@@ -81,19 +81,5 @@ def check(root):
     return bad
 
 
-def main(argv):
-    if len(argv) > 2 or (len(argv) == 2 and argv[1].startswith("-")):
-        print("usage: check_doc_links.py [ROOT]", file=sys.stderr)
-        return 2
-    root = argv[1] if len(argv) == 2 else os.path.dirname(HERE)
-    if not os.path.isdir(root):
-        print("check_doc_links.py: %s: no such directory" % root, file=sys.stderr)
-        return 2
-    bad = check(root)
-    for b in bad:
-        print(b)
-    return 1 if bad else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(paths.cli(sys.argv, "check_doc_links.py", check, os.path.dirname(HERE)))
