@@ -157,10 +157,16 @@ std::optional<std::set<std::string>> read_manifest(const fs::path& dir) {
 std::set<std::string> legacy_listed(const fs::path& dir, const std::string& written_by, const std::string& prefix) {
   std::set<std::string> listed;
   if (written_by == "gemmar report") {
-    for (const char* f : {"index.html", "runs.html", "report.json", "manifest.json"}) listed.insert(prefix + f);
+    for (const char* f : {"index.html", "runs.html", "phases.html", "report.json", "manifest.json"})
+      listed.insert(prefix + f);
     std::error_code ec;
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
       if (it->path().extension() == ".png") listed.insert(prefix + it->path().filename().string());
+    listed.insert(prefix + "timeline/");  // run-<i>.json, one per traced run
+    for (fs::directory_iterator it(dir / "timeline", ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (name.rfind("run-", 0) == 0 && it->path().extension() == ".json") listed.insert(prefix + "timeline/" + name);
+    }
   } else if (written_by == "gemmar validate") {
     listed.insert({prefix + "results.json", prefix + "runs.log"});
     const Marker sub = read_marker(dir / "report");
