@@ -4,7 +4,6 @@
 #include <sstream>
 
 #include "common/atomic_file.hpp"
-
 #include "common/errors.hpp"
 #include "reference/guard_sample.hpp"
 #include "validate/cli/baseline.hpp"
@@ -35,14 +34,13 @@ std::vector<int64_t> parse_int_list(const std::string& s, const std::string& opt
 
 // --dump DIR: checked as --out is, before any work (an existing file, a user's directory, a previous dump without
 // --force are refused); --force without --dump would do nothing.
-void read_dump_option(const po::variables_map& vm, RunPlan& p) {
+void check_dump_option(const po::variables_map& vm, RunRequest& req) {
   const bool force = vm["force"].as<bool>();
-  if (!vm.count("dump")) {
+  if (req.dump_dir.empty()) {
     GEMMAR_USAGE_CHECK(!force, "--force: only with --dump DIR (it lets a previous gemmar dump there be replaced)");
     return;
   }
-  std::filesystem::path dir = std::filesystem::path(vm["dump"].as<std::string>()).lexically_normal();
-  GEMMAR_USAGE_CHECK(!dir.empty(), "--dump: empty directory name");
+  std::filesystem::path dir = std::filesystem::path(req.dump_dir).lexically_normal();
   if (!dir.has_filename() && dir.has_parent_path()) dir = dir.parent_path();
   OutputDirCheck oc;
   oc.option = "--dump";
@@ -50,7 +48,7 @@ void read_dump_option(const po::variables_map& vm, RunPlan& p) {
   if (vm.count("baseline"))
     for (const auto& b : vm["baseline"].as<std::vector<std::string>>()) oc.inputs.emplace_back(b);
   check_output_dir(dir, oc);
-  p.request.dump_dir = dir.string();
+  req.dump_dir = dir.string();
 }
 
 }  // namespace
@@ -171,13 +169,17 @@ RunPlan read_run_plan(const po::variables_map& vm, RunCommand cmd) {
   GEMMAR_USAGE_CHECK(guard_sample::valid_stride(req.guard_sample), "--guard-sample: must divide ",
                      guard_sample::kMaxStride, " (1, 2, 4, ..., 128), got ", req.guard_sample);
   GEMMAR_USAGE_CHECK(req.ranks_per_device >= 0, "--ranks-per-device: must be >= 0");
+  if (vm.count("dump")) {
+    req.dump_dir = vm["dump"].as<std::string>();
+    GEMMAR_USAGE_CHECK(!req.dump_dir.empty(), "--dump: empty directory name");
+  }
   if (vm.count("baseline")) {
     LogReadOptions ro;
     ro.defaults.world = req.shape.world;
     p.baseline = read_baseline_runs(vm["baseline"].as<std::vector<std::string>>(), ro,
                                     cmd == RunCommand::Run ? "gemmar run" : "gemmar validate");
   }
-  if (cmd == RunCommand::Run) read_dump_option(vm, p);
+  if (cmd == RunCommand::Run) check_dump_option(vm, req);
   validate_plan(p);
   return p;
 }

@@ -72,8 +72,10 @@ reference::Partials scaled_partials(const reference::Partials& p, uint64_t seed,
   return out;
 }
 
-const SharedPartials& shared_partials(const Shape& shape, Quant quant, uint64_t seed,
-                                      const std::vector<int64_t>& rows) {
+// `rank_references`: each rank's fp32 reference partial kept too (gemm-only's views are judged against them; its
+// run computes the shared partials first in a sweep, so no other config pays for them).
+const SharedPartials& shared_partials(const Shape& shape, Quant quant, uint64_t seed, const std::vector<int64_t>& rows,
+                                      bool rank_references = false) {
   struct Entry {
     Shape shape;
     Quant quant;
@@ -84,11 +86,16 @@ const SharedPartials& shared_partials(const Shape& shape, Quant quant, uint64_t 
   static std::mutex mutex;
   static std::vector<Entry> cache;
   std::lock_guard<std::mutex> lock(mutex);
-  for (const Entry& e : cache)
-    if (e.shape.m == shape.m && e.shape.n == shape.n && e.shape.k == shape.k && e.shape.world == shape.world &&
-        e.quant == quant && e.seed == seed && e.rows == rows)
-      return *e.result;
+  for (auto e = cache.begin(); e != cache.end(); ++e) {
+    if (!(e->shape.m == shape.m && e->shape.n == shape.n && e->shape.k == shape.k && e->shape.world == shape.world &&
+          e->quant == quant && e->seed == seed && e->rows == rows))
+      continue;
+    if (!rank_references || !e->result->even.rank_references.empty()) return *e->result;
+    cache.erase(e);  // computed again, with them
+    break;
+  }
   reference::PartialsRequest pr;
+  pr.keep_rank_references = rank_references;
   pr.operands.shape = shape;
   pr.operands.quant = quant;
   pr.operands.seed = seed;
@@ -103,10 +110,6 @@ const SharedPartials& shared_partials(const Shape& shape, Quant quant, uint64_t 
   return *cache.back().result;
 }
 
-const reference::PartialsResult& cached_partials(const Shape& shape, Quant quant, uint64_t seed,
-                                                 const std::vector<int64_t>& rows) {
-  return shared_partials(shape, quant, seed, rows).even;
-}
 
 // The collective over one set of partials, emulated once per process: without replay state or a previous
 // output, emulate_collective is a pure function of its request and the partials, and the CPU backend's replays
@@ -216,7 +219,8 @@ class CpuBackend final : public Backend {
         in.stale = reference::emulate_collective(prev, scaled_partials(in.own, 0, -1));
       }
     } else if (!req.inject.fnuz_read_as_fn && !req.inject.stale_output) {
-      const SharedPartials& sp = shared_partials(req.shape, req.config.quant, req.seed, rows);
+      const SharedPartials& sp =
+          shared_partials(req.shape, req.config.quant, req.seed, rows, !has_collective(req.config.mode));
       in.even = &sp.even.partials;
       in.odd = &sp.odd;
       in.even_hash = sp.even_hash;
@@ -352,20 +356,13 @@ BackendResult execute_rows(Backend& backend, const RunRequest& req, const std::v
 // (never taken from the backend).
 output_check::ViewRelL2 views_against_reference(const RunRequest& req, const Config& cfg,
                                                 const std::vector<int64_t>& rows, const BackendResult& res) {
-  reference::OperandSpec spec;
-  spec.shape = req.shape;
-  spec.quant = cfg.quant;
-  spec.seed = req.seed;
-  std::vector<float> ref;
-  std::vector<std::vector<float>> rank_refs;  // gemm-only: each rank's own fp32 partial
-  if (has_collective(cfg.mode)) {
-    ref = cached_partials(req.shape, cfg.quant, req.seed, rows).reference;
-  } else {
-    for (int r = 0; r < req.shape.world; ++r)
-      rank_refs.push_back(
-          reference::reference_partial(reference::make_rank_operands(spec, r, rows), cfg.quant, spec.fp8_format));
-  }
-  return output_check::rel_l2_of_views(req.shape, cfg, rows, res.outputs, ref, rank_refs);
+  static const std::vector<float> kNoSum;
+  static const reference::Partials kNoRanks;
+  // The sum over ranks; gemm-only: each rank's own fp32 partial.
+  const bool collective = has_collective(cfg.mode);
+  const reference::PartialsResult& p = shared_partials(req.shape, cfg.quant, req.seed, rows, !collective).even;
+  return output_check::rel_l2_of_views(req.shape, cfg, rows, res.outputs, collective ? p.reference : kNoSum,
+                                       collective ? kNoRanks : p.rank_references);
 }
 
 // NaN/inf and the agreement of the views the collective makes equal, over every element read back.

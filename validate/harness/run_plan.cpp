@@ -86,6 +86,8 @@ int64_t plan_memory_bytes(const RunPlan& plan) {
   const double checked = double((std::max(1, req.iterations) + every - 1) / every);
   std::vector<double> shared;
   double run_peak = 0, operands = 0;
+  bool gemm_only = false;  // its views are judged against each rank's fp32 partial, kept with the shared ones
+  for (const Config& c : plan.configs) gemm_only = gemm_only || !has_collective(c.mode);
   for (int64_t m : plan.m_values) {
     std::set<Quant> quants;
     for (const Config& c : plan.configs) quants.insert(c.quant);
@@ -93,7 +95,7 @@ int64_t plan_memory_bytes(const RunPlan& plan) {
       Shape s = req.shape;
       s.m = m;
       const double R = double(output_check::rows_to_check(s, q, req.check_rows, req.seed).size());
-      shared.push_back(8 * W * R * N + 4 * R * N);
+      shared.push_back((gemm_only ? 12 : 8) * W * R * N + 4 * R * N);
       run_peak = std::max(run_peak, (14 + 2 * checked) * W * R * N);
       operands = std::max(operands, W * (N + R) * K);
     }

@@ -41,8 +41,8 @@ using PlanObserver = std::function<void(const RunOutcome&, size_t index, double 
 std::vector<RunOutcome> execute_plan(const RunPlan&, std::ostream* log, const PlanObserver& observer = {});
 
 // The peak resident memory the plan is expected to reach on the host, in bytes (docs/reliability.md "Memory"):
-// 64 MiB + every rank's operands (W (N + R) K) + per M the partials shared by its configs (8 W R N + 4 R N, the
-// three largest M kept) + the largest run's own buffers ((14 + 2 C) W R N: the emulated outputs, the checked
+// 64 MiB + every rank's operands (W (N + R) K) + per M the partials shared by its configs (8 W R N + 4 R N, and
+// 4 W R N more with gemm-only; the three largest M kept) + the largest run's own buffers ((14 + 2 C) W R N: the emulated outputs, the checked
 // iterations' copies, the re-emulation), R the rows checked and C the iterations checked. Fitted to /usr/bin/time
 // peaks of `gemmar run --backend cpu` and `gemmar validate`: it lies 3-27% above every one measured.
 int64_t plan_memory_bytes(const RunPlan&);
