@@ -18,9 +18,11 @@
 #include "common/errors.hpp"
 #include "kernels/check/guard.hpp"
 #include "kernels/check/output_compare.hpp"
+#include "kernels/gemm/heuristics.hpp"
 #include "kernels/gpu_compat.hpp"
 #include "kernels/host_check.hpp"
 #include "kernels/kernels.hpp"
+#include "kernels/pipeline/hooks.hpp"
 #include "kernels/vendor_gemm.hpp"
 #include "reference/no_release_pattern.hpp"
 #include "reference/quant.hpp"
@@ -56,7 +58,7 @@ const char* const kStaleReplayPhase = "stale-replay";
 
 class Pipeline {
  public:
-  Pipeline(const DeviceRun& plan, const OperandFn& gen) : plan_(plan) {
+  Pipeline(const DeviceRun& plan, const OperandFn& gen, const PipelineHooks& hooks) : plan_(plan), hooks_(hooks) {
     const Shape& sh = plan.shape;
     W_ = sh.world;
     M_ = sh.m;
@@ -80,7 +82,8 @@ class Pipeline {
       owner_loads_ = mt.collective && !mt.fused && !mt.scatter_by_copy_engine;
     }
     // The vendor GEMM has no fused epilogue: the fused modes keep ours (their epilogue pushes the tiles).
-    vendor_ = plan.gemm_impl == GemmImpl::Cublaslt && !is_fused(eff_.mode) && quant_ == Quant::Blockscale;
+    vendor_ = plan.gemm_impl == GemmImpl::Cublaslt && !is_fused(eff_.mode) &&
+              dev::gemm_scales(quant_) == dev::GemmScales::Blockscale;
     int ndev = device_count();
     if (ndev <= 0) throw EnvironmentError("no GPU device found by the runtime");
     int rpd = plan.ranks_per_device;
@@ -88,6 +91,7 @@ class Pipeline {
     GEMMAR_USAGE_CHECK(rpd <= W_ && (W_ + rpd - 1) / rpd <= ndev, "--ranks-per-device: ", rpd, " ranks per device x ",
                        ndev, " devices cannot hold ", W_, " ranks");
     ndev_used_ = (W_ + rpd - 1) / rpd;
+    rpd_ = rpd;
     ranks_.resize(size_t(W_));
     for (int r = 0; r < W_; ++r) ranks_[r].dev = r / rpd;
     enable_peer_access();
@@ -107,7 +111,7 @@ class Pipeline {
       std::vector<int> devs;
       for (const auto& rb : ranks_) devs.push_back(rb.dev);
       guard_ = std::make_unique<DeviceGuard>(W_, M_, N_, K_, uses_fp8_wire(eff_), devs, plan.guard_sample,
-                                             reference::guard_sample_seed(plan.seed), plan.kernels.guard_passes);
+                                             reference::guard_sample_seed(plan.seed), hooks.guard_passes);
     }
     upload(gen);
   }
@@ -171,7 +175,7 @@ class Pipeline {
     prepare_iteration(0);
     execute_once(nullptr);
     sync_all();
-    const bool want_graph = plan_.kernels.graph;
+    const bool want_graph = !plan_.eager;
     Timing graph_tm;
     if (want_graph) {
       ro.launch = "graph";
@@ -204,7 +208,7 @@ class Pipeline {
         (void)gpuGetLastError();
       }
     } else {
-      ro.launch = "eager (GEMMAR_GPU_GRAPH=0)";
+      ro.launch = "eager (--eager)";
     }
     std::vector<std::map<std::string, double>> phase_runs;
     std::vector<double> totals;
@@ -260,6 +264,7 @@ class Pipeline {
     verify_counters();
     read_back(ro);
     ro.pull_blocks = has_pull(eff_) ? pull_blocks() : 0;
+    ro.ranks_per_device = rpd_;
     ro.gemm_impl = vendor_ ? GemmImpl::Cublaslt : GemmImpl::Gemmar;
     return ro;
   }
@@ -426,11 +431,8 @@ class Pipeline {
     const bool fp8 = uses_fp8_wire(eff_);
     for (auto& rb : ranks_) {
       set(rb.dev);
-      if (plan_.kernels.put_priority == PutPriority::Low) {
-        int least = 0, greatest = 0;
-        GPU_CHECK(gpuDeviceGetStreamPriorityRange(&least, &greatest));
-        GPU_CHECK(gpuStreamCreateWithPriority(&rb.comp, gpuStreamNonBlocking, greatest));
-        GPU_CHECK(gpuStreamCreateWithPriority(&rb.copy, gpuStreamNonBlocking, least));
+      if (hooks_.make_streams) {
+        hooks_.make_streams(&rb.comp, &rb.copy);
       } else {  // the default priority, as every other stream of the run
         GPU_CHECK(gpuStreamCreateWithFlags(&rb.comp, gpuStreamNonBlocking));
         GPU_CHECK(gpuStreamCreateWithFlags(&rb.copy, gpuStreamNonBlocking));
@@ -457,8 +459,7 @@ class Pipeline {
       rb.chunk_ev.resize(size_t(W_));
       for (auto& e : rb.chunk_ev) GPU_CHECK(gpuEventCreateWithFlags(&e, gpuEventDisableTiming));
     }
-    persistent_puts_ =
-        epilogue_puts_ && plan_.kernels.fused_sdma_gemm == FusedSdmaGemm::Persistent && stream_waits_work();
+    persistent_puts_ = epilogue_puts_ && !hooks_.fused_sdma_per_slice && stream_waits_work();
   }
 
   // Whether every rank's copy stream can wait on a counter (a satisfied wait, outside any capture).
@@ -503,8 +504,9 @@ class Pipeline {
       if (fnuz_hw_) {
         GPU_CHECK(dev::launch_fp8_recode(rb.a, M_ * K_, true, rb.comp));
         GPU_CHECK(dev::launch_fp8_recode(rb.b, N_ * K_, true, rb.comp));
-        // issue 25: only the MFMA (blockscale) kernel reads fnuz; gemm/quant.cu decodes the codes as fn itself.
-        if (quant_ == Quant::Blockscale) GPU_CHECK(dev::launch_scale_f32(rb.sb, sb_count_, 4.0f, rb.comp));
+        // issue 25: only the MFMA (Blockscale) kernel reads fnuz; gemm/quant.cu decodes the codes as fn itself.
+        if (dev::gemm_scales(quant_) == dev::GemmScales::Blockscale)
+          GPU_CHECK(dev::launch_scale_f32(rb.sb, sb_count_, 4.0f, rb.comp));
       }
       // The weights' checksum, from B as loaded (before any fault touches the device copy).
       if (guard_)
@@ -554,6 +556,16 @@ class Pipeline {
       GPU_CHECK(gpuStreamWaitEvent(rb.comp, done, 0));
       if (!comp_only) GPU_CHECK(gpuStreamWaitEvent(rb.copy, done, 0));
     }
+  }
+
+  gpuError_t launch_gemm(const dev::GemmOperands& op, int64_t m_begin, int64_t m_end, const dev::GemmDest& d,
+                         gpuStream_t s) const {
+    return hooks_.gemm ? hooks_.gemm(op, m_begin, m_end, d, s) : dev::launch_gemm(op, m_begin, m_end, d, s);
+  }
+  gpuError_t launch_widen(const dev::Fp8Sources& src, int count, int64_t rows, int64_t n, int blocks,
+                          gpuStream_t s) const {
+    return hooks_.widen ? hooks_.widen(src, count, rows, n, blocks, s)
+                        : dev::launch_widen(src, count, rows, n, blocks, s);
   }
 
   uint16_t* slice_of(uint16_t* base, int p) const { return base + int64_t(p) * S_ * N_; }
@@ -679,7 +691,7 @@ class Pipeline {
       if (persistent_puts_) {
         // One launch; the GEMM's tile order finishes slice 0 first, and each peer's put leaves once its slice's
         // tiles are all stored (the epilogue's counter, after a fence), in slice order, while later slices compute.
-        GPU_CHECK(dev::launch_gemm(plan_.kernels.gemm, ops, 0, M_, d, rb.comp));
+        GPU_CHECK(launch_gemm(ops, 0, M_, d, rb.comp));
         for (int p = 0; p < W_; ++p) {
           if (p == r) continue;
           GPU_CHECK(gpu::stream_wait_geq(rb.copy, rb.counters + p, tiles_per_slice()));
@@ -691,7 +703,7 @@ class Pipeline {
         // chunk's put overlaps the GEMM of the chunks after it. The put waits on its chunk's completion.
         for (int j = 1; j <= W_; ++j) {
           const int p = (r + j) % W_;
-          GPU_CHECK(dev::launch_gemm(plan_.kernels.gemm, ops, p * S_, (p + 1) * S_, d, rb.comp));
+          GPU_CHECK(launch_gemm(ops, p * S_, (p + 1) * S_, d, rb.comp));
           if (p == r) continue;
           GPU_CHECK(gpuEventRecord(rb.chunk_ev[p], rb.comp));
           GPU_CHECK(gpuStreamWaitEvent(rb.copy, rb.chunk_ev[p], 0));
@@ -701,7 +713,7 @@ class Pipeline {
       } else if (vendor_) {
         vendor_gemm(ops, rb.c, rb.comp);
       } else {
-        GPU_CHECK(dev::launch_gemm(plan_.kernels.gemm, ops, 0, M_, d, rb.comp));
+        GPU_CHECK(launch_gemm(ops, 0, M_, d, rb.comp));
       }
     }
     if (epilogue_puts_) {
@@ -816,8 +828,7 @@ class Pipeline {
       auto& rb = ranks_[r];
       set(rb.dev);
       straggle(r, 2, rb.comp);
-      GPU_CHECK(dev::launch_widen(peer_fp8_sources(r, /*landed=*/false), W_ - 1, S_, N_, pull_blocks(),
-                                  plan_.kernels.widen, rb.comp));
+      GPU_CHECK(launch_widen(peer_fp8_sources(r, /*landed=*/false), W_ - 1, S_, N_, pull_blocks(), rb.comp));
     }
     barrier(tm, "pull");
   }
@@ -827,8 +838,7 @@ class Pipeline {
     for (int r = 0; r < W_; ++r) {
       auto& rb = ranks_[r];
       set(rb.dev);
-      GPU_CHECK(
-          dev::launch_widen(peer_fp8_sources(r, /*landed=*/true), W_ - 1, S_, N_, 0, plan_.kernels.widen, rb.comp));
+      GPU_CHECK(launch_widen(peer_fp8_sources(r, /*landed=*/true), W_ - 1, S_, N_, 0, rb.comp));
     }
     barrier(tm, "dequantize");
   }
@@ -1058,8 +1068,9 @@ class Pipeline {
   }
 
   DeviceRun plan_;
+  PipelineHooks hooks_;
   Config eff_;
-  int W_ = 0, ndev_used_ = 1;
+  int W_ = 0, ndev_used_ = 1, rpd_ = 1;
   int64_t M_ = 0, N_ = 0, K_ = 0, S_ = 0;
   Quant quant_ = Quant::Blockscale;
   int64_t sa_count_ = 0, sb_count_ = 0;  // fp32 scales of A and of B in the quant's layout
@@ -1100,9 +1111,11 @@ std::string device_name(int device) {
   return prop.name;
 }
 
-RunOutput run_gemm_ar(const DeviceRun& plan, const OperandFn& gen) {
-  Pipeline p(plan, gen);
+RunOutput run_gemm_ar(const DeviceRun& plan, const OperandFn& gen, const PipelineHooks& hooks) {
+  Pipeline p(plan, gen, hooks);
   return p.run();
 }
+
+RunOutput run_gemm_ar(const DeviceRun& plan, const OperandFn& gen) { return run_gemm_ar(plan, gen, PipelineHooks{}); }
 
 }  // namespace gemmar::kernels

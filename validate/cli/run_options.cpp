@@ -82,6 +82,9 @@ void add_run_options(po::options_description& d, RunCommand cmd) {
                           "4, ..., 128; 1 = every row, the full guard; docs/guard.md)")(
       "ranks-per-device", po::value<int>()->default_value(0),
       "GPU: ranks emulated per device (0: one per device when W devices exist, else all on one)")(
+      "eager", po::bool_switch()->default_value(false),
+      "GPU: launch every iteration eagerly instead of capturing the run once as a graph and replaying it (the "
+      "record's device says which ran; default: graph)")(
       "baseline", po::value<std::vector<std::string>>(),
       "FILE: earlier runs (a previous validate's results.json or runs.log, or a benchmark log); a run slower "
       "than the baseline's of the same shape and config beyond the run-to-run spread fails with REGRESSION, "
@@ -137,6 +140,8 @@ RunPlan read_run_plan(const po::variables_map& vm, RunCommand cmd) {
   GEMMAR_USAGE_CHECK(guard_sample::valid_stride(req.guard_sample), "--guard-sample: must divide ",
                      guard_sample::kMaxStride, " (1, 2, 4, ..., 128), got ", req.guard_sample);
   GEMMAR_USAGE_CHECK(req.ranks_per_device >= 0, "--ranks-per-device: must be >= 0");
+  req.eager = vm["eager"].as<bool>();
+  GEMMAR_USAGE_CHECK(!req.eager || gpu, "--eager: only the GPU backend launches kernels (--backend gpu)");
   if (vm.count("dump")) {
     req.dump_dir = vm["dump"].as<std::string>();
     GEMMAR_USAGE_CHECK(!req.dump_dir.empty(), "--dump: empty directory name");

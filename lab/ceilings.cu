@@ -1,8 +1,9 @@
 // The bench's ceiling kernels: a 16-byte vector copy (the HBM ceiling), an empty kernel (the launch cost), and a
 // kernel that holds every SM for a while (where a copy runs: copy-overlap).
 #include "kernels/device_common.cuh"
+#include "lab/lab_kernels.hpp"
 
-namespace gemmar::kernels::dev {
+namespace gemmar::lab {
 namespace {
 
 __global__ void copy_kernel(uint4* __restrict__ dst, const uint4* __restrict__ src, int64_t nv) {
@@ -40,13 +41,13 @@ __global__ void empty_kernel() {}
 
 // Occupies its thread slots for `ns` nanoseconds of the device's wall clock without touching memory: launched with
 // 2048 threads per SM it leaves no SM a slot for another kernel's block, as a persistent GEMM's CTAs leave none.
-__global__ void hold_sms_kernel(uint64_t ns) { gpu::spin_for_us(float(ns) * 1e-3f); }
+__global__ void hold_sms_kernel(uint64_t ns) { gemmar::gpu::spin_for_us(float(ns) * 1e-3f); }
 
 }  // namespace
 
 gpuError_t launch_copy_kernel(void* dst, const void* src, int64_t bytes, gpuStream_t s, int blocks) {
   const int64_t nv = bytes / 16;
-  const int grid = blocks > 0 ? blocks : sm_count_cached() * 4;
+  const int grid = blocks > 0 ? blocks : dev::sm_count_cached() * 4;
   const int threads = blocks > 0 ? 1024 : 512;
   copy_kernel<<<unsigned(grid), threads, 0, s>>>(static_cast<uint4*>(dst), static_cast<const uint4*>(src), nv);
   return gpuGetLastError();
@@ -62,7 +63,7 @@ gpuError_t launch_store_kernel(void* dst, int64_t bytes, gpuStream_t s, int bloc
 }
 
 gpuError_t launch_hold_sms(uint64_t ns, gpuStream_t s) {
-  hold_sms_kernel<<<unsigned(sm_count_cached() * 2), 1024, 0, s>>>(ns);
+  hold_sms_kernel<<<unsigned(dev::sm_count_cached() * 2), 1024, 0, s>>>(ns);
   return gpuGetLastError();
 }
 
@@ -71,4 +72,4 @@ gpuError_t launch_empty(gpuStream_t s) {
   return gpuGetLastError();
 }
 
-}  // namespace gemmar::kernels::dev
+}  // namespace gemmar::lab
