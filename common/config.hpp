@@ -68,7 +68,7 @@ const char* mode_spellings();
 const char* quant_spellings();
 
 // The mode and quant rows are in common/modes.hpp: a new mode is a row there plus one branch per leg in
-// reference/emulation.cpp, model/model.cpp and kernels/gemm_ar.cu.
+// reference/emulation.cpp, model/model.cpp and kernels/pipeline/plan.cu.
 const ModeTraits& traits(Mode);
 
 bool is_fused(Mode);

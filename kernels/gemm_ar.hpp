@@ -25,7 +25,7 @@ using RankOperands = reference::RankOperands;
 using OperandFn = std::function<void(int rank, RankOperands&)>;
 
 // One run on the device: the run's parameters as the harness got them (common/run_request.hpp; faults from the
-// one table of common/faults.hpp, applied as kernels/gemm_ar.cu and docs/kernels.md say; gemm_impl honoured by
+// one table of common/faults.hpp, applied as kernels/pipeline/ and docs/kernels.md say; gemm_impl honoured by
 // gemm-only and the split modes) and what the harness derives from them for the device.
 // The run is captured once into a graph and replayed (warmup + iterations); `eager` (RunRequest, --eager) launches
 // every replay eagerly instead. Buffers are poisoned once, before the first launch, so a replay that reads a buffer

@@ -192,7 +192,8 @@ __device__ __forceinline__ void spin_for_us(float us) {
 #define GEMMAR_BEGIN_CAPTURE(s) cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed)
 #define GEMMAR_END_CAPTURE(s, g) cudaStreamEndCapture(s, g)
 // Each kernel node keeps the priority of the stream it was captured from (the compute streams' over the copy
-// streams': kernels/gemm_ar.cu allocate()); without the flag the whole graph runs at its launch stream's.
+// streams' where the lab gives them priorities: lab/pipeline_variants.cu); without the flag the whole graph runs at its
+// launch stream's.
 #define GEMMAR_INSTANTIATE(x, g) cudaGraphInstantiate(x, g, cudaGraphInstantiateFlagUseNodePriority)
 #define GEMMAR_GRAPH_LAUNCH(x, s) cudaGraphLaunch(x, s)
 #define GEMMAR_GRAPH_EXEC_DESTROY(x) cudaGraphExecDestroy(x)
@@ -304,8 +305,8 @@ inline gpuError_t copy_prefer_overlap(void* dst, const void* src, size_t bytes, 
 
 // Stream memory operations: `s` waits until the 32-bit word at `counter` (device memory, raised by a kernel on
 // another stream) is >= `value`, so a copy engine's put can follow a running kernel's progress instead of a launch
-// boundary (fused-sdma's persistent GEMM, kernels/gemm_ar.cu). An error where the driver has none: the caller
-// falls back to launch boundaries.
+// boundary (fused-sdma's persistent GEMM, kernels/pipeline/legs_gemm.cu). An error where the driver has none: the
+// caller falls back to launch boundaries.
 namespace gemmar::gpu {
 #if defined(GEMMAR_GPU_HIP)
 inline gpuError_t stream_wait_geq(gpuStream_t s, const unsigned* counter, unsigned value) {
@@ -332,7 +333,8 @@ inline gpuError_t stream_wait_geq(gpuStream_t s, const unsigned* counter, unsign
 // ---- fp8 matrix instruction families ----------------------------------------------------------------------
 // GEMMAR_MMA_SM89: mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 (sm_89+, used on sm_90a).
 // GEMMAR_MMA_MFMA: __builtin_amdgcn_mfma_f32_32x32x16_fp8_fp8 (gfx940+, gfx950). gfx942 hardware reads fp8 as
-//                  e4m3fnuz; the host side compensates (see gemm_ar.cu: fn bits read as fnuz are exactly half).
+//                  e4m3fnuz; the host side compensates (kernels/pipeline/engine.cu upload: fn bits read as fnuz are
+//                  exactly half).
 // GEMMAR_MMA_SCALAR: a plain fp32 fallback for any other target.
 #if defined(GEMMAR_GPU_CUDA) && defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 890)
 #define GEMMAR_MMA_SM89 1

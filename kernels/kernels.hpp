@@ -1,6 +1,6 @@
 // Launchers of the op's device kernels (gemm/, collective/, convert/, faults/; check/ has its own headers), called
-// by the orchestration in gemm_ar.cu. Every launcher enqueues on the given stream and returns the launch status;
-// nothing here synchronizes. Each concern's launcher runs that concern's winner: no variant is chosen here (the
+// by the pipeline's legs (kernels/pipeline/). Every launcher enqueues on the given stream and returns the launch
+// status; nothing here synchronizes. Each concern's launcher runs that concern's winner: no variant is chosen here (the
 // variants are the lab's, lab/).
 #pragma once
 #include <cstdint>

@@ -1,5 +1,5 @@
 // The lab's GEMM and timing rig (GPU-typed, lab-internal): one problem's operands uploaded as ours and the
-// vendor's take them, the timed loops, and the read-back. lab/bench_api.cu and lab/testbed.cu share it.
+// vendor's take them, the timed loops, and the read-back. lab/bench_api.cu and the testbed (lab/testbed_*.cu) share it.
 #pragma once
 #include <algorithm>
 #include <cstring>
@@ -42,7 +42,7 @@ inline double timed_median_us(gpuStream_t s, gpuEvent_t e0, gpuEvent_t e1, int i
 }
 
 // One GEMM's operands and output on device 0. The operands are generated at the padded M (a multiple of
-// BLOCK_M, as the op pads: kernels/gemm_ar.cu); `rows` of them are uploaded: the padded M for our kernels (the
+// BLOCK_M, as the op pads: common/config.hpp padded_m); `rows` of them are uploaded: the padded M for our kernels (the
 // rows from m on zeroed, the op's zero padding rows), the real M for the vendor's, which takes any M (A's codes
 // and scales cropped, each scale moved to its index at `rows` rows by common/modes.hpp's scale_index).
 struct GemmBuffers {

@@ -1,6 +1,7 @@
 // The per-call guard on the device (docs/guard.md; the checks and bounds are reference/guard.hpp's): every rank's
 // checksums of one call computed by streaming kernels on its own compute stream, right after the op, inside the
-// same graph. Plain C++ (no GPU headers): gemm_ar.cu owns one DeviceGuard per run when DeviceRun::guard is set.
+// same graph. Plain C++ (no GPU headers): the pipeline's engine (kernels/pipeline/engine.hpp) owns one DeviceGuard per
+// run when DeviceRun::guard is set.
 //
 // Choice and cost (docs/guard.md "Device implementation"): one launch per rank and call (guard_call_kernel), whose
 // grid holds every pass's blocks: the partial's column and row-block sums and the output's, streaming over the

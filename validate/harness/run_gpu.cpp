@@ -95,7 +95,7 @@ kernels::DeviceRun unfused_baseline_plan(const RunRequest& req, const kernels::D
   base.straggle_us = 0;
   base.straggle_schedule_us.clear();
   base.check_every = 1 << 30;  // timed only: no read-back
-  // The pipeline's vendor GEMM is blockscale's (ptpc / mxfp8 run ours: kernels/gemm_ar.cu, issue 25).
+  // The pipeline's vendor GEMM is blockscale's (ptpc / mxfp8 run ours: kernels/pipeline/engine.cu, issue 25).
   const bool lt = kernels::vendor_gemm_available() && req.config.quant == Quant::Blockscale;
   base.gemm_impl = lt ? GemmImpl::Cublaslt : GemmImpl::Gemmar;
   return base;

@@ -229,7 +229,7 @@ std::optional<BaselineBasis> baseline_basis(const RunRecord& r, const Expectatio
   return b;
 }
 
-// "NVIDIA H200 (8 ranks on 1 device)" (kernels/gemm_ar.cu's device string): more ranks than devices.
+// "NVIDIA H200 (8 ranks on 1 device)" (kernels/pipeline/engine.cu's device string): more ranks than devices.
 bool device_string_shared(const std::optional<std::string>& device) {
   if (!device) return false;
   const std::string& d = *device;
