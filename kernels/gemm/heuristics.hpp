@@ -34,10 +34,8 @@ enum class GemmFamily {
 inline constexpr int kWgmma4KBlocks[] = {4, 8, 12, 16, 24, 32};
 bool wgmma4_k(int64_t k);
 
-// The tile order's groups: 4 bands of 128 rows, the band changing fastest within a group. Against the band-major
-// order (group 1) it took 6-10% less time at 4096 x 7168 x 2048 and 3-5% less at 16384 x 7168 x 2048; groups of 8
-// and 16 were slower, groups of 2 within 2% of it but for 16384 x 5120 x 2048, where they were 2% faster (H100,
-// timed in alternation with cuBLASLt; docs/results/h100-1gpu-2026-12-06-raster).
+// The tile order's groups: 4 bands of 128 rows, the band changing fastest within a group: 3-10% less time than the
+// band-major order (group 1), groups of 8 and 16 slower, of 2 within 2% (docs/results/h100-1gpu-2026-12-06-raster).
 constexpr int kTileGroupBands = 4;
 
 // gemm_wgmma4_kernel's clusters of m x n CTAs on adjacent tiles; 1 x 1 is no cluster.
@@ -49,11 +47,9 @@ constexpr ClusterShape kNoCluster{1, 1}, kShareB{2, 1};
 bool cluster_fits(ClusterShape c, int64_t n, int64_t m_begin, int64_t m_end, int64_t slice_rows);
 
 // Clusters of two CTAs along M sharing B by TMA multicast (gemm_wgmma4_kernel with ShareBAlongM) at K = 2048 from
-// 12288 rows, where several GEMMs share the device (GemmDest::concurrent_gemms). H100, 2026-12-06
-// (docs/results/h100-1gpu-2026-12-06-epilogue): eight GEMMs at once at 16384 x 7168 x 2048 took 3153.7 us with them
-// and 3497.1 without (cuBLASLt's eight 3176.0-3198.5); one alone, since the B scales come by tile, they were 5-7%
-// slower at 12288 and 16384 rows (16384 x 7168 x 2048: 413.6-415.9 us against 387.2-391.9). ptpc follows the same
-// rule (eight at once 3255.3 us with them, 3323.2 without; alone 2-3% slower; docs/results/h100-1gpu-2026-12-06-l2).
+// 12288 rows, where several GEMMs share the device (GemmDest::concurrent_gemms): eight GEMMs at once share the L2
+// and run faster with them, a GEMM alone 5-7% slower (blockscale and ptpc alike;
+// docs/results/h100-1gpu-2026-12-06-epilogue, h100-1gpu-2026-12-06-l2).
 constexpr int64_t kShareBFromRows = 12288;
 bool share_b_along_m(int64_t n, int64_t m_begin, int64_t m_end, int64_t slice_rows, int concurrent_gemms);
 

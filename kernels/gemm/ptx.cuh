@@ -37,7 +37,7 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
 // Arrive on the barrier at the same shared-memory offset in CTA `cta` of the cluster. The default semantics
 // (release at CTA scope), as CUTLASS's ClusterBarrier::arrive: what the arrive orders is the wgmma reads of the
 // stage, already complete (wait_group). `.release.cluster` made every arrive wait on this thread's outstanding
-// memory operations: the clusters ran at half speed, with or without the multicast (H100, 2026-12-06).
+// memory operations: the clusters ran at half speed (docs/results/h100-1gpu-2026-12-06-raster).
 __device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta) {
   asm volatile(
       "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
@@ -216,8 +216,7 @@ __device__ __forceinline__ uint32_t bf16x2_rn(float a, float b) {
   return r;
 }
 // max.NaN yields a NaN half wherever either input's half is one: folding a tile's 32 pairs through it finds a NaN
-// with one instruction per pair where a mask, add and or per pair took three (H100, 2026-12-06: 0.6-1.4% less time
-// at M = 4096-16384; docs/results/h100-1gpu-2026-12-06-epilogue).
+// with one instruction per pair where a mask, add and or take three (docs/results/h100-1gpu-2026-12-06-epilogue).
 __device__ __forceinline__ uint32_t bf16x2_max_nan(uint32_t a, uint32_t b) {
   uint32_t r;
   asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));

@@ -15,15 +15,15 @@
 //     32-byte sectors) and the bf16 NaN canonicalisation is one test per tile;
 //   - no global load between a wgmma wait and the promotion: the A scales come with each stage, the tile's B
 //     scales with its first K block (one bulk copy into a shared-memory slot; the producer loads none itself:
-//     its per-K-block `__ldg` of the B scale had cost 1.4-6% of the time, H100, docs/results/h100-1gpu-2026-12-06-l2).
+//     a per-K-block `__ldg` of the B scale cost 1.4-6% of the time, docs/results/h100-1gpu-2026-12-06-l2).
 //
 // kPerRow: the PerRow scales (SA [M], SB [N]): each K block's dot is promoted with unit scales (total + dot, as
 // gemm_wgmma_kernel<PerRow>; the stages' scale slots hold 1.0f, set once, so the consumers' main loop is
 // Blockscale's: PerRow-specific code there pushed ptxas past the 168 registers, spilling and serializing every
-// wgmma, C7512; so did a plain add in place of the unit-scale promotion, 2026-12-05), tm_sa is not read, and
+// wgmma, C7512; so did a plain add in place of the unit-scale promotion), tm_sa is not read, and
 // numerics::ptpc_epilogue applies sa * sb once before the store. The tile's 128 A and 128 B scales come with its
 // first K block into a shared-memory slot (two bulk copies by the producer), so the epilogue reads no global
-// memory: with its 34 global loads per thread the GEMM took 2-12% longer (H100, docs/results/h100-1gpu-2026-12-06-l2).
+// memory: with its 34 global loads per thread the GEMM took 2-12% longer (docs/results/h100-1gpu-2026-12-06-l2).
 // Otherwise Blockscale (SA through tm_sa).
 //
 // Cluster: a policy for the CTAs that share a stage's operand (the shape kM x kN of adjacent tiles, rank = kN rm +
@@ -38,8 +38,8 @@
 //
 // L2 priorities: the output (M x N bf16, 235 MB at 16384 x 7168) is stored evict-first and B (14.7 MB at N = 7168,
 // read again by every group of bands) is loaded evict-last, so the output streaming through L2 does not push B out:
-// 0-1% less time than the build without hints on the same H100s (docs/results/h100-1gpu-2026-12-06-l2), no shape
-// slower beyond the run-to-run spread, fused-sdma's GEMM phase unchanged.
+// 0-1% less time than without the hints, no shape slower beyond the run-to-run spread
+// (docs/results/h100-1gpu-2026-12-06-l2).
 // The lab's variants of this kernel (other clusters, the warpgroups in step, the band-major order) are lab/gemm/.
 #pragma once
 #include "kernels/gemm/sm90.cuh"
