@@ -1,7 +1,7 @@
 // The bench's measurements (lab/bench_api.cu), each on device 0 with its own buffers: the ceilings, where a copy
 // runs, the data kernels against the copy ceiling, the fp8 conversions' selftest, and one GEMM subject (the op's
 // dispatch, a family forced, a lab variant: lab/variants.hpp) alone, beside cuBLASLt or several at once.
-// gemmar_gpu_bench (lab/bench_main.cpp) and the testbed (lab/testbed.cu) call them. Plain C++.
+// gemmar_gpu_bench (lab/bench_main.cpp) and the testbed (lab/testbed.hpp) call them. Plain C++.
 #pragma once
 #include <cstdint>
 #include <string>

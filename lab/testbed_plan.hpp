@@ -1,5 +1,5 @@
 // The testbed's cases (plain C++: tests/kernels checks on the CPU that every lab variant has a case it runs, and
-// that the GEMM cases cover every quant x K x edge M). lab/testbed.cu runs them.
+// that the GEMM cases cover every quant x K x edge M). lab/testbed.hpp runs them.
 #pragma once
 #include <cstdint>
 #include <vector>

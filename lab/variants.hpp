@@ -1,7 +1,7 @@
 // Everything the lab's testbed runs, in one table (plain C++: tests/kernels checks it on the CPU). A subject is
 // either the op's own code (`product`: launch_gemm's choice, each of its kernel families forced, the pipeline as
 // the op runs it), run here so the testbed checks it on any device, or a measurement variant of the lab (lab/gemm,
-// lab/convert, lab/pipeline_variants.cu), which the op never links. Each runs through the testbed (lab/testbed.cu):
+// lab/convert, lab/pipeline_variants.cu), which the op never links. Each runs through the testbed (lab/testbed.hpp):
 // checked against the CPU reference before it is timed, and timed beside the vendor's GEMM or the product's own
 // kernel in the same process. Promoting a variant is a commit that makes it the product's code and deletes the
 // loser, with the numbers in docs/results/ (lab/README.md).

@@ -4,6 +4,7 @@
 #   1. gemm-nan for each quant (the stores' NaN canonicalisation; exit 1 and a wrong count when it fails)
 #   2. the GEMM alone beside cuBLASLt (same process, same operands, in alternation) for issue 25's shapes, REPS
 #      processes each, with W GEMMs at once and the data kernels against the copy ceiling; medians per shape
+#   The record ($OUT/record) is in the layout scripts/current_results.py reads to generate the docs' current table.
 #   3. the sustained regimes where the default one is closest: 300 alternating launches (the power-capped clock) and
 #      back-to-back bursts (the GEMM's operands warm in L2)
 #   4. `gemmar run --backend gpu --all-configs` for the record's config sets (bit for bit end to end)
@@ -22,27 +23,29 @@ unpack_dev
 G=$CAND/gemmar
 BENCH=$CAND/gemmar_gpu_bench
 [[ -x $G && -x $BENCH ]] || { echo "no $G / $BENCH (scripts/device_pack.sh)"; exit 2; }
-machine_record "$OUT"
 D=$OUT/record
-mkdir -p "$D"
+machine_record "$D"
 for q in blockscale ptpc mxfp8; do
   step 30 "$BENCH" gemm-nan 4096 7168 2048 "$q" | tail -2 | cut -c1-300
 done | tee "$D/gemm_nan.txt"
-# 2. the GEMM's shapes, REPS processes each
+# 2. the GEMM's shapes, REPS processes each, one folder per quant (the layout scripts/current_results.py reads)
+for q in ${QUANTS:-blockscale ptpc}; do mkdir -p "$D/$q" && cp "$D/machine.txt" "$D/$q/"; done
 for rep in $(seq 1 "${REPS:-2}"); do
   for q in ${QUANTS:-blockscale ptpc}; do
     for nk in ${NKS:-7168x2048 5120x1024 5120x2048}; do
       for m in ${MS:-1000 4096 8192 16384}; do
-        left $((BUDGET - 300)) && step 60 "$BENCH" gemm "$m" "${nk%x*}" "${nk#*x}" "$q"
+        left $((BUDGET - 300)) && step 60 "$BENCH" gemm "$m" "${nk%x*}" "${nk#*x}" "$q" >> "$D/$q/shapes.log" 2>&1
       done
     done
   done
-done > "$D/shapes.log" 2>&1
+done
+mkdir -p "$D/blockscale"
 for m in ${CONCURRENT_MS-4096 16384}; do left $((BUDGET - 280)) && step 60 "$BENCH" gemm-concurrent "$m" 7168 2048 8; done \
-  > "$D/concurrent.log" 2>&1
-for b in 64 132; do left $((BUDGET - 270)) && step 60 "$BENCH" data 131072 7168 "$b"; done > "$D/data.log" 2>&1
+  > "$D/blockscale/concurrent.log" 2>&1
+for b in 64 132; do left $((BUDGET - 270)) && step 60 "$BENCH" data 131072 7168 "$b"; done > "$D/blockscale/data.log" 2>&1
 echo "== shapes t=${SECONDS}s"
-/usr/bin/python3 - "$D/shapes.log" <<'PY' | tee "$D/shapes.summary"
+cat "$D"/*/shapes.log > "$D/shapes.all"
+/usr/bin/python3 - "$D/shapes.all" <<'PY' | tee "$D/shapes.summary"
 import collections, json, statistics as st, sys
 r = collections.defaultdict(list)
 for line in open(sys.argv[1]):
@@ -57,7 +60,8 @@ for key in sorted(r):
           st.median(j["cublaslt_us"] for j in js), st.median(ratios), min(ratios), max(ratios),
           all(j["checked"] for j in js), len(js)))
 PY
-grep -h "GEMM_CONCURRENT_JSON\|DATA_JSON" "$D/concurrent.log" "$D/data.log" | cut -c1-400
+rm -f "$D/shapes.all"
+grep -h "GEMM_CONCURRENT_JSON\|DATA_JSON" "$D/blockscale/concurrent.log" "$D/blockscale/data.log" | cut -c1-400
 # 3. the sustained regimes
 if left $((BUDGET - 220)); then
   for s in "16384 7168 2048" "16384 5120 2048" "8192 7168 2048"; do
