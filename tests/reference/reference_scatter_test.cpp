@@ -95,10 +95,10 @@ TEST(ScatterQuant, ItsScaleIsNotTheGathersScale) {
 // values exactly halfway between two codes round to the even one.
 TEST(ScatterQuant, MidpointsRoundToTheEvenCode) {
   std::vector<uint16_t> x(kSeg, to_bf16(0.0f));
-  x[0] = to_bf16(448.0f);   // the amax
-  x[1] = to_bf16(1.0625f);  // between 1.0 (0x38, even) and 1.125 (0x39): 1.0
-  x[2] = to_bf16(1.1875f);  // between 1.125 (0x39) and 1.25 (0x3a, even): 1.25
-  x[3] = to_bf16(-432.0f);  // between 416 (0x7d) and 448 (0x7e, even): -448
+  x[0] = to_bf16(448.0f);      // the amax
+  x[1] = to_bf16(1.0625f);     // between 1.0 (0x38, even) and 1.125 (0x39): 1.0
+  x[2] = to_bf16(1.1875f);     // between 1.125 (0x39) and 1.25 (0x3a, even): 1.25
+  x[3] = to_bf16(-432.0f);     // between 416 (0x7d) and 448 (0x7e, even): -448
   x[4] = to_bf16(1.0703125f);  // just above the first midpoint: 1.125
   std::vector<uint8_t> codes(kSeg);
   float scale = 0;
@@ -123,19 +123,19 @@ TEST(ScatterQuant, TheAmaxSaturatesAt448AndNeverBecomesNaN) {
     ASSERT_EQ(numerics::quantize_scaled(amax, inv, false), 0x7e) << amax;
     ASSERT_EQ(numerics::quantize_scaled(-amax, inv, false), 0xfe) << amax;
   }
-  EXPECT_GT(above, 0);  // the case exists
-  EXPECT_EQ(numerics::f32_to_e4m3(464.0f, false), 0x7e);   // the midpoint to the next binade step
-  EXPECT_EQ(numerics::f32_to_e4m3(1.0e6f, false), 0x7e);   // far above
+  EXPECT_GT(above, 0);                                    // the case exists
+  EXPECT_EQ(numerics::f32_to_e4m3(464.0f, false), 0x7e);  // the midpoint to the next binade step
+  EXPECT_EQ(numerics::f32_to_e4m3(1.0e6f, false), 0x7e);  // far above
   EXPECT_EQ(numerics::f32_to_e4m3(-1.0e6f, false), 0xfe);
 }
 
 // A zero segment has scale 1 (inv 1) and keeps its zeros' signs; the next segment has its own scale.
 TEST(ScatterQuant, ZeroSegmentsHaveScaleOneAndEverySegmentItsOwnAmax) {
   std::vector<uint16_t> x(3 * kSeg, to_bf16(0.0f));
-  x[5] = 0x8000;                           // -0 in the zero segment
-  x[kSeg + 7] = to_bf16(-3.0f);            // segment 1's amax
+  x[5] = 0x8000;                 // -0 in the zero segment
+  x[kSeg + 7] = to_bf16(-3.0f);  // segment 1's amax
   x[kSeg + 8] = to_bf16(0.75f);
-  x[2 * kSeg + 9] = to_bf16(1000.0f);      // segment 2's, unrelated to segment 1's
+  x[2 * kSeg + 9] = to_bf16(1000.0f);  // segment 2's, unrelated to segment 1's
   std::vector<uint8_t> codes(3 * kSeg);
   std::vector<float> scales(3);
   scatter_quantize_row(x.data(), 3 * kSeg, codes.data(), scales.data(), Fp8Format::E4M3FN);
