@@ -31,6 +31,7 @@ FloorResult predict_floors(const FloorRequest& req) {
   fp8_cfg.gather_dtype = WireDtype::Fp8;
   fp8_cfg.gather_transport = Transport::Lsa;
   validate_shape_config(req.shape, fp8_cfg);
+  validate_fp8_format(req.quant, req.fp8_format);
   GEMMAR_USAGE_CHECK(req.rows >= req.shape.world, "--rows: ", req.rows, " must be at least --world (", req.shape.world,
                      ") so every slice is sampled");
   Config bf16_cfg = fp8_cfg;

@@ -82,7 +82,7 @@ int floors(const Args& args) {
       "data", po::value<std::string>()->default_value("normal"), "normal|bench")(
       "rows", po::value<int64_t>()->default_value(256), "sampled output rows (stratified over the slices)")(
       "seed", po::value<uint64_t>()->default_value(1234), "operand seed")(
-      "fp8-format", po::value<std::string>()->default_value("e4m3fn"), "e4m3fn|e4m3fnuz");
+      "fp8-format", po::value<std::string>()->default_value("e4m3fn"), "e4m3fn|e4m3fnuz (mxfp8: e4m3fn only)");
   add_common_options(d);
   po::variables_map vm;
   if (!parse(args, d, vm, std::cout,
@@ -92,15 +92,17 @@ int floors(const Args& args) {
   ref::FloorRequest req;
   req.shape = read_shape(vm);
   req.quant = parse_quant(vm["quant"].as<std::string>());
-  const WireDtype scatter = parse_wire(vm["scatter-dtype"].as<std::string>(), "--scatter-dtype");
+  const WireDtype scatter = parse_scatter_wire(vm["scatter-dtype"].as<std::string>());
   req.data = parse_data(vm["data"].as<std::string>());
   req.rows = vm["rows"].as<int64_t>();
   req.seed = vm["seed"].as<uint64_t>();
   req.fp8_format = parse_fp8_format(vm["fp8-format"].as<std::string>());
-  // Floors evaluate the fp8 wire, so its constraints (N a multiple of 1024) apply.
+  validate_fp8_format(req.quant, req.fp8_format);
+  // Floors evaluate the fp8 wires (fused-sdma), so their constraints (N a multiple of 1024) apply.
   Config c;
   c.quant = req.quant;
   c.gather_dtype = WireDtype::Fp8;
+  c.scatter_dtype = WireDtype::Fp8;
   validate_shape_config(req.shape, c);
   GEMMAR_USAGE_CHECK(req.rows >= req.shape.world, "--rows: ", req.rows, " must be at least --world (", req.shape.world,
                      ")");
