@@ -107,7 +107,7 @@ CollectivePlan::CollectivePlan(const CollectiveRequest& r, const Config& cfg)
       f(r.faults),
       W(r.shape.world),
       N(r.shape.n),
-      S(slice_rows(r.shape, cfg.quant)),
+      S(slice_rows(r.shape, cfg)),  // the run's row plan: relaxed rows own M / W rows each, unpadded
       fused(traits(cfg.mode).fused),
       owner_loads(!fused && !traits(cfg.mode).scatter_by_copy_engine),
       fp8(cfg.gather_dtype == WireDtype::Fp8 && !f.fp8_wire_bypassed),
@@ -323,7 +323,7 @@ void gather_row(const CollectivePlan& c, const Row& row, RowBuffers& b, float sc
 Bf16Outputs emulate_collective(const CollectiveRequest& req, const Partials& partials) {
   const Config cfg = effective_config(req.config);
   const int W = req.shape.world;
-  const int64_t R = int64_t(req.rows.size()), N = req.shape.n, pm = padded_m(req.shape, cfg.quant);
+  const int64_t R = int64_t(req.rows.size()), N = req.shape.n, pm = padded_m(req.shape, cfg);
   GEMMAR_CHECK(int(partials.size()) == W, "partials for ", partials.size(), " ranks, world is ", W);
   for (const auto& p : partials) GEMMAR_CHECK(int64_t(p.size()) == R * N, "partials of the wrong size");
   for (int64_t r : req.rows) GEMMAR_CHECK(r >= 0 && r < pm, "row ", r, " outside the padded M ", pm);
@@ -402,8 +402,14 @@ PartialsResult compute_partials(const PartialsRequest& req) {
 EmulationResult emulate(const EmulationRequest& req) {
   validate_shape_config(req.shape, req.config);
   PartialsRequest pr;
-  pr.operands = {req.shape, req.config.quant, req.data, req.seed, req.fp8_format};
+  // Rows past the logical M are zero rows (mori's pad_rows zero-extends A before quantizing), up to the row plan's
+  // padded M (--schedule wo_b, --relaxed-rows: not the W * BLOCK_M padding).
+  Shape logical = req.shape;
+  logical.m = logical_m(req.shape, req.config);
+  pr.operands = {logical, req.config.quant, req.data, req.seed, req.fp8_format};
   pr.rows = req.rows;
+  if (pr.rows.empty())
+    for (int64_t r = 0; r < padded_m(req.shape, req.config); ++r) pr.rows.push_back(r);
   pr.fnuz_read_as_fn = req.faults.fnuz_read_as_fn;
   PartialsResult p = compute_partials(pr);
 

@@ -12,6 +12,11 @@
 //   wire_quantize_row, WireRecipe::Mori; with fuse_quantize the amax comes from the reduce's fp32 accumulator,
 //   WireRecipe::AccAmax, as mori's sdma_reduce_quant), peers dequantize to bf16; the owner's own rows are never
 //   quantized.
+// Rows are owned as the run's row plan says (common/config.hpp row_plan): rank r owns [r*S, (r+1)*S) with
+// S = padded_m(shape, config) / W, so relaxed rows (mori's --relaxed-rows, M not padded to W * BLOCK_M) and the
+// wo_b schedule's padded M move rows to other owners, which changes the reduce's peer order and the rows that never
+// cross the fp8 gather. The chunks of the fused scatter (chunk_bands' short tail, either chunk rule) only split the
+// puts: they change no value.
 // split-lsa is bf16 only (effective_config), gemm-only has no collective (output = local bf16 partial).
 // The collective is row local, so it runs on any selection of rows: sampled rows of the full reference shape,
 // or all rows of a small shape. It runs on computed partials or on externally supplied ones (a GPU's).
@@ -98,7 +103,7 @@ struct ReplayState {
 struct CollectiveRequest {
   Shape shape;
   Config config;
-  std::vector<int64_t> rows;                  // global padded rows, each < padded_m
+  std::vector<int64_t> rows;                  // global padded rows, each < padded_m(shape, config)
   Fp8Format wire_format = Fp8Format::E4M3FN;  // the fp8 wire's format
   Faults faults;
   uint64_t seed = 1234;  // drives the no-release pattern

@@ -1,4 +1,4 @@
-// The fp8 scatter's recipe (mori's --scatter-dtype fp8, /work notes fp8-scatter.md; reference/numerics_inline.hpp),
+// The fp8 scatter's recipe (mori's --scatter-dtype fp8; docs/reference.md, reference/numerics_inline.hpp),
 // bit for bit against an oracle written here in double precision: per row per 256 columns, scale = fl32(amax / 448),
 // inv = fl32(1 / scale), code = RNE(fl32(x * inv)) saturating; the reduce widens fl32(decode * scale) and sums in fp32.
 #include <gtest/gtest.h>

@@ -116,9 +116,9 @@ std::shared_ptr<const reference::Bf16Outputs> emulate_collective_once(const refe
                "emulate_collective_once: a replay or a stale output is not a pure function of its inputs");
   std::ostringstream key;
   key << cr.shape.m << ',' << cr.shape.n << ',' << cr.shape.k << ',' << cr.shape.world << '|' << config_label(cr.config)
-      << '|' << cr.config.fuse_quantize << '|' << int(cr.config.scatter_dtype) << '|' << int(cr.wire_format) << '|' << cr.faults.label() << '|' << cr.seed
-      << '|' << cr.rows.size() << '|' << (cr.rows.empty() ? -1 : cr.rows.front()) << '|'
-      << (cr.rows.empty() ? -1 : cr.rows.back()) << '|' << partials_hash(partials);
+      << '|' << cr.config.fuse_quantize << '|' << int(cr.config.scatter_dtype) << '|' << int(cr.wire_format) << '|'
+      << cr.faults.label() << '|' << cr.seed << '|' << cr.rows.size() << '|' << (cr.rows.empty() ? -1 : cr.rows.front())
+      << '|' << (cr.rows.empty() ? -1 : cr.rows.back()) << '|' << partials_hash(partials);
   struct Entry {
     std::string key;
     std::vector<int64_t> rows;
