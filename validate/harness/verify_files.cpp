@@ -165,7 +165,7 @@ void check_tensors(RankFile& f, const std::string& path) {
   if (f.wire || f.file.has("wire_scale")) {
     if (!f.rows.empty()) bad(path, "wire tensors are only read from full dumps (no 'rows' tensor)");
     const Shape s{f.m, f.n, f.k, f.world};
-    const int64_t S = slice_rows(s, q);
+    const int64_t S = slice_rows(s, f.config);
     expect_tensor(f, "wire", {"U8", "F8_E4M3"}, {S, f.n}, "the owned slice's fp8 codes, [padded M / W, N]");
     expect_tensor(f, "wire_scale", {"F32"}, {S}, "one fp32 scale per row of the owned slice");
     f.wire = true;
