@@ -46,9 +46,8 @@ void add_run_options(po::options_description& d, RunCommand cmd) {
     d.add_options()("m,m", po::value<int64_t>(), "rows (default: 2048 on cpu; 4096 and 16384 on gpu)")(
         "n,n", po::value<int64_t>(), "columns (default: 2048 on cpu, 7168 on gpu)")(
         "k,k", po::value<int64_t>(), "reduction length per rank (default: 512 on cpu, 2048 on gpu)")(
-        "world", po::value<int>()->default_value(Shape{}.world), "ranks (W)")(
-        "quant", po::value<std::string>()->default_value(to_string(Config{}.quant)), quant_spellings())(
-        "pull-blocks", po::value<int>(), "pull kernel grid per rank (default: $MORI_GEMM_AR_PULL_BLOCKS, else 64)");
+        "world", po::value<int>()->default_value(Shape{}.world), "ranks (W)");
+    add_config_options(d, {"quant", "pull-blocks"});
   }
   d.add_options()("backend", po::value<std::string>(),
                   "gpu|cpu (default: gpu in a GPU build, else cpu = the CPU emulation)")(
@@ -115,10 +114,7 @@ RunPlan read_run_plan(const po::variables_map& vm, RunCommand cmd) {
     p.m_values = vm.count("m") ? std::vector<int64_t>{vm["m"].as<int64_t>()}
                                : (gpu ? std::vector<int64_t>{4096, 16384} : std::vector<int64_t>{kCpuM});
     req.shape.m = p.m_values.front();
-    Config base;
-    base.quant = parse_quant(vm["quant"].as<std::string>());
-    base.pull_blocks = vm.count("pull-blocks") ? vm["pull-blocks"].as<int>() : pull_blocks_from_env();
-    p.configs = all_configs(base);
+    p.configs = all_configs(read_config(vm));
     req.check_rows = gpu ? 512 : 0;  // the CPU emulation checks every row; the GPU a stratified sample
   }
   if (vm.count("m-list")) p.m_values = parse_int_list(vm["m-list"].as<std::string>(), "--m-list");
