@@ -3,7 +3,10 @@
 // W ranks are separate buffers. Each rank's fp32 partial is rounded to bf16 (its local partial; the output
 // buffer holds it before the collective, as an in-place all-reduce's does). Scatter leg: the owner of a row
 // (rank r owns padded rows [r*S, (r+1)*S)) receives every peer's bf16 partial in one slot per peer. Reduce:
-// fp32 sum in peer order (owner + j) % W, j = 0..W-1, stored bf16 (numerics::reduce_element). Gather leg:
+// fp32 sum in peer order (owner + j) % W, j = 0..W-1, stored bf16 (numerics::reduce_element). fp8 scatter
+// (config.scatter_dtype, mori's --scatter-dtype fp8): every sender narrows its bf16 partial per row per 256 columns
+// before the put, its own slice included (quant.hpp scatter_quantize_row, mori's recipe), and the reduce sums the
+// slots widened to fp32 (numerics::reduce_sum_f32 over scatter_widen). Gather leg:
 //   bf16 wire: exact copies of the owner's rows into every peer's output;
 //   fp8 wire (sdma and lsa alike): the owner quantizes each owned row with mori's recipe (quant.hpp
 //   wire_quantize_row, WireRecipe::Mori; with fuse_quantize the amax comes from the reduce's fp32 accumulator,

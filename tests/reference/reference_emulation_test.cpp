@@ -8,6 +8,7 @@
 
 #include "reference/emulation.hpp"
 #include "reference/formats.hpp"
+#include "reference/quant.hpp"
 
 using namespace gemmar;
 using namespace gemmar::reference;
@@ -115,6 +116,90 @@ TEST(Emulation, Fp8WireSdmaAndLsaAreIdenticalAndOwnerRowsAreNeverQuantized) {
   const double e = view_rel_l2(sdma);
   EXPECT_GT(e, 1.5e-2);
   EXPECT_LT(e, 3.0e-2);
+}
+
+// The fp8 scatter (mori's --scatter-dtype fp8): each rank's bf16 partial of a row, its own included, narrowed per 256
+// columns with mori's recipe; the owner sums the widened slots in fp32 in peer order (owner + j) % W from its own,
+// stores bf16; the gather copies (bf16) or narrows per row (fp8) as ever. Written out here from the recipe's row
+// functions (tested bit for bit in reference_scatter_test.cpp) and compared with every rank's view.
+TEST(Emulation, Fp8ScatterNarrowsEveryRanksPartialIncludingTheOwnersAndSumsWidenedInPeerOrder) {
+  const int W = kShape.world;
+  const int64_t N = kShape.n, S = slice_rows(kShape, Quant::Blockscale);
+  const auto& rows = partials().rows;
+  std::vector<uint16_t> want(rows.size() * size_t(N)), skip_own(want.size());
+  std::vector<uint16_t> bf(static_cast<size_t>(N));
+  std::vector<uint8_t> codes(static_cast<size_t>(N));
+  std::vector<float> scales(size_t(N / 256));
+  std::vector<std::vector<float>> wide(static_cast<size_t>(W), std::vector<float>(static_cast<size_t>(N)));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const int owner = int(rows[i] / S);
+    for (int p = 0; p < W; ++p) {
+      for (int64_t c = 0; c < N; ++c)
+        bf[size_t(c)] = to_bf16(partials().partials[size_t(p)][i * size_t(N) + size_t(c)]);
+      scatter_quantize_row(bf.data(), N, codes.data(), scales.data(), Fp8Format::E4M3FN);
+      scatter_widen_row(codes.data(), scales.data(), N, wide[size_t(p)].data(), Fp8Format::E4M3FN);
+    }
+    for (int64_t c = 0; c < N; ++c) {
+      // acc_own: a reduce that left the owner's own contribution unquantized
+      float acc = wide[size_t(owner)][size_t(c)];
+      float acc_own = from_bf16(to_bf16(partials().partials[size_t(owner)][i * size_t(N) + size_t(c)]));
+      for (int j = 1; j < W; ++j) {
+        acc += wide[size_t((owner + j) % W)][size_t(c)];
+        acc_own += wide[size_t((owner + j) % W)][size_t(c)];
+      }
+      want[i * size_t(N) + size_t(c)] = to_bf16(acc);
+      skip_own[i * size_t(N) + size_t(c)] = to_bf16(acc_own);
+    }
+  }
+  Config c = make_config(Mode::FusedSdma, WireDtype::Bf16, Transport::Sdma);
+  c.scatter_dtype = WireDtype::Fp8;
+  const Bf16Outputs out = run(c);
+  for (int r = 0; r < W; ++r) ASSERT_EQ(out[size_t(r)], want) << "rank " << r;
+  EXPECT_NE(want, skip_own);  // the owner's own contribution goes through fp8 too
+  const double e = view_rel_l2(out);
+  EXPECT_GT(e, 2.3e-2);  // e4m3's 3 mantissa bits on every contribution
+  EXPECT_LT(e, 2.9e-2);
+  // With the fp8 gather: the owner holds that reduce, every peer its per-row narrowing.
+  c.gather_dtype = WireDtype::Fp8;
+  const Bf16Outputs both = run(c);
+  std::vector<uint16_t> deq(static_cast<size_t>(N));
+  for (size_t i = 0; i < rows.size(); i += 13) {
+    const int owner = int(rows[i] / S);
+    const uint16_t* reduced = want.data() + i * size_t(N);
+    const float scale = wire_quantize_row(reduced, N, codes.data(), Fp8Format::E4M3FN);
+    wire_dequantize_row(codes.data(), scale, N, deq.data(), Fp8Format::E4M3FN);
+    for (int r = 0; r < W; ++r) {
+      const uint16_t* view = both[size_t(r)].data() + i * size_t(N);
+      ASSERT_TRUE(std::equal(view, view + N, r == owner ? reduced : deq.data())) << "rank " << r << " row " << rows[i];
+    }
+  }
+  const double e2 = view_rel_l2(both);
+  EXPECT_GT(e2, 3.2e-2);  // the two legs' errors add in quadrature: sqrt(0.026^2 + 0.025^2)
+  EXPECT_LT(e2, 4.0e-2);
+}
+
+// A scatter put that does nothing leaves the owner's slot as mori's zeroed window holds it (codes 0, scales 0):
+// widened, zero, so the owner's reduce holds its own narrowed partial only.
+TEST(EmulationFaults, SilentFp8ScatterLeavesTheOwnersOwnNarrowedPartial) {
+  Config c = make_config(Mode::FusedSdma, WireDtype::Bf16, Transport::Sdma);
+  c.scatter_dtype = WireDtype::Fp8;
+  Faults f;
+  f.silent_scatter = true;
+  const Bf16Outputs out = run(c, f);
+  const int64_t N = kShape.n, S = slice_rows(kShape, Quant::Blockscale);
+  std::vector<uint16_t> bf(static_cast<size_t>(N));
+  std::vector<uint8_t> codes(static_cast<size_t>(N));
+  std::vector<float> scales(size_t(N / 256)), wide(static_cast<size_t>(N));
+  for (size_t i = 0; i < partials().rows.size(); i += 7) {
+    const int owner = int(partials().rows[i] / S);
+    for (int64_t col = 0; col < N; ++col)
+      bf[size_t(col)] = to_bf16(partials().partials[size_t(owner)][i * size_t(N) + size_t(col)]);
+    scatter_quantize_row(bf.data(), N, codes.data(), scales.data(), Fp8Format::E4M3FN);
+    scatter_widen_row(codes.data(), scales.data(), N, wide.data(), Fp8Format::E4M3FN);
+    for (int64_t col = 0; col < N; ++col)
+      ASSERT_EQ(out[size_t(owner)][i * size_t(N) + size_t(col)], to_bf16(wide[size_t(col)] + 0.0f)) << i << " " << col;
+  }
+  EXPECT_GT(view_rel_l2(out), 0.8);
 }
 
 TEST(Emulation, SplitLsaIsBf16OnlyEvenWhenAskedForFp8) {

@@ -93,6 +93,7 @@ void floor_band(const RunRecord& r, const Expectations& e, NumericsBasis& n) {
     const double rows = double(std::max<int64_t>(e.floors ? e.floors->rows_evaluated : 1, 1));
     n.sigma = pair->stderr_ * std::sqrt(1.0 + rows / double(std::max<int64_t>(r.shape.m, 1)));
   }
+  // The benchmark's fp8 gate covers an fp8 gather or an fp8 scatter (bench_gemm_ar.py @d5443336 :530-543).
   n.accept_max = n.fp8 ? kFp8AcceptMax : kBf16AcceptMax;
   n.upper = n.accept_max;
   n.tol = kFloorMargin;

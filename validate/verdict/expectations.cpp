@@ -76,7 +76,8 @@ std::optional<WireFloor> wire_floor(const Expectations& e, WireDtype scatter, Wi
 }
 
 bool scatter_fp8(const RunRecord& r) {
-  return r.raw.is_object() && r.raw.contains("scatter_dtype") && r.raw["scatter_dtype"] == "fp8";
+  return r.config.scatter_dtype == WireDtype::Fp8 ||
+         (r.raw.is_object() && r.raw.contains("scatter_dtype") && r.raw["scatter_dtype"] == "fp8");
 }
 
 std::string default_profile(const std::string& backend, const std::string& device, int ranks_per_device) {
@@ -106,6 +107,13 @@ Expectations expectations_for(const RunRecord& r, const JudgeOptions& o) {
       if (!o.floors_at_run_m) fs.m = verdict_rules::kFloorCanonicalM;
       const auto& fl = reference::cached_floors(fs, e.config.quant);
       e.floors = FloorExpectation{fl.bf16, fl.fp8, fl.bf16_stderr, fl.fp8_stderr, fl.rows_evaluated, fs.m};
+      // The fp8 scatter's pairs (reference::FloorResult::pair): its floor, and the bf16 scatter's beside it for the
+      // scatter leg's WIRE_NOT_USED.
+      for (const WireDtype g : {WireDtype::Bf16, WireDtype::Fp8}) {
+        const reference::PairFloor p = fl.pair(WireDtype::Fp8, g);
+        (g == WireDtype::Bf16 ? e.fp8_scatter_floors.bf16_gather : e.fp8_scatter_floors.fp8_gather) =
+            WireFloor{p.value, p.stderr_};
+      }
     } catch (const Error& err) {
       e.floor_error = err.what();
     }

@@ -357,7 +357,7 @@ std::string quant_label(const RunRecord& r, const Config& cfg) {
 
 std::string record_config_label(const RunRecord& r) {
   std::string s = config_label(r.config);
-  if (scatter_fp8(r) && s.find("scatter") == std::string::npos) s += "/fp8-scatter";
+  if (scatter_fp8(r) && s.find("scatter") == std::string::npos) s += "/scatter-fp8";  // as config_label names it
   if (r.quant_known) return s;
   const std::string q = "/" + to_string(r.config.quant);
   if (const size_t at = s.find(q); at != std::string::npos) s.replace(at, q.size(), "/quant?");
