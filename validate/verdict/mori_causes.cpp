@@ -4,17 +4,14 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "validate/verdict/judge_basis.hpp"
 #include "validate/verdict/mori_verdicts.hpp"
 
 namespace gemmar {
 
 namespace {
 
-std::string g3(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
+using verdict_detail::sci;
 
 // The word after `tag` in `s` (up to a space or `stop`), or empty.
 std::string word_after(const std::string& s, const std::string& tag, char stop = ' ') {
@@ -61,7 +58,7 @@ std::optional<ExceptionReading> wire_reference(const std::string& ex) {
   if (!t || !t->is_array() || t->size() < 3 || !(*t)[0].is_string() || !(*t)[1].is_number_integer())
     return std::nullopt;
   const std::string name = (*t)[0], rank = std::to_string((*t)[1].get<long long>());
-  auto num = [&](size_t i) { return i < t->size() && (*t)[i].is_number() ? g3((*t)[i].get<double>()) : "?"; };
+  auto num = [&](size_t i) { return i < t->size() && (*t)[i].is_number() ? sci((*t)[i].get<double>()) : "?"; };
   std::string cause;
   if (name == "FP8 tile quantization")
     cause = "the fp8 scatter's tile quantizer on rank " + rank + ": " + num(4) +
@@ -101,7 +98,7 @@ std::optional<ExceptionReading> schedule_worker(const std::string& ex) {
   const long long sign = (*t)[2].is_number() ? (*t)[2].get<long long>() : 1;
   std::string cause = w + "'s replay gate (:147-157): rank " + std::to_string((*t)[0].get<long long>()) +
                       " at logical M=" + std::to_string((*t)[1].get<long long>()) +
-                      (sign < 0 ? " (inputs xor-ed)" : "") + " has relL2 " + g3(err) +
+                      (sign < 0 ? " (inputs xor-ed)" : "") + " has relL2 " + sci(err) +
                       ", over its limit (0.045 with an fp8 leg, 0.003 with both legs bf16)";
   if (std::fabs(err - 2.0) < 0.05)
     cause +=
@@ -132,11 +129,11 @@ std::string op_worker_rows_cause(const std::string& key, const nlohmann::json& r
   if (rows.contains("matches_previous_scatter")) {
     const double diff = rows.value("max_abs_diff_vs_stale", std::nan(""));
     if (rows.value("matches_previous_scatter", false))
-      return s + " hold peer 1's scatter payload from the previous M bit for bit (max |diff| " + g3(diff) +
+      return s + " hold peer 1's scatter payload from the previous M bit for bit (max |diff| " + sci(diff) +
              "): a stale scatter slot. This M's output rows alias the previous M's receive slot, so the window map "
              "moved between M values; mori pins it to m_max (test_gemm_ar_op.py @1531cfe8, "
              "test_one_instance_serves_two_m_values_in_any_order)";
-    return s + ", not the previous M's scatter payload (max |diff| against it " + g3(diff) +
+    return s + ", not the previous M's scatter payload (max |diff| against it " + sci(diff) +
            "): a region read before it landed or left from another call, not the moved-map alias";
   }
   return s + (rows.value("contiguous", false) ? ": one block, a whole region read stale or never written"
@@ -166,7 +163,7 @@ void wire_check_gates(const nlohmann::json& checks, std::string& bad) {
       if (!w.contains(g.key) || !w[g.key].is_number()) continue;
       const double x = w[g.key].get<double>();
       if (!(x < g.limit))
-        bad += "; M=" + std::to_string(w.value("m", 0LL)) + " " + g.key + " " + g3(x) + " (>= " + g3(g.limit) + ", " +
+        bad += "; M=" + std::to_string(w.value("m", 0LL)) + " " + g.key + " " + sci(x) + " (>= " + sci(g.limit) + ", " +
                g.where + ")";
     }
   }
@@ -198,7 +195,8 @@ Verdict schedule_worker_verdict(const LogEntry& e) {
   const auto& ranks = j["per_rank_max_rel_l2"];
   for (size_t i = 0; ranks.is_array() && i < ranks.size(); ++i) {
     const double x = ranks[i].is_number() ? ranks[i].get<double>() : std::nan("");
-    if (!(x < limit)) bad += "; rank " + std::to_string(i) + " worst replay relL2 " + g3(x) + " (>= " + g3(limit) + ")";
+    if (!(x < limit))
+      bad += "; rank " + std::to_string(i) + " worst replay relL2 " + sci(x) + " (>= " + sci(limit) + ")";
     if (x > worst) worst = x;
   }
   for (const char* b : {"graph_replay", "changed_inputs", "guards"})
@@ -214,14 +212,14 @@ Verdict schedule_worker_verdict(const LogEntry& e) {
   if (!bad.empty()) {
     v.pass = false;
     v.findings.push_back({"MORI_GATE", Severity::Error,
-                          what + " fails mori's own gates (limit " + g3(limit) +
+                          what + " fails mori's own gates (limit " + sci(limit) +
                               (fp8 ? " with an fp8 leg" : " with both legs bf16") +
                               ", :147-157; wire tolerances of "
                               "gemm_ar_wire_reference.py)" +
                               bad + "."});
     return v;
   }
-  v.context.notes.push_back(what + ": worst replay relL2 " + g3(worst) + " (limit " + g3(limit) + "), plans " +
+  v.context.notes.push_back(what + ": worst replay relL2 " + sci(worst) + " (limit " + sci(limit) + "), plans " +
                             plans_text(j.value("plans", nlohmann::json::array())) + ", " +
                             std::to_string(checks.size()) +
                             " wire check(s) within gemm_ar_wire_reference.py's "

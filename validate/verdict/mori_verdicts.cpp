@@ -4,21 +4,15 @@
 #include <cmath>
 #include <cstdio>
 
+#include "validate/verdict/judge_basis.hpp"
+
 namespace gemmar {
 
 namespace {
 
-std::string g3(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
-
-std::string us1(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f us", v);
-  return buf;
-}
+using verdict_detail::pct;
+using verdict_detail::sci;
+using verdict_detail::us;
 
 // An entry of the log (log_level) or of another producer's record (other_record), with at most one finding.
 Verdict entry(const std::string& source, bool other_record) {
@@ -61,12 +55,10 @@ Verdict refusal_verdict(const MoriRefusal& r) {
 // 1465.5 us (-21.8%) at M=16384 N=7168 K=2048 on 8x MI355X (:113-115).
 Verdict ordering_verdict(const OrderingGate& g) {
   Verdict v = entry(g.source, false);
-  const double over = g.split_us > 0 ? (g.fused_us / g.split_us - 1.0) * 100.0 : 0.0;
-  char pct[32];
-  std::snprintf(pct, sizeof pct, "%+.1f%%", over);
+  const std::string over = pct(g.split_us > 0 ? g.fused_us / g.split_us - 1.0 : 0.0);
   add(v, "MORI_GATE", Severity::Error,
       std::string("test_gemm_ar_bench.py's gate failed") + (g.from_assertion ? " (its assertion)" : "") +
-          ": fused-sdma " + us1(g.fused_us) + " did not beat split-sdma " + us1(g.split_us) + " (" + pct +
+          ": fused-sdma " + us(g.fused_us) + " did not beat split-sdma " + us(g.split_us) + " (" + over +
           ") at the model shape, where mori recorded fused 21.8% under split (1146.2 against 1465.5 us on 8x "
           "MI355X, :113-115); its assert f < s (:132-136) calls this a real regression unless the runner was "
           "heavily contended: rerun both modes back to back on an idle node.");
@@ -85,9 +77,9 @@ Verdict gather_wire_verdict(const std::vector<GatherWireCheck>& lines) {
     reduce = std::max(reduce, r);
     scale = std::max(scale, s);
     flips += l.stats.value("wire_gather_midpoint_flips", 0LL);
-    if (!(r < 1e-3)) bad += "; rank " + std::to_string(l.rank) + " wire_reduce_rel_l2 " + g3(r) + " (>= 1e-3, :86)";
+    if (!(r < 1e-3)) bad += "; rank " + std::to_string(l.rank) + " wire_reduce_rel_l2 " + sci(r) + " (>= 1e-3, :86)";
     if (!(s < 1e-6))
-      bad += "; rank " + std::to_string(l.rank) + " wire_gather_scale_rel_l2 " + g3(s) + " (>= 1e-6, :112)";
+      bad += "; rank " + std::to_string(l.rank) + " wire_gather_scale_rel_l2 " + sci(s) + " (>= 1e-6, :112)";
   }
   const std::string what = std::to_string(lines.size()) + " GATHER_WIRE_CHECK line(s) of gemm_ar_wire_reference.py";
   if (!bad.empty()) {
@@ -96,8 +88,8 @@ Verdict gather_wire_verdict(const std::vector<GatherWireCheck>& lines) {
             ": the fp8 gather's row scales or the reduce before it are not what the transmitted bytes give.");
     return v;
   }
-  v.context.notes.push_back(what + ": worst wire_reduce_rel_l2 " + g3(reduce) + " (< 1e-3), worst " +
-                            "wire_gather_scale_rel_l2 " + g3(scale) + " (< 1e-6), " + std::to_string(flips) +
+  v.context.notes.push_back(what + ": worst wire_reduce_rel_l2 " + sci(reduce) + " (< 1e-3), worst " +
+                            "wire_gather_scale_rel_l2 " + sci(scale) + " (< 1e-6), " + std::to_string(flips) +
                             " codes at a rounding midpoint (accepted)");
   return v;
 }
