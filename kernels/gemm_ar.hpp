@@ -1,6 +1,6 @@
 // Host API of the GPU kernels library (gemmar_kernels): one gemm_ar run, every mode and wire, W ranks either
 // one per device (peer access) or several on one device (separate allocations per rank). Plain C++: callers
-// (validate/run_gpu.cpp, the bench) need no GPU headers. The numerics come from reference/numerics_inline.hpp,
+// (validate/harness/run_gpu.cpp, the bench) need no GPU headers. The numerics come from reference/numerics_inline.hpp,
 // so the collective the GPU runs is the one the CPU emulation re-computes, bit for bit.
 #pragma once
 #include <cstdint>

@@ -14,7 +14,7 @@ bool is(const char* env, const char* name) { return std::strcmp(env, name) == 0;
 KernelOptions kernel_options_from_env() {
   KernelOptions o;
   if (const char* env = std::getenv("GEMMAR_GEMM_KERNEL"); env && *env) {
-    // The names, in the order the warning lists them (kernel_options.hpp and README.md describe each).
+    // The names, in the order the warning lists them (kernel_options.hpp and docs/environment.md describe each).
     static constexpr struct {
       const char* name;
       GemmKernel kind;

@@ -1,6 +1,6 @@
 // The run's kernel variants: chosen once (kernel_options_from_env, by the harness's GPU backend and the bench) and
 // passed down to the launchers, which never read the environment. The environment variables are the way to set
-// them (README.md's table lists each with its default). Plain C++: no GPU headers.
+// them (docs/environment.md lists each with its default). Plain C++: no GPU headers.
 #pragma once
 
 namespace gemmar::kernels {
@@ -55,9 +55,8 @@ enum class FusedSdmaGemm {
 enum class PutPriority {
   Equal,  // both streams at the default priority
   Low,    // the compute streams at the device's greatest priority, the copy streams at its least: a put's blocks
-          // take only SMs no GEMM block is waiting for. At ptpc 4096 x 7168 x 2048 (2026-12-06, docs/kernels.md
-          // thirteenth and fourteenth passes) fused-sdma's GEMM phase 1.5% shorter on an H200, its drain as much
-          // longer; on an H100 no change (0.882-0.884 of gemm-only's, equal 0.884-0.885): not the default
+          // take only SMs no GEMM block is waiting for. Not the default: what fused-sdma's GEMM phase gains the
+          // drain loses (docs/results/h100-h200-1gpu-2026-12-06-puts, h100-1gpu-2026-12-06-release)
 };
 
 struct KernelOptions {

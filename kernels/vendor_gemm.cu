@@ -41,7 +41,7 @@ struct Plan {
   bool chosen = false;
   // One workspace per stream: the W ranks of one device issue their GEMMs on W streams that run concurrently,
   // and cuBLASLt's split-K / stream-K kernels keep partial sums and flags in the workspace (a shared one
-  // corrupted the partials on the H200, 2026-12-03).
+  // corrupted the partials on the H200: docs/results/h200-1gpu-2026-12-03-kernels).
   std::map<gpuStream_t, void*> ws;
   ~Plan() {
     for (auto& [st, w] : ws) gpuFree(w);

@@ -172,7 +172,7 @@ void for_each_row(const std::string& path, const Row& row) {
 }
 
 // mori benchmark/cco/flydsl/gemm_ar/fused_mxfp8.txt: "M mode max_rank_time_us" (tune_mxfp8.sh's defaults:
-// --quant mxfp8, N = 5120, K = 2048, 4 ranks; model/README.md).
+// --quant mxfp8, N = 5120, K = 2048, 4 ranks; tests/data/model/README.md).
 void mxfp8_txt(const std::string& path, const std::string& name, std::vector<CalPoint>& out) {
   for_each_row(path, [&](std::istringstream& is, int line_no) {
     int64_t m = 0;

@@ -38,7 +38,7 @@ nlohmann::json::json_pointer value_pointer(const std::string& dotted);
 const std::vector<FitParam>& default_fit_parameters();
 
 // The calibration points of the mi355x profile under `data_dir` (tests/data): mi355x_measured.json's standalone
-// totals and mori's committed sweeps copied into model/ (model/README.md names each one's commit and path).
+// totals and mori's committed sweeps copied into model/ (tests/data/model/README.md names each one's commit and path).
 // Throws UsageError naming the file and line of a malformed row.
 std::vector<CalPoint> load_mi355x_points(const std::string& data_dir);
 

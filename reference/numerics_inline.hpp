@@ -193,8 +193,8 @@ GEMMAR_HD inline float scatter_widen(uint8_t q, float scale, bool fnuz) { return
 // ---- the GEMM's scale application ------------------------------------------------------------------
 // blockscale / mxfp8: per K block, acc = fma(dot, scale_a * scale_b, acc); ptpc: out = dot * (scale_a * scale_b)
 // once, in the epilogue. The scale product is formed first (one rounding), then applied with one more: the
-// promotion is one FFMA / v_fma_f32 per element and K block, as DeepGEMM's. (A multiply then an add, the rule
-// before 2026-12-05, cost one more instruction per element and K block.) mori's own GEMM never promotes: it
+// promotion is one FFMA / v_fma_f32 per element and K block, as DeepGEMM's (a multiply then an add costs one
+// more: docs/results/h100-1gpu-2026-12-06-fma). mori's own GEMM never promotes: it
 // rescales its MFMA accumulator by s_{k-1} / s_k between K blocks, an order no CPU can replay, so its output is
 // judged against the floor, not bit for bit.
 GEMMAR_HD inline float block_accumulate(float acc, float dot, float scale_a, float scale_b) {

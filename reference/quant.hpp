@@ -43,7 +43,7 @@ float mx_scale(float amax);
 // do; the others are legitimate implementations that `gemmar verify` names instead of failing:
 //   Mori:         amax over the row's bf16 values; scale = amax * fl32(1/max); inv = fl32(max / amax);
 //                 q = RNE(fl32(x * inv)) saturating (ROCm/mori kernels_sdma.py quantize_gather)
-//   TrueDivScale: as Mori but scale = fl32(amax / max) (gemmar before 2026-12-03)
+//   TrueDivScale: as Mori but scale = fl32(amax / max) (gemmar's recipe before it followed mori's)
 //   DivCodes:     scale = fl32(amax / max), q = RNE(fl32(x / scale)) (torch's quantize, mori's own
 //                 tests/python/cco/gemm_ar_wire_reference.py)
 //   AccAmax:      as Mori, the amax taken over the reduce's fp32 accumulator before its bf16 rounding, codes

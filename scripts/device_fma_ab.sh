@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepared 2026-12-05, run 2026-12-06 (docs/results/h100-1gpu-2026-12-06-fma, call A). Needs four builds
+# The A/B of docs/results/h100-1gpu-2026-12-06-fma (its call A). Needs four builds
 # carried under .dev/ (docs/kernels.md "Building"): .dev/base = 62b7577 (two-rounding promotion), .dev/fma = main,
 # .dev/fence = main + branch one-fence-per-run's gemm_wgmma.cuh change, .dev/desc = branch desc-advance (each
 # wgmma descriptor one 32-bit add from the warpgroup's first); .dev/lib as usual. Run with OUT set (the

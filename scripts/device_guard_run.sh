@@ -12,7 +12,7 @@
 #   4. python/gemmar_guard.py's self-test on the device, when torch is importable
 # Writes OUTDIR/{machine.txt, matrix.log, clean.log, overhead.log, python.log, summary.txt}; summary.txt is what
 # goes into docs/guard.md's measured section and docs/results/.
-# The overhead runs first (the question of issue 21's second round), then the matrix, then the clean replays.
+# The overhead runs first (what the guard costs: docs/guard.md), then the matrix, then the clean replays.
 # Usage: [CLEAN_ITERS=n CLEAN_ITERS_16K=n SKIP_PYTHON=1 PARTS="overhead matrix clean python [passes]"
 #         OVERHEAD_CONFIGS="BF16 FP8S FP8L" OVERHEAD_M="4096 16384" OVERHEAD_FULL=1 (0: no every-row runs)]
 #        scripts/device_guard_run.sh GEMMAR OUTDIR

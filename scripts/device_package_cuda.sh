@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the lent GPU: the gemmar-cuda package (README "Install", GPU builds) unpacked and run, as a user would after
+# On the lent GPU: the gemmar-cuda package (docs/building.md, "GPU builds") unpacked and run, as a user would after
 # installing it. Usage: scripts/device_package_cuda.sh DEB OUTDIR
 #   DEB: build-cuda/gemmar-cuda_<version>_amd64.deb, made on the repo machine by
 #        cmake --preset cuda -DGEMMAR_MARCH=x86-64-v3 -DGEMMAR_TESTS=OFF && cmake --build --preset cuda -j \

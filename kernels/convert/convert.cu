@@ -73,7 +73,7 @@ constexpr int kBulkVecs = 14;  // code vectors per lane per round, as int8's 112
 // was held to 0.82 of cudaMemcpy by its stores. Here each warp converts a round of int8's row (14 code vectors per
 // lane, the same loads) into its own 7 KiB of shared memory (lane-contiguous 16-byte stores: no bank conflicts)
 // and lane 0 sends that run to global memory with one bulk copy, which leaves the SM by the TMA, not the
-// load/store path: 0.90 of cudaMemcpy at 64 blocks (docs/kernels.md, twelfth pass). Before the next round
+// load/store path (docs/results/h100-1gpu-2026-12-06-pull). Before the next round
 // overwrites the stage, lane 0 waits until the copy has read it (wait_group.read), not for the global write.
 // An empty body where there is no TMA: the launcher runs int8 there.
 __global__ void __launch_bounds__(kWidenThreadsPull)
@@ -289,7 +289,7 @@ gpuError_t launch_widen(const Fp8Sources& src, int count, int64_t rows, int64_t 
     case WidenKernel::Int8Registers:
       launch_widen_kind<kWidenInt8>(src, count, rows, n, blocks, s);
       break;
-    case WidenKernel::Int8:  // the TMA's stores for a pull on part of the device (twelfth pass), else registers'
+    case WidenKernel::Int8:  // the TMA's stores for a pull on part of the device, else registers' (docs/kernels.md)
       if (blocks > 0 && blocks < sm_count_cached() && launch_widen_bulk_store(src, count, rows, n, blocks, s)) break;
       launch_widen_kind<kWidenInt8>(src, count, rows, n, blocks, s);
       break;

@@ -515,17 +515,13 @@ gpuError_t launch_wgmma4(int kb, const GemmOperands& op, int64_t m_begin, int64_
          ...);
   return e;
 }
-// The tile order's groups: 4 bands of 128 rows, the band changing fastest within a group. Against the band-major
-// order (group 1) it took 6-10% less time at 4096 x 7168 x 2048 and 3-5% less at 16384 x 7168 x 2048; groups of 8
-// and 16 were slower, groups of 2 within 2% of it but for 16384 x 5120 x 2048, where they were 2% faster (H100,
-// timed in alternation with cuBLASLt; docs/kernels.md, ninth pass).
+// The tile order's groups: 4 bands of 128 rows, the band changing fastest within a group: 3-10% less time than the
+// band-major order (group 1), groups of 8 and 16 slower, of 2 within 2% (docs/results/h100-1gpu-2026-12-06-raster).
 constexpr int kTileGroupBands = 4;
 // Clusters of two CTAs along M sharing B by TMA multicast (gemm_wgmma4_kernel<16, 2, kPtpc, 2, 1>) at K = 2048
-// from 12288 rows, where several GEMMs share the device (GemmDest::concurrent_gemms). H100, 2026-12-06
-// (docs/kernels.md, eleventh pass): eight GEMMs at once at 16384 x 7168 x 2048 took 3153.7 us with them and 3497.1
-// without (cuBLASLt's eight 3176.0-3198.5); one alone, since the B scales come by tile (ddb8b2c), they were 5-7%
-// slower at 12288 and 16384 rows (16384 x 7168 x 2048: 413.6-415.9 us against 387.2-391.9). ptpc follows the same
-// rule (eight at once 3255.3 us with them, 3323.2 without; alone 2-3% slower, tenth pass).
+// from 12288 rows, where several GEMMs share the device (GemmDest::concurrent_gemms): eight GEMMs at once share
+// the L2 and run faster with them, a GEMM alone 5-7% slower (blockscale and ptpc alike;
+// docs/results/h100-1gpu-2026-12-06-epilogue, h100-1gpu-2026-12-06-l2).
 constexpr int64_t kShareBFromRows = 12288;
 constexpr ClusterShape kShareB{2, 1}, kShareA{1, 2}, kShareBoth{2, 2};
 // Whether the K = 2048 GEMM (blockscale or ptpc) runs in those clusters: forced by GEMMAR_GEMM_KERNEL=wgmma4mcm

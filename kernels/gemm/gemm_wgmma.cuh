@@ -344,7 +344,7 @@ __device__ __forceinline__ void cluster_sync_all() {
 // Arrive on the barrier at the same shared-memory offset in CTA `cta` of the cluster. The default semantics
 // (release at CTA scope), as CUTLASS's ClusterBarrier::arrive: what the arrive orders is the wgmma reads of the
 // stage, already complete (wait_group). `.release.cluster` made every arrive wait on this thread's outstanding
-// memory operations: the clusters ran at half speed, with or without the multicast (H100, 2026-12-06).
+// memory operations: the clusters ran at half speed (docs/results/h100-1gpu-2026-12-06-raster).
 __device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta) {
   asm volatile(
       "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
@@ -419,8 +419,7 @@ __device__ __forceinline__ void st_global_v4_hinted(void* p, uint4 v, uint64_t p
 //     32-byte sectors) and the bf16 NaN canonicalisation is one test per tile;
 //   - no global load between a wgmma wait and the promotion: the A scales come with each stage, the tile's B
 //     scales with its first K block (one bulk copy into a shared-memory slot; the producer loads none itself:
-//     its per-K-block `__ldg` of the B scale had cost 1.4-6% of the time, H100 2026-12-06, docs/kernels.md tenth
-//     pass).
+//     a per-K-block `__ldg` of the B scale cost 1.4-6% of the time, docs/results/h100-1gpu-2026-12-06-l2).
 constexpr int kW4Stages = 6;
 constexpr int kW4StageS = kBlockM * 4 + 128;  // the K block's A scales, then ptpc's unit B scale (TMA: 128-B aligned)
 constexpr int kW4TileScaleSlots = 4;          // a tile's scales, by tile number % 4 (1 KiB each)
@@ -434,8 +433,7 @@ __device__ __forceinline__ uint32_t bf16x2_rn(float a, float b) {
   return r;
 }
 // max.NaN yields a NaN half wherever either input's half is one: folding a tile's 32 pairs through it finds a NaN
-// with one instruction per pair where a mask, add and or per pair took three (H100, 2026-12-06: 0.6-1.4% less time
-// at M = 4096-16384; docs/kernels.md, eleventh pass).
+// with one instruction per pair where a mask, add and or take three (docs/results/h100-1gpu-2026-12-06-epilogue).
 __device__ __forceinline__ uint32_t bf16x2_max_nan(uint32_t a, uint32_t b) {
   uint32_t r;
   asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
@@ -474,11 +472,10 @@ __device__ __forceinline__ uint4 quad_transpose4(uint32_t p0, uint32_t p1, uint3
 // kPtpc: the ptpc quant (SA [M], SB [N]): each K block's dot is promoted with unit scales (total + dot, as
 // gemm_wgmma_kernel<WgmmaScales::Ptpc>; the stages' scale slots hold 1.0f, set once, so the consumers' main loop
 // is blockscale's: ptpc-specific code there pushed ptxas past the 168 registers, spilling and serializing every
-// wgmma, C7512; so did a plain add in place of the unit-scale promotion, 2026-12-05), tm_sa is not read, and
+// wgmma, C7512; so did a plain add in place of the unit-scale promotion), tm_sa is not read, and
 // numerics::ptpc_epilogue applies sa * sb once before the store. The tile's 128 A and 128 B scales come with its
 // first K block into a shared-memory slot (two bulk copies by the producer), so the epilogue reads no global
-// memory: with its 34 global loads per thread the GEMM took 2-12% longer (H100, 2026-12-06, docs/kernels.md
-// tenth pass). Clusters along M made ptpc slower, with the global loads (3-6%) and without (2-3%).
+// memory: with its 34 global loads per thread the GEMM took 2-12% longer (docs/results/h100-1gpu-2026-12-06-l2).
 // Otherwise blockscale (SA through tm_sa).
 //
 // kClusterM x kClusterN: clusters of CTAs taking adjacent tiles (rank = kClusterN rm + rn). 1 x 2: two tiles side
@@ -488,16 +485,14 @@ __device__ __forceinline__ uint4 quad_transpose4(uint32_t p0, uint32_t p1, uint3
 // consumers of every CTA its producer writes into released it (each warp arrives on the empty barriers of its own
 // CTA and of the CTAs that write into it), and no CTA exits while a peer may still write into it. The launcher
 // checks the shapes (whole pairs of tiles) and sizes the grid by the clusters the device holds.
-// Measured on an H100 (2026-12-06, docs/kernels.md ninth pass): along N no faster than no cluster (L2 sectors
-// -5%); 2 x 2 fits only 120 CTAs and is 6% slower; along M 2.5-4% faster at M = 16384 and 11% faster as eight
-// GEMMs at once, so the default runs it from 12288 rows.
+// Along N no faster than no cluster, 2 x 2 slower (it fits only 120 CTAs); along M faster only where several GEMMs
+// share the device, so the default runs it only there (docs/results/h100-1gpu-2026-12-06-raster,
+// h100-1gpu-2026-12-06-epilogue).
 //
 // L2 priorities: the output (M x N bf16, 235 MB at 16384 x 7168) is stored evict-first and B (14.7 MB at N = 7168, read
 // again by every group of bands) is loaded evict-last, so the output streaming through L2 does not push B out.
-// Measured on H100s (2026-12-06, docs/kernels.md tenth pass), against the build without hints on the same machine:
-// 0-1% less time (16384 x 7168 x 2048: 0.6% in one call, 0.3% in another; 8192 x 7168 x 2048: 0.8%), 0.3-2.5% in
-// a build that chose them at run time; no shape slower beyond the run-to-run spread; fused-sdma's GEMM phase
-// unchanged.
+// 0-1% less time than without the hints, no shape slower beyond the run-to-run spread
+// (docs/results/h100-1gpu-2026-12-06-l2).
 //
 // group_m: the tile order walks groups of group_m 128-row bands, the band changing fastest within a group and the
 // N tile next (group_m 1: band-major, n-fastest). The launcher makes group_m divide the bands and each
@@ -648,11 +643,11 @@ __global__ void __launch_bounds__(kWThreads, 1)
     };
     // Counts a run of stored tiles of one slice. A gpu-scope fence right after a tile's stores waits for them to
     // reach L2 while this warpgroup issues nothing (its next wgmma are warpgroup-wide): once per tile it cost 6-11%
-    // of the GEMM phase in the pipeline (8 ranks at M = 16384 on an H100: docs/kernels.md, sixth pass). So a count
+    // of the GEMM phase in the pipeline (docs/results/h100-1gpu-2026-12-05-kernels6). So a count
     // leaves once per run (a slice's tiles are consecutive in the tile order: about 7 fences per CTA instead of 54
     // at M = 16384), when the first tile of another slice is about to be stored: the run's last stores were issued
-    // a whole main loop earlier and have reached L2, so the fence waits on nothing in flight. (Counted at the next
-    // tile's first retired K block instead, the fence still waited on the stores issued one K block before.) Where
+    // a whole main loop earlier and have reached L2, so the fence waits on nothing in flight
+    // (docs/results/h100-1gpu-2026-12-06-release). Where
     // nothing waits on the count (dest.counters_release false) it is a tally and takes no fence at all.
     auto count_run = [&](int slice, int tiles) {
       const bool release = dest.counters_release;

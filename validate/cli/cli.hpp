@@ -1,5 +1,5 @@
 // The CLI's shared parts: one option vocabulary (docs/spec.md section 4) used by every subcommand, and the
-// subcommand entry points. Each subcommand lives in its own validate/cmd_*.cpp.
+// subcommand entry points. Each subcommand lives in its own validate/cli/cmd_*.cpp.
 #pragma once
 #include <boost/program_options.hpp>
 #include <iosfwd>

@@ -309,7 +309,7 @@ class CpuBackend final : public Backend {
 
 // The emulation allocates and frees buffers of 8-16 MiB per rank for every config; glibc's defaults return
 // them to the kernel (mmap above its threshold, trim at the heap's top), so every config page-faults them back
-// in: half of `gemmar validate`'s CPU time went to the kernel (perf, 2026-12-03). Keeping freed memory in the
+// in: half of `gemmar validate`'s CPU time went to the kernel (measured with perf). Keeping freed memory in the
 // heap costs no more than the peak the run already reaches.
 void keep_freed_buffers() {
 #ifdef __GLIBC__

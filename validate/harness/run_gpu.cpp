@@ -158,7 +158,7 @@ class GpuBackend final : public Backend {
     res.unfused_baseline = what;
   }
 
-  // The kernel variants, read from the environment once per backend (README.md lists the variables).
+  // The kernel variants, read from the environment once per backend (docs/environment.md lists the variables).
   const kernels::KernelOptions kernel_options_ = kernels::kernel_options_from_env();
   std::tuple<int64_t, int64_t, int64_t, int, uint64_t> cache_key_{-1, -1, -1, -1, 0};
   std::vector<reference::RankOperands> cache_;

@@ -10,7 +10,7 @@ namespace gemmar {
 
 struct PhasePattern {
   std::string phase;
-  std::string regex;  // validate/phase_regex.hpp syntax (linear time), case-insensitive, searched anywhere
+  std::string regex;  // validate/record/phase_regex.hpp syntax (linear time), case-insensitive, searched anywhere
 };
 
 // The documented defaults (docs/check.md), most specific first.

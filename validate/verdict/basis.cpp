@@ -35,7 +35,7 @@ std::string pct(double frac) {
 
 // A run the benchmark stopped early (--stop-after scatter): only a fused or split run with a reduce-scatter
 // stops anywhere; gemm-only and split-lsa run whole whatever the flag says.
-bool is_partial(const RunRecord& r) {
+bool stopped_early(const RunRecord& r) {
   return r.stop_after && *r.stop_after != "all" && has_collective(r.config.mode) &&
          !traits(r.config.mode).two_stage_allreduce;
 }
@@ -168,7 +168,7 @@ NumericsBasis numerics_basis(const RunRecord& r, const Expectations& e, const Co
            : n.gather_fp8 ? "fp8"
                           : "bf16";
   n.rel_ok = r.rel_l2 && std::isfinite(*r.rel_l2);
-  n.judged = !is_partial(r);
+  n.judged = !stopped_early(r);
   if (!n.judged) return n;
   worst_rank_error(r, n);
   floor_band(r, e, n);
@@ -177,8 +177,8 @@ NumericsBasis numerics_basis(const RunRecord& r, const Expectations& e, const Co
   return n;
 }
 
-// The phases a partial run ran: up to and including the reduce-scatter (scatter, or the fused drain), plus the
-// launch skew every multi-rank timing carries; its total and lower bound are theirs.
+// The phases a run that stopped early ran: up to and including the reduce-scatter (scatter, or the fused drain), plus
+// the launch skew every multi-rank timing carries; its total and lower bound are theirs.
 model::Prediction prefix_prediction(const model::Prediction& full) {
   model::Prediction p = full;
   p.phases.clear();
@@ -198,8 +198,8 @@ model::Prediction prefix_prediction(const model::Prediction& full) {
 
 TimingBasis timing_basis(const RunRecord& r, const Expectations& e) {
   TimingBasis tb;
-  tb.partial = is_partial(r);
-  tb.pred = tb.partial ? prefix_prediction(*e.prediction) : *e.prediction;
+  tb.stopped_early = stopped_early(r);
+  tb.pred = tb.stopped_early ? prefix_prediction(*e.prediction) : *e.prediction;
   // Eager timing: every kernel pays its launch (graph replay hides it), so the model gets one launch-to-
   // completion cost per kernel on top.
   tb.eager = r.timing == "eager";

@@ -42,8 +42,8 @@ struct NumericsBasis {
 
 // The model's view of the run.
 struct TimingBasis {
-  model::Prediction pred;  // a partial run's: the prefix of phases it ran
-  bool partial = false;
+  model::Prediction pred;      // a run that stopped early: the prefix of phases it ran
+  bool stopped_early = false;  // stop_after before the end (stopped_early(record))
   bool eager = false;
   int launches = 0;         // kernels the model counts (eager: each paid its launch)
   double launch_extra = 0;  // eager: launches x the launch cost, added to the model
@@ -84,7 +84,7 @@ struct Hit {
 std::string sci(double);
 std::string us(double);
 std::string pct(double frac);
-bool is_partial(const RunRecord&);
+bool stopped_early(const RunRecord&);
 // A benchmark gemm-only run that its benchmark left unvalidated (rel_l2 NaN or absent, validated true).
 bool benchmark_skips_validation(const RunRecord&, const NumericsBasis&);
 std::string ratio(double x);  // "2.5x"

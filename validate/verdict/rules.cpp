@@ -321,7 +321,7 @@ Hits unusable_profile(const RunRecord&, const Basis& b) {
 
 // --- PARTIAL_RUN: the benchmark stopped after the reduce-scatter (--stop-after scatter).
 Hits partial_run(const RunRecord& r, const Basis& b) {
-  if (!is_partial(r) || !b.e.profile) return {};
+  if (!stopped_early(r) || !b.e.profile) return {};
   if (!b.timing)
     return Hit{"stop_after=" + *r.stop_after +
                ": the run stopped after the reduce-scatter; its output is "

@@ -49,7 +49,7 @@ SlowPhase slow_phase(const std::map<std::string, double>& measured, const model:
 std::string grid_explaining(const RunRecord& r, const Basis& b, double t, const SlowPhase& sp) {
   const std::optional<model::Sweep>& sw = b.e.pull_sweep;
   const TimingBasis& tb = *b.timing;
-  if (!sw || tb.partial || tb.eager || r.pull_blocks || !(sp.name.empty() || sp.name == "pull")) return "";
+  if (!sw || tb.stopped_early || tb.eager || r.pull_blocks || !(sp.name.empty() || sp.name == "pull")) return "";
   const model::SweepPoint* near = nullptr;
   for (const auto& pt : sw->points)
     if (!near || std::fabs(pt.total_us - t) < std::fabs(near->total_us - t)) near = &pt;
@@ -75,10 +75,10 @@ std::string profile_hint(const Basis& b, double t, double model_us) {
 
 }  // namespace
 
-// --- GRID_OFF_OPTIMUM: a configuration finding, judged on the model alone (a partial run never pulled).
+// --- GRID_OFF_OPTIMUM: a configuration finding, judged on the model alone (a run that stopped early never pulled).
 Hits grid_off_optimum(const RunRecord&, const Basis& b) {
   const std::optional<model::Sweep>& sw = b.e.pull_sweep;
-  if (!sw || b.timing->partial) return {};
+  if (!sw || b.timing->stopped_early) return {};
   const int g = b.cfg.pull_blocks;
   if (g >= sw->band_lo && g <= sw->band_hi) return {};
   const double best = b.e.pull_sweep_best_us;

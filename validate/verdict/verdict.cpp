@@ -99,19 +99,12 @@ void timing_context(const RunRecord& r, const Basis& b, VerdictContext& c) {
   if (!b.timing) return;
   const model::Profile& prof = *b.e.profile;
   const TimingBasis& tb = *b.timing;
-  ModelContext m{b.e.profile_name,
-                 prof.calibrated,
-                 model::to_string(prof.basis),
-                 tb.pred.total_us,
-                 tb.pred.lower_bound_us,
-                 prof.band(b.cfg.mode),
-                 prof.run_to_run_spread,
-                 b.cfg.pull_blocks,
-                 tb.partial,
-                 std::nullopt};
+  ModelContext m{b.e.profile_name,       prof.calibrated,       model::to_string(prof.basis), tb.pred.total_us,
+                 tb.pred.lower_bound_us, prof.band(b.cfg.mode), prof.run_to_run_spread,       b.cfg.pull_blocks,
+                 tb.stopped_early,       std::nullopt};
   if (tb.eager) m.eager_launch_us = tb.launch_extra;
   c.model = m;
-  if (b.e.pull_sweep && !tb.partial)
+  if (b.e.pull_sweep && !tb.stopped_early)
     c.pull_sweep = PullSweepContext{b.e.pull_sweep->optimum, b.e.pull_sweep->band_lo, b.e.pull_sweep->band_hi,
                                     b.e.pull_sweep_best_us};
   c.phase_efficiency = b.phase_efficiency;
@@ -216,7 +209,7 @@ nlohmann::json to_json(const VerdictContext& c) {
                   {"model_band", m.model_band},
                   {"run_to_run_spread", m.run_to_run_spread},
                   {"pull_blocks", m.pull_blocks}};
-    if (m.partial) j["model"]["partial"] = true;
+    if (m.stopped_early) j["model"]["stopped_early"] = true;
     if (m.eager_launch_us) j["model"]["eager_launch_us"] = *m.eager_launch_us;
   }
   if (c.pull_sweep)
@@ -327,7 +320,7 @@ std::array<std::string, 7> table_row(const Verdict& v) {
   c[1] = inv ? "-" : verdict_detail::record_config_label(v.record);
   if (!inv && has_pull(v.record.config)) c[1] += "/pull=" + std::to_string(v.context.pull_blocks);
   if (!inv && v.record.timing == "eager") c[1] += "/eager";
-  if (!inv && verdict_detail::is_partial(v.record)) c[1] += "/stop_after=" + *v.record.stop_after;
+  if (!inv && verdict_detail::stopped_early(v.record)) c[1] += "/stop_after=" + *v.record.stop_after;
   c[2] = inv ? "-" : std::to_string(v.record.shape.m);
   c[3] = inv || !v.record.max_rank_time_us ? "-" : us(*v.record.max_rank_time_us);
   c[4] = inv || !v.record.rel_l2 ? "-" : sci(*v.record.rel_l2);
