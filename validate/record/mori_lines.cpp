@@ -81,7 +81,7 @@ bool time_and_rel(const std::vector<std::string>& toks, size_t at, nlohmann::jso
 constexpr const char* kHuman = "[gemm_ar] ";
 
 // mori's refusals, by the words it prints (bench_gemm_ar.py @d5443336 :281-285 and :287-288; sweep.py @4488353a
-// require_sdma :212-216). The ValueError arrives as a traceback's last line.
+// require_sdma :199-216). The ValueError arrives as a traceback's last line.
 std::optional<MoriRefusal> refusal(const std::string& payload) {
   struct Known {
     const char* kind;
@@ -255,7 +255,7 @@ std::optional<nlohmann::json> pytest_model_shape_row(const std::string& payload,
   if (payload.empty() || payload[0] != ' ') return std::nullopt;
   const auto toks = tokens(payload, 0);
   if (toks.size() != 4 || !is_mode_name(toks[0])) return std::nullopt;
-  // _run(mode=..., **MODEL_SHAPE) takes _run's default quant, blockscale (test_gemm_ar_bench.py @e7606746 :63).
+  // _run(mode=..., **MODEL_SHAPE) takes _run's default quant, blockscale (test_gemm_ar_bench.py @e7606746 :60).
   nlohmann::json j = {{"mode", toks[0]},
                       {"m", h.m},
                       {"n", h.n},

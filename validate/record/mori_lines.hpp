@@ -7,7 +7,7 @@
 //   (:274-285) and ValueError for an fp8 scatter outside fused-sdma (:287-288); sweep.py @4488353a's
 //   `BUILD_CCO_SDMA is OFF -- ...` (require_sdma, :199-216);
 // - sweep.py's stderr: `# occupancy before|after: ... GiB/card` and `# NOTE: occupancy moved across the sweep;
-//   ... Re-run before trusting these.` (:335, :356-362);
+//   ... Re-run before trusting these.` (:335, :357-362);
 // - gemm_ar_wire_reference.py @f3bff0ae: `GATHER_WIRE_CHECK <rank> {python dict repr}` on every rank (:126).
 #pragma once
 #include <optional>

@@ -100,7 +100,7 @@ Verdict occupancy_verdict(const MoriLog& log, const std::string& name) {
       "sweep.py printed \"# NOTE: occupancy moved across the sweep\" (GPU memory before: " +
           (log.occupancy_before.empty() ? std::string("?") : log.occupancy_before) +
           " GiB/card, after: " + (log.occupancy_after.empty() ? std::string("?") : log.occupancy_after) +
-          "; sweep.py @4488353a :356-362): a leftover process may have shared the GPUs while the points ran, so "
+          "; sweep.py @4488353a :357-362): a leftover process may have shared the GPUs while the points ran, so "
           "their times are suspect; mori says to re-run before trusting them.");
   return v;
 }

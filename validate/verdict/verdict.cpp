@@ -51,7 +51,7 @@ std::vector<std::string> notes_of(const RunRecord& r, const Basis& b) {
         "printed by test_gemm_ar_bench.py -s (ROCm/mori @e7606746 :100-104, :122-128): its line has no "
         "validated (the test asserts it after printing), so it is judged by the test's gate relL2 < 3e-3 "
         "and gemmar's floors; nor world_size: assumed " +
-        std::to_string(r.shape.world) + " (the test runs W=8, :56-60; --world sets it)");
+        std::to_string(r.shape.world) + " (the test runs W=8: SMOKE :53, MODEL_SHAPE :57; --world sets it)");
   if (b.num.judged && b.num.scatter_fp8 && !b.num.expected)
     notes.push_back("fp8 scatter: no " + b.num.wire +
                     " floor is derived in this build (the reference does not emulate the fp8 scatter yet), so its "

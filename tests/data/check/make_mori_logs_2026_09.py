@@ -163,7 +163,7 @@ write("pytest_bench_fused_slower.log", TEST_BENCH + " :122-136", [
     "FAILED tests/python/cco/test_gemm_ar_bench.py::test_fusing_beats_splitting_at_the_model_shape - "
     "AssertionError: fused-sdma (1480.2 us) did not beat split-sdma (1465.5 us). The recorded margin is 21.8%..."])
 
-# --- 5. sweep.py: require_sdma's refusal (:199-216), and the occupancy note on stderr (:335, :356-362).
+# --- 5. sweep.py: require_sdma's refusal (:199-216), and the occupancy note on stderr (:335, :357-362).
 write("sweep_sdma_off.log", SWEEP + " :199-216", [
     "BUILD_CCO_SDMA is OFF -- the SDMA path is compiled out, numbers would be fiction. Rebuild with BUILD_CCO_SDMA=ON."])
 grid = [(m, mode) for m in (4096, 8192, 16384) for mode in ("gemm-only", "split-sdma", "fused-sdma", "fused-lsa")]
@@ -175,7 +175,7 @@ out += ["# occupancy after: 12 0 0 0 GiB/card",
         "# NOTE: occupancy moved across the sweep; a leftover process may have shared the GPU. Re-run before "
         "trusting these.", "",
         "all %d points ok -> /work/mori/benchmark/cco/flydsl/gemm_ar/fused-fp8.jsonl" % len(grid)]
-write("sweep_occupancy_moved.log", SWEEP + " main(), :356-362 (stdout and stderr, 2>&1)", out)
+write("sweep_occupancy_moved.log", SWEEP + " main(), :357-362 (stdout and stderr, 2>&1)", out)
 
 # --- 6. the schedule worker's summary (:191-208, json.dumps without sort_keys), the wire reference's lines.
 def summary(quant, scatter, gather, plans, worst, wires):

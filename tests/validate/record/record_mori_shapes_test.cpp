@@ -287,7 +287,7 @@ TEST(MoriToday, RefusalsAreReadOncePerKind) {
   EXPECT_EQ(sdma.stats.context.mori.refusals[0].source, kToday + "sweep_sdma_off.log:2");
 }
 
-// sweep.py @4488353a :335, :356-362 (stderr, read with 2>&1).
+// sweep.py @4488353a :335, :357-362 (stderr, read with 2>&1).
 TEST(MoriToday, SweepOccupancyNoteIsKept) {
   const auto r = read_file("sweep_occupancy_moved.log", kToday);
   const MoriLog& m = r.stats.context.mori;
