@@ -50,8 +50,8 @@ struct FaultClass {
   // nothing to act on there, and the CPU backend refuses it rather than report a clean run.
   bool gpu_only = false;
   // Where it changes what the op does, in words (the refusal quotes it), and as a predicate: the emulation
-  // (reference/emulation.cpp) and the kernels (kernels/gemm_ar.cu) apply it there and nowhere else, which
-  // tests/reliability/reliability_fault_scope_test.cpp checks row by row against the emulation's outputs.
+  // (reference/emulation.cpp) and the kernels (kernels/pipeline/) apply it there and nowhere else, which
+  // tests/reliability/reliability_fault_scope_slow_test.cpp checks row by row against the emulation's outputs.
   const char* acts_on = "every config";
   bool (*present)(const Faults&) = nullptr;  // this class is in a parsed set
   bool (*acts)(const Faults&, const FaultScope&) = nullptr;

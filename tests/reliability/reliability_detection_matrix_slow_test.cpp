@@ -54,7 +54,7 @@ bool collective(const Config& c) { return has_collective(c.mode); }
 const std::map<std::string, MatrixTraits>& matrix_traits() {
   static const std::map<std::string, MatrixTraits> t = {
       // gemm-only moves no slice: a stale output there is caught as STALE_ITERATION (tests/reliability/
-      // reliability_fault_scope_test.cpp sees it act), not as a silent transfer.
+      // reliability_fault_scope_slow_test.cpp sees it act), not as a silent transfer.
       {"stale-output", {{"stale-output"}, "", kStaleWording, collective}},
       {"perturb-rank=R", {{"perturb-rank=1"}}},
       {"pull-blocks=N", {{"pull-blocks=2", "pull-blocks=4096"}}},

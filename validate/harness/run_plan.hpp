@@ -42,9 +42,10 @@ std::vector<RunOutcome> execute_plan(const RunPlan&, std::ostream* log, const Pl
 
 // The peak resident memory the plan is expected to reach on the host, in bytes (docs/reliability.md "Memory"):
 // 64 MiB + every rank's operands (W (N + R) K) + per M the partials shared by its configs (8 W R N + 4 R N, and
-// 4 W R N more with gemm-only; the three largest M kept) + the largest run's own buffers ((14 + 2 C) W R N: the emulated outputs, the checked
-// iterations' copies, the re-emulation), R the rows checked and C the iterations checked. Fitted to /usr/bin/time
-// peaks of `gemmar run --backend cpu` and `gemmar validate`: it lies 3-27% above every one measured.
+// 4 W R N more with gemm-only; the three largest M kept) + the largest run's own buffers ((14 + 2 C) W R N: the
+// emulated outputs, the checked iterations' copies, the re-emulation), R the rows checked and C the iterations checked.
+// Fitted to /usr/bin/time peaks of `gemmar run --backend cpu` and `gemmar validate`: it lies 3-27% above every one
+// measured.
 int64_t plan_memory_bytes(const RunPlan&);
 nlohmann::json plan_outcomes_to_json(const RunPlan&, const std::vector<RunOutcome>&);
 // The benchmark's line: "RESULT_JSON {...}".

@@ -73,6 +73,28 @@ TEST(CliProgress, TheEstimateOfTimeLeftFollowsTheUnitsFinished) {
   EXPECT_EQ(out.str().substr(out.str().rfind("6/6")).find("left"), std::string::npos) << out.str();
 }
 
+// On a terminal the lines are columns under a header (the estimate spelled out); piped, one short line each: the
+// same unit, verdict and estimate, shorter.
+TEST(CliProgress, ATerminalGetsColumnsUnderAHeaderAndAPipeOneShortLine) {
+  std::vector<gemmar::cli::Progress::Unit> units{{1, 0}, {1, 0}, {1, 0}};
+  gemmar::Verdict pass;
+  std::ostringstream tty, pipe;
+  gemmar::cli::Progress on_tty(&tty, "gemmar run", units, /*terminal=*/true);
+  gemmar::cli::Progress piped(&pipe, "gemmar run", units, /*terminal=*/false);
+  for (size_t i = 0; i < 2; ++i) {
+    on_tty.finished(i, "fused-sdma/blockscale/bf16/sdma M=2048", pass, 6.0);
+    piped.finished(i, "fused-sdma/blockscale/bf16/sdma M=2048", pass, 6.0);
+  }
+  EXPECT_EQ(tty.str().find("gemmar run:\n#"), 0u) << tty.str();
+  EXPECT_EQ(count_of(tty.str(), "seconds"), 1u) << tty.str();  // the header once
+  EXPECT_NE(tty.str().find("2/3       fused-sdma/blockscale/bf16/sdma M=2048"), std::string::npos) << tty.str();
+  EXPECT_NE(tty.str().find("about 6 s left)"), std::string::npos) << tty.str();
+  EXPECT_EQ(pipe.str(),
+            "gemmar run: 1/3 fused-sdma/blockscale/bf16/sdma M=2048 pass 6.0s, ~12 s left\n"
+            "gemmar run: 2/3 fused-sdma/blockscale/bf16/sdma M=2048 pass 6.0s, ~6 s left\n");
+  EXPECT_LT(pipe.str().size(), tty.str().size());
+}
+
 // A child with a pipe on stdin and pipes on stdout and stderr.
 struct Child {
   pid_t pid = -1;

@@ -1,6 +1,6 @@
 // A fault or option that would do nothing for the config is refused (exit 2), saying where it does act, instead of
 // a clean run that reads as "the fault was caught missing" (issue 47). Where a fault acts comes from the fault table
-// (common/faults.cpp); tests/reliability/reliability_fault_scope_test.cpp checks the table against the emulation.
+// (common/faults.cpp); tests/reliability/reliability_fault_scope_slow_test.cpp checks the table against the emulation.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -38,7 +38,7 @@ TEST(CliRefuseNoop, SilentPutsOnGemmOnly) {
 }
 
 // The README's example ran no-release on fp8/lsa, where the gather is CU loads: no copy engine, no release to miss
-// (reference/emulation.cpp gather_row, kernels/gemm_ar.cu execute_once). It acts on a copy-engine gather.
+// (reference/emulation.cpp gather_row, kernels/pipeline/legs_check.cu NoReleaseLeg). It acts on a copy-engine gather.
 TEST(CliRefuseNoop, NoReleaseWhereTheGatherIsNoCopyEngines) {
   expect_refused(kRun + "--world 4 --mode fused-sdma --gather-dtype fp8 --gather-transport lsa --inject no-release",
                  "--inject no-release: does nothing on fused-sdma/blockscale/fp8/lsa", "e.g. --gather-transport sdma");
