@@ -249,7 +249,9 @@ TEST_F(ReportTest, PreviousReportIsReplacedWholeOnlyWithForce) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(slurp(out / "index.html").find("gemmar_run.log"), std::string::npos);
   std::set<std::string> after;
-  for (const auto& e : fs::directory_iterator(out)) after.insert(e.path().filename().string());
+  // The manifest spells a directory with a trailing '/' (timeline/).
+  for (const auto& e : fs::directory_iterator(out))
+    after.insert(e.path().filename().string() + (e.is_directory() ? "/" : ""));
   const auto manifest = nlohmann::json::parse(slurp(out / ".gemmar-manifest"));
   for (const auto& f : after) {
     if (f == ".gemmar-output" || f == ".gemmar-manifest") continue;

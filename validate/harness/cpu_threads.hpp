@@ -2,7 +2,7 @@
 // would be on fewer threads. With every core's thread running, one core shared with a busy process makes each
 // parallel loop wait for the thread that core time-slices, and the threads that finished spin in the barrier on
 // CPU the others need: measured on the 2-core machine beside one busy process, a `gemmar run` took 2.28 s on two
-// threads and 1.12 s on one (issue 47; docs/results/2026-12-07-cli-load). The wait policy cannot be changed once
+// threads and 1.12 s on one (issue 47). The wait policy cannot be changed once
 // the OpenMP runtime has started (it reads OMP_WAIT_POLICY when the library loads, before main), the thread count
 // can: before each unit of work, the cores others used since the previous look are left to them.
 #pragma once

@@ -1,6 +1,6 @@
 // `gemmar run --dump DIR` follows --out's rules, checked before any work (issue 47): rank files are never written
 // among a user's files, an existing rank0.safetensors is never overwritten (a previous gemmar dump only with
-// --force), a DIR that is a file is refused up front rather than after the whole job. python/gemmar_dump.dump
+// --force), a DIR that is a file is refused up front rather than after the whole job. gemmar_dump.dump
 // always writes DIR/rank<R>.safetensors, creating DIR, so the README's `GEMMAR_DUMP=dump BENCH && gemmar verify
 // dump` works; and verify names the likely cause when it finds fewer rank files than the world.
 #include <gtest/gtest.h>
