@@ -1,17 +1,22 @@
-"""A torch implementation of gemm_ar on one device, dumped for `gemmar verify` (docs/verify.md).
+"""A torch implementation of gemm_ar on one device: W ranks as separate tensors (docs/python.md, docs/verify.md).
 
-W ranks live on one GPU as separate tensors. Each rank's partial is torch._scaled_mm with blockwise scales (A: one
-fp32 scale per 1x128 block, B: one per 128x128 block; the benchmark's operands: randn/8 cast to e4m3fn, scales
-rand*0.01+0.01, seed 1234+rank), bf16 out. The collective is docs/spec.md 1.1 in torch: every owner sums its slice of
-the W bf16 partials in fp32 in peer order (owner+j)%W starting from 0, rounds to bf16, and gathers it (bf16 wire:
-copies; fp8 wire: per-row amax, then --wire-recipe, peers write bf16(decode(q)*scale); the owner's rows are never
-quantized). Every rank is dumped with gemmar_dump.dump.
+Each rank's partial is torch._scaled_mm, bf16 out: blockscale scales (A one fp32 scale per 1x128 block, B one per
+128x128 block) or ptpc (per row of A, per column of B). The collective is docs/spec.md 1.1 in torch: every owner sums
+its slice of the W bf16 partials in fp32 in peer order (owner + j) % W starting from its own, rounds to bf16, and
+gathers it (bf16 wire: copies; fp8 wire: per-row amax, the recipe below, peers write bf16(decode(q) * scale); the
+owner's rows are never quantized).
+
+As an implementation for `gemmar validate|run --backend python --impl python/torch_gemm_ar.py:NAME` (the protocol
+of python/gemmar_runner.py; every rank in one process, so W is --world, not the device count):
+
+    TorchGemmAr     the op, clean (gemm-only, split-sdma on every wire, split-lsa; blockscale and ptpc)
+    skip_gather     rank min(3, W-1) never receives slice (that rank + 2) % W: a silent put (it keeps its partial)
+    wire_bypassed   an fp8-wire config that gathers bf16 (the wire never engaged)
+
+As a script, the operands of mori's benchmark (python/gemmar_runner.py torch_operands), dumped with gemmar_dump:
 
     python3 torch_gemm_ar.py OUT_DIR [-m 16384] [--gather-dtype bf16|fp8] [--fault none|skip-gather|wire-bypassed]
 
-Faults, to show `gemmar verify` finding them in a real implementation's tensors:
-    skip-gather    rank 3 never receives slice 5 (keeps its own partial there): a silent put
-    wire-bypassed  an fp8-wire config that gathers bf16 (the wire never engaged)
 --wire-recipe names how a row is narrowed (reference/quant.hpp WireRecipe; `gemmar verify` names the one it finds):
     mori           (default) mori's kernels (ROCm/mori python/mori/ops/gemm_ar/kernels_sdma.py quantize_gather):
                    scale = amax * fl32(1/448), inv = fl32(448 / amax), codes = RNE(x * inv) saturated
@@ -31,6 +36,155 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gemmar_dump  # noqa: E402
+import gemmar_runner  # noqa: E402
+
+BLOCK_M = {"blockscale": 128, "ptpc": 256}
+FP8_MAX = 448.0
+
+
+def rows_per_owner(m, world, quant):
+    """M padded to W x BLOCK_M (docs/spec.md 1.1), divided by W."""
+    granule = world * BLOCK_M[quant]
+    return (m + granule - 1) // granule * granule // world
+
+
+def mm_scales(quant, a_scale, b_scale):
+    """The scales as torch._scaled_mm takes them: blockscale A [M, K/128] column-major and B [K/128, N/128];
+    ptpc A [M, 1] and B [1, N]."""
+    if quant == "ptpc":
+        return a_scale.reshape(-1, 1), b_scale.reshape(1, -1)
+    return a_scale.t().contiguous().t(), b_scale.t()
+
+
+def gemm(a, a_scale_mm, b, b_scale_mm):
+    return torch._scaled_mm(a, b.t(), scale_a=a_scale_mm, scale_b=b_scale_mm, out_dtype=torch.bfloat16)
+
+
+class WireConstants:
+    """The fp8 wire's constants as device tensors, made once (a CUDA graph cannot copy a host scalar in): 448 and
+    fl32(1/448), so that every division is tensor by tensor (a Python scalar numerator is a reciprocal multiply)."""
+
+    def __init__(self, device):
+        self.fmax = torch.tensor(FP8_MAX, device=device, dtype=torch.float32)
+        self.inv_fmax = torch.tensor(1.0 / FP8_MAX, device=device, dtype=torch.float32)
+        self.one = torch.tensor(1.0, device=device, dtype=torch.float32)
+
+
+def quantize_rows(red, recipe, c):
+    """One owner's reduced bf16 rows on the fp8 wire: (codes, row scales [rows], what every peer lands in bf16)."""
+    x = red.float()
+    amax = x.abs().amax(dim=1, keepdim=True)
+    zero = amax == 0
+    inv = torch.where(zero, c.one, c.fmax / amax)
+    scale = torch.where(zero, c.one, amax * c.inv_fmax if recipe == "mori" else amax / c.fmax)
+    scaled = x / scale if recipe == "div-codes" else x * inv
+    q = scaled.clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn)
+    return q, scale.reshape(-1), (q.float() * scale).to(torch.bfloat16)
+
+
+def skipped_put(world, fault):
+    """(receiver, owner) of the put skip-gather drops, or None."""
+    if fault != "skip-gather":
+        return None
+    receiver = min(3, world - 1)
+    return receiver, (receiver + 2) % world
+
+
+def collective(parts, mode, fp8, rows, fault="none", recipe="mori", consts=None):
+    """Every rank's output from every rank's bf16 partial; with the fp8 wire also each owner's (codes, scales)."""
+    world, m = len(parts), parts[0].shape[0]
+    outs = [p.clone() for p in parts]  # in place: a view keeps its partial where nothing lands
+    wire = [None] * world
+    if mode == "gemm-only":
+        return outs, wire
+    skip = skipped_put(world, fault)
+    for o in range(world):
+        sl = slice(o * rows, min(m, (o + 1) * rows))
+        acc = parts[o][sl].float()  # mori's sdma_reduce: acc starts at the owner's own value
+        for j in range(1, world):
+            acc = acc + parts[(o + j) % world][sl].float()
+        red = acc.to(torch.bfloat16)
+        outs[o][sl] = red
+        landed = red
+        if fp8 and fault != "wire-bypassed":
+            q, scale, landed = quantize_rows(red, recipe, consts)
+            wire[o] = (q, scale)
+        for r in range(world):
+            if r != o and skip != (r, o):
+                outs[r][sl] = landed
+    return outs, wire
+
+
+class Handle:
+    def __init__(self, config, shape, device):
+        self.config, self.shape, self.device = config, shape, device
+        self.fp8 = config["gather_dtype"] == "fp8" and config["mode"] != "split-lsa"
+        self.rows = rows_per_owner(shape["m"], shape["world"], config["quant"])
+        self.consts = WireConstants(device)
+
+
+class TorchGemmAr:
+    """The implementation protocol of python/gemmar_runner.py (docs/python.md), every rank on one device."""
+    name = "torch"
+    array = "torch"
+    ranks_per_process = "all"
+    fault = "none"
+
+    def supports(self, config, shape):
+        if config["quant"] not in BLOCK_M or config.get("fuse_quantize") or config.get("fuse_reduce_push"):
+            return False
+        if config.get("scatter_dtype", "bf16") != "bf16" or config["mode"] not in ("gemm-only", "split-sdma",
+                                                                                  "split-lsa"):
+            return False
+        return shape["k"] % 128 == 0 and shape["n"] % 128 == 0
+
+    def setup(self, config, shape, rank, device):
+        return Handle(config, shape, device)
+
+    def prepare(self, h, a, a_scale, b, b_scale):
+        scales = [mm_scales(h.config["quant"], sa, sb) for sa, sb in zip(a_scale, b_scale)]
+        return a, [s[0] for s in scales], b, [s[1] for s in scales]
+
+    def call_with_partials(self, h, a, a_scale_mm, b, b_scale_mm):
+        parts = [gemm(a[r], a_scale_mm[r], b[r], b_scale_mm[r]) for r in range(len(a))]
+        outs, _ = collective(parts, h.config["mode"], h.fp8, h.rows, self.fault, "mori", h.consts)
+        return outs, parts
+
+    def call(self, h, *args):
+        return self.call_with_partials(h, *args)[0]
+
+    def self_test(self, h):
+        """gemmar's transport self-test in torch: every rank's partial rank + 1, every element of every view must be
+        W(W+1)/2 (exactly on the bf16 wire, within 1% on the fp8 wire, as mori's op.py self_test)."""
+        world, m, n = h.shape["world"], h.shape["m"], h.shape["n"]
+        parts = [torch.full((m, n), float(r + 1), device=h.device, dtype=torch.bfloat16) for r in range(world)]
+        outs, _ = collective(parts, h.config["mode"], h.fp8, h.rows, self.fault, "mori", h.consts)
+        if h.config["mode"] == "gemm-only":
+            return
+        want = world * (world + 1) / 2
+        for r, out in enumerate(outs):
+            err = (out.float() - want).abs() / want
+            bad = torch.nonzero(~(err <= (1e-2 if h.fp8 else 0.0)))
+            if bad.numel():
+                row, col = int(bad[0][0]), int(bad[0][1])
+                raise RuntimeError("self-test: rank %d's view of slice %d (row %d) holds %g where %g was expected "
+                                   "(%d wrong elements on that rank)"
+                                   % (r, row // h.rows, row, float(out[row, col]), want, bad.shape[0]))
+
+    def record_fields(self, h):
+        return {"gemm_impl": "torch._scaled_mm", "block_m": BLOCK_M[h.config["quant"]]}
+
+
+def skip_gather():
+    impl = TorchGemmAr()
+    impl.fault, impl.name = "skip-gather", "torch-skip-gather"
+    return impl
+
+
+def wire_bypassed():
+    impl = TorchGemmAr()
+    impl.fault, impl.name = "wire-bypassed", "torch-wire-bypassed"
+    return impl
 
 
 def main():
@@ -49,68 +203,29 @@ def main():
                         "codes = RNE(x * fl32(448/amax)))")
     args = p.parse_args()
     M, N, K, W = args.m, args.n, args.k, args.world
-    S = M // W
-    dev = "cuda"
+    dev = torch.device("cuda")
     fp8 = args.gather_dtype == "fp8"
     t0 = time.time()
 
-    a, b, sa, sb, parts = [], [], [], [], []
-    g = torch.Generator(device=dev)
-    for r in range(W):
-        g.manual_seed(1234 + r)
-        A = (torch.randn(M, K, device=dev, generator=g) / 8).to(torch.float8_e4m3fn)
-        B = (torch.randn(N, K, device=dev, generator=g) / 8).to(torch.float8_e4m3fn)
-        SA = torch.rand(M, K // 128, device=dev, generator=g) * 0.01 + 0.01  # logical [M, K/128]
-        SB = torch.rand(N // 128, K // 128, device=dev, generator=g) * 0.01 + 0.01
-        C = torch._scaled_mm(A, B.t(), scale_a=SA.t().contiguous().t(), scale_b=SB.t(), out_dtype=torch.bfloat16)
-        a.append(A), b.append(B), sa.append(SA), sb.append(SB), parts.append(C)
+    ops = [gemmar_runner.torch_operands(torch, "blockscale", M, N, K, 1234, r, dev) for r in range(W)]
+    parts = []
+    for a, sa, b, sb in ops:
+        sa_mm, sb_mm = mm_scales("blockscale", sa, sb)
+        parts.append(gemm(a, sa_mm, b, sb_mm))
     torch.cuda.synchronize()
     t_gemm = time.time() - t0
 
-    outs = [torch.empty(M, N, device=dev, dtype=torch.bfloat16) for _ in range(W)]
-    wire = [None] * W
-    wire_scale = [None] * W
-    for o in range(W):
-        rows = slice(o * S, (o + 1) * S)
-        acc = parts[o][rows].float()  # mori's sdma_reduce: acc starts at the owner's own value
-        for j in range(1, W):
-            acc = acc + parts[(o + j) % W][rows].float()
-        red = acc.to(torch.bfloat16)
-        outs[o][rows] = red
-        if fp8 and args.fault != "wire-bypassed":
-            x = red.float()
-            amax = x.abs().amax(dim=1, keepdim=True)
-            fmax = torch.full_like(amax, 448.0)
-            zero = amax == 0
-            one = torch.ones_like(amax)
-            # Tensor by tensor: `448.0 / amax` with a Python scalar numerator is reciprocal(amax) * 448 in torch.
-            inv = torch.where(zero, one, fmax / amax)
-            if args.wire_recipe == "mori":
-                scale = torch.where(zero, one, amax * torch.tensor(1.0 / 448.0, device=dev, dtype=torch.float32))
-            else:
-                scale = torch.where(zero, one, amax / fmax)
-            scaled = x / scale if args.wire_recipe == "div-codes" else x * inv
-            q = scaled.clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
-            wire[o], wire_scale[o] = q, scale.reshape(-1)
-            landed = (q.float() * scale).to(torch.bfloat16)
-        else:
-            landed = red
-        for r in range(W):
-            if r == o:
-                continue
-            if args.fault == "skip-gather" and r == 3 and o == 5:
-                outs[r][rows] = parts[r][rows]  # the put never landed: the in-place buffer keeps the local partial
-            else:
-                outs[r][rows] = landed
+    outs, wire = collective(parts, "split-sdma", fp8, rows_per_owner(M, W, "blockscale"), args.fault,
+                            args.wire_recipe, WireConstants(dev))
     torch.cuda.synchronize()
     t_coll = time.time() - t0 - t_gemm
 
     dev_name = torch.cuda.get_device_name(0)
-    for r in range(W):
+    for r, (a, sa, b, sb) in enumerate(ops):
         extra = {}
-        if fp8 and wire[r] is not None and not args.no_wire:
-            extra = dict(wire=wire[r], wire_scale=wire_scale[r])
-        gemmar_dump.dump(args.out + "/", r, W, a[r], b[r], sa[r], sb[r], outs[r], partial=parts[r],
+        if wire[r] is not None and not args.no_wire:
+            extra = dict(wire=wire[r][0], wire_scale=wire[r][1])
+        gemmar_dump.dump(args.out + "/", r, W, a, b, sa, sb, outs[r], partial=parts[r],
                          quant="blockscale", mode="split-sdma", gather_dtype=args.gather_dtype,
                          gather_transport=args.gather_transport, device="%s (torch, %d ranks on 1 device)" % (dev_name, W),
                          producer="python/torch_gemm_ar.py", inject=args.fault, gemm_impl="torch._scaled_mm",

@@ -1,5 +1,6 @@
 #include "validate/harness/run_plan.hpp"
 
+#include <iostream>
 #include <ostream>
 #include <sstream>
 
@@ -35,6 +36,7 @@ void validate_plan(const RunPlan& plan) {
 }
 
 std::vector<RunOutcome> execute_plan(const RunPlan& plan, std::ostream* log) {
+  if (plan.backend == "python") return execute_python_plan(plan, log, &std::cerr);
   std::unique_ptr<Backend> backend = plan.backend == "gpu" ? make_gpu_backend() : make_cpu_backend();
   std::vector<RunOutcome> outcomes;
   int index = 0;
@@ -91,6 +93,14 @@ nlohmann::json plan_outcomes_to_json(const RunPlan& plan, const std::vector<RunO
   nlohmann::json j = to_json(verdicts);
   j["backend"] = plan.backend;
   j["inject"] = plan.request.inject.label();
+  if (plan.backend == "python") {
+    nlohmann::json declined = nlohmann::json::array();
+    for (const Config& c : plan.python.declined) declined.push_back(config_label(c));
+    j["python"] = {{"impl", plan.python.options.impl},         {"name", plan.python.impl.name},
+                   {"placement", plan.python.impl.placement},  {"device", plan.python.impl.device},
+                   {"launcher", plan.python.launcher},         {"spawn", plan.python.spawn},
+                   {"queue_wait_s", plan.python.queue_wait_s}, {"declined", declined}};
+  }
   return j;
 }
 

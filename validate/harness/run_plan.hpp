@@ -6,12 +6,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "validate/harness/python_runner.hpp"
 #include "validate/harness/run_driver.hpp"
 
 namespace gemmar {
 
 struct RunPlan {
-  std::string backend;  // "cpu" | "gpu"
+  std::string backend;  // "cpu" | "gpu" | "python"
   std::vector<int64_t> m_values;
   std::vector<Config> configs;
   // Every run's parameters; its shape.m and config are replaced by each (m, config) of the plan. --dump DIR: each
@@ -20,6 +21,8 @@ struct RunPlan {
   RunRequest request;
   // --baseline runs: each outcome is judged against them too (REGRESSION, QUANT_MISMATCH), by the same judge.
   std::vector<RunRecord> baseline;
+  // --backend python: the implementation, what it said of itself, how its runner is started (python_runner.hpp).
+  PythonPlan python;
 };
 
 // Every mode x wire x transport of docs/spec.md 1.1 that exists (split-lsa bf16 only; gemm-only once), at `base`'s
@@ -29,7 +32,8 @@ std::vector<Config> all_configs(const Config& base);
 // Every (m, config) of the plan is a shape the op can run: UsageError naming the option otherwise.
 void validate_plan(const RunPlan&);
 
-// Runs every (m, config) of the plan; prints each RESULT_JSON line to `log` as it completes (if non-null).
+// Runs every (m, config) of the plan; prints each RESULT_JSON line to `log` as it completes (if non-null). The
+// Python backend's notes (waits, retries) go to stderr.
 std::vector<RunOutcome> execute_plan(const RunPlan&, std::ostream* log);
 nlohmann::json plan_outcomes_to_json(const RunPlan&, const std::vector<RunOutcome>&);
 // The benchmark's line: "RESULT_JSON {...}".
