@@ -90,7 +90,9 @@ class MoriGemmAr:
             return False
         if config.get("schedule", "none") not in ("none", "default"):
             return False
-        return bool(mori_supports(shape["m"], shape["n"], shape["k"], shape["world"], **mori_args(config)))
+        args = mori_args(config)
+        args.pop("sdma_queues", None)  # op.py supports() takes no queue count
+        return bool(mori_supports(shape["m"], shape["n"], shape["k"], shape["world"], **args))
 
     def _communicator(self, config, shape, rank):
         """The process's communicator, made at the first run: the unique id from rank 0 over torch.distributed

@@ -450,7 +450,7 @@ def selftest(ctx):
                 teardown(ctx, handle)
         results = ctx.group.gather(message)
         if ctx.group.rank == 0:
-            failed = ["rank %d: %s" % (r, msg) for r, msg in enumerate(results) if msg]
+            failed = [("rank %d: %s" % (r, msg)) if len(results) > 1 else msg for r, msg in enumerate(results) if msg]
             emit("SELFTEST_JSON", dict(run_index=run["index"], config_position=i, provided=provided, m=m,
                                        passed=not failed, message="; ".join(failed), seconds=time.time() - t0))
 

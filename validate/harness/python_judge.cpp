@@ -104,13 +104,7 @@ RunOutcome judge_python_run(const nlohmann::json& result, const std::string& sou
                        {"element_rows", v.element_rows},
                        {"diagnoses", v.diagnoses},
                        {"seconds", v.seconds_total}};
-  JudgeOptions jo = opt.judge;
-  jo.judge_timing = rec.max_rank_time_us.has_value();
-  RunOutcome o;
-  o.expectations = expectations_for(rec, jo);
-  o.verdict = judge(rec, o.expectations);
-  o.record = std::move(rec);
-  return o;
+  return judge_outcome(std::move(rec), opt.judge);
 }
 
 RunOutcome failed_python_run(const Shape& shape, const Config& config, const std::string& source,

@@ -460,8 +460,11 @@ RunOutcome run_and_check(Backend& backend, const RunRequest& req) {
   const output_check::IterationChecks iterations = check_bit_exact(req, cfg, rows, res);
   RunRecord rec = run_record(req, cfg, rows, res, views, elements, iterations);
 
+  return judge_outcome(std::move(rec), JudgeOptions{});
+}
+
+RunOutcome judge_outcome(RunRecord rec, JudgeOptions opts) {
   // The same path as `gemmar check`: the record's own fields decide the expectations.
-  JudgeOptions opts;
   opts.judge_timing = rec.max_rank_time_us.has_value();
   RunOutcome out;
   out.expectations = expectations_for(rec, opts);
