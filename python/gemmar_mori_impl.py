@@ -86,7 +86,8 @@ class MoriGemmAr:
         self._comm = None
 
     def supports(self, config, shape):
-        if config["mode"] != "fused-sdma" or any(config.get(k) for k in UNTAKEN) or config.get("chunk_bands"):
+        # The adapter pads M itself (pad_rows): a physical M with logical_m (branch config's field) is not taken.
+        if config["mode"] != "fused-sdma" or any(config.get(k) for k in UNTAKEN + ("chunk_bands", "logical_m")):
             return False
         if config.get("schedule", "none") not in ("none", "default"):
             return False

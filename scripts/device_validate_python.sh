@@ -42,12 +42,11 @@ FAULT_M=${FAULT_M:-4096}
 read -r -a EXTRA_ARGS <<< "${EXTRA:-}"
 t0=$(date +%s)
 echo "\$ gemmar validate --backend python --impl $IMPL:$CLEAN --m-list $M_LIST ${EXTRA:-}" > "$OUT/clean.log"
-timeout 200 "$G" validate --backend python --impl "$IMPL:$CLEAN" --python "$PY" --m-list "$M_LIST" \
+timeout 300 "$G" validate --backend python --impl "$IMPL:$CLEAN" --python "$PY" --m-list "$M_LIST" \
   --out "$WORK/clean" $report "${EXTRA_ARGS[@]}" >> "$OUT/clean.log" 2>&1
 echo "rc=$? seconds=$(($(date +%s) - t0))" >> "$OUT/clean.log"
 mkdir -p "$OUT/clean"
 for f in results.json runs.log runner report; do [ -e "$WORK/clean/$f" ] && cp -r "$WORK/clean/$f" "$OUT/clean/"; done
-rm -f "$OUT"/clean/runner/*.json.rendezvous 2>/dev/null
 t1=$(date +%s)
 { echo "\$ gemmar run --backend python --impl $IMPL:skip_gather -m $FAULT_M --mode split-sdma --json ${EXTRA:-}"
   timeout 90 "$G" run --backend python --impl "$IMPL:skip_gather" --python "$PY" -m "$FAULT_M" --mode split-sdma \

@@ -171,6 +171,8 @@ CallResult call_runner(const PythonOptions& o, const RunnerCall& c) {
   }
   for (LogTail& t : tails) handle_lines(t, true, c, r, quiet_since);
   r.exit_codes = group.exit_codes();
+  std::error_code ec;
+  fs::remove_all(plan_file.string() + ".rendezvous", ec);  // the direct launcher's exchanges (partials, times)
   return r;
 }
 
