@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/atomic_file.hpp"
+#include "common/config_fields.hpp"
 #include "common/errors.hpp"
 #include "common/json_text.hpp"
 #include "model/model.hpp"
@@ -93,10 +94,8 @@ void add_model_context(nlohmann::json& results, const RunPlan& plan, const std::
   results["model_predictions"] = predictions;
   results["model_sweeps"] = nlohmann::json::array(
       {model::to_json(model::sweep_pull_blocks(profile, shape, pull, model::default_pull_grid()))});
-  results["model_sweeps"][0]["config"] = {{"mode", to_string(pull.mode)},
-                                          {"gather_dtype", to_string(pull.gather_dtype)},
-                                          {"gather_transport", to_string(pull.gather_transport)},
-                                          {"label", config_label(pull)}};
+  results["model_sweeps"][0]["config"] = config_to_json(pull);
+  results["model_sweeps"][0]["config"]["label"] = config_label(pull);
   results["model_sweeps"][0]["shape"] = reference_shape;
   results["model_sweeps"][0]["param"] = "pull-blocks";
 }

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "common/config.hpp"
+#include "common/config_fields.hpp"
 #include "common/errors.hpp"
 #include "common/stats.hpp"
 #include "validate/cli/report_model.hpp"
@@ -243,18 +244,13 @@ std::string strip_source(const std::string& msg, const std::string& source) {
   return msg;
 }
 
+// A config document's fields through the field table (common/config_fields.hpp); none when it names no mode or
+// holds a field the table refuses.
 std::optional<Config> config_from_json(const json& c) {
   if (!c.is_object() || !present(c, "mode") || !c.at("mode").is_string()) return std::nullopt;
   Config cfg;
   try {
-    cfg.mode = parse_mode(c.at("mode").get<std::string>());
-    if (auto q = opt_string(c, "quant")) cfg.quant = parse_quant(*q);
-    if (auto w = opt_string(c, "gather_dtype")) cfg.gather_dtype = parse_wire(*w);
-    if (auto t = opt_string(c, "gather_transport")) cfg.gather_transport = parse_transport(*t);
-    if (present(c, "fuse_quantize") && c.at("fuse_quantize").is_boolean())
-      cfg.fuse_quantize = c.at("fuse_quantize").get<bool>();
-    if (present(c, "pull_blocks") && c.at("pull_blocks").is_number_integer())
-      cfg.pull_blocks = c.at("pull_blocks").get<int>();
+    gemmar::config_from_json(c, "config", cfg);
   } catch (const UsageError&) {
     return std::nullopt;
   }
