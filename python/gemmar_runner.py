@@ -527,7 +527,7 @@ def timed(ctx, handle, args):
     def fn():
         return ctx.impl.call(handle, *args)
     ctx.group.barrier()
-    if getattr(ctx.impl, "graph", True):
+    if getattr(ctx.impl, "graph", True) and not plan.get("eager", False):
         try:
             us, result = time_graph(torch, fn, plan["warmup"], plan["iterations"])
             return us, "graph", _as_list(ctx, result)
@@ -554,15 +554,13 @@ def dump_rank(ctx, run, rank, operands, out, part):
     if torch is None:  # numpy bf16 travels as its bits
         out = gemmar_dump.Raw("BF16", out.shape, bf16_ready(out))
         part = None if part is None else gemmar_dump.Raw("BF16", part.shape, bf16_ready(part))
-    # Every other config field as dump metadata, booleans as gemmar's 0/1.
-    meta = {key: (int(value) if isinstance(value, bool) else value) for key, value in config.items()
-            if key not in ("mode", "quant", "gather_dtype", "gather_transport", "fuse_quantize", "pull_blocks")}
+    # The config's fields as the dump's metadata, each under its key in common/config_fields.cpp's table
+    # (gemmar_dump.CONFIG mirrors it and writes them as the table does): gemmar verify reads them back through the
+    # same table, so the dump names the run the plan asked for.
+    meta = {key: config[key] for key in gemmar_dump.CONFIG if key in config}
     gemmar_dump.dump(run["dump"].rstrip("/") + "/", rank, ctx.world, a, b, sa, sb, out, partial=part,
-                     quant=config["quant"], mode=config["mode"], gather_dtype=config["gather_dtype"],
-                     gather_transport=config["gather_transport"], fuse_quantize=config.get("fuse_quantize", False),
-                     pull_blocks=config.get("pull_blocks"), fp8_format="e4m3fn", m=run["m"],
-                     producer="gemmar_runner.py", impl=ctx.name, device=ctx.device_text(), seed=ctx.seed,
-                     gemm_impl=ctx.name, **meta)
+                     fp8_format="e4m3fn", m=run["m"], producer="gemmar_runner.py", impl=ctx.name,
+                     device=ctx.device_text(), seed=ctx.seed, gemm_impl=ctx.name, **meta)
 
 
 def bf16_ready(x):

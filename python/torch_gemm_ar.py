@@ -4,14 +4,20 @@ Each rank's partial is torch._scaled_mm, bf16 out: blockscale scales (A one fp32
 128x128 block) or ptpc (per row of A, per column of B). The collective is docs/spec.md 1.1 in torch: every owner sums
 its slice of the W bf16 partials in fp32 in peer order (owner + j) % W starting from its own, rounds to bf16, and
 gathers it (bf16 wire: copies; fp8 wire: per-row amax, the recipe below, peers write bf16(decode(q) * scale); the
-owner's rows are never quantized).
+owner's rows are never quantized). fused-sdma computes the same values (what differs is when the legs run, which
+one device does not show); with mori's fp8 scatter (scatter_dtype "fp8", fused-sdma only) every rank narrows its
+whole bf16 partial per row and 256 columns (kernels_fused.py @f3bff0ae, the `if const_expr(fp8_scatter)` epilogue:
+scale = fl32(amax / 448), 1 for an all-zero segment, codes = RNE(x * fl32(1 / scale))) and each owner sums
+decode(code) * scale in fp32 in the same peer order (kernels_sdma.py sdma_reduce).
 
 As an implementation for `gemmar validate|run --backend python --impl python/torch_gemm_ar.py:NAME` (the protocol
 of python/gemmar_runner.py; every rank in one process, so W is --world, not the device count):
 
-    TorchGemmAr     the op, clean (gemm-only, split-sdma on every wire, split-lsa; blockscale and ptpc)
+    TorchGemmAr     the op, clean (gemm-only, split-sdma and fused-sdma on every wire, split-lsa; fused-sdma
+                    also with the fp8 scatter; blockscale and ptpc)
     skip_gather     rank min(3, W-1) never receives slice (that rank + 2) % W: a silent put (it keeps its partial)
     wire_bypassed   an fp8-wire config that gathers bf16 (the wire never engaged)
+    scatter_not_narrowed  fused-sdma asked for the fp8 scatter reduces the bf16 partials (the scatter never engaged)
 
 As a script, the operands of mori's benchmark (python/gemmar_runner.py torch_operands), dumped with gemmar_dump:
 
@@ -82,6 +88,16 @@ def quantize_rows(red, recipe, c):
     return q, scale.reshape(-1), (q.float() * scale).to(torch.bfloat16)
 
 
+def scatter_fp8_values(part, c):
+    """What mori's fp8 scatter delivers of bf16 rows `part` [rows, N]: decode(code) * scale in fp32, one scale per
+    row and 256 columns (amax NaN-propagating as the kernel's maximumf; every division tensor by tensor)."""
+    x = part.float().reshape(part.shape[0], -1, 256)
+    amax = x.abs().amax(dim=2, keepdim=True)
+    scale = torch.where(amax == 0, c.one, amax / c.fmax)
+    q = (x * (c.one / scale)).to(torch.float8_e4m3fn)
+    return (q.float() * scale).reshape(part.shape)
+
+
 def skipped_put(world, fault):
     """(receiver, owner) of the put skip-gather drops, or None."""
     if fault != "skip-gather":
@@ -90,8 +106,10 @@ def skipped_put(world, fault):
     return receiver, (receiver + 2) % world
 
 
-def collective(parts, mode, fp8, rows, fault="none", recipe="mori", consts=None):
-    """Every rank's output from every rank's bf16 partial; with the fp8 wire also each owner's (codes, scales)."""
+def collective(parts, mode, fp8, rows, fault="none", recipe="mori", consts=None, scatter_fp8=False):
+    """Every rank's output from every rank's bf16 partial; with the fp8 wire also each owner's (codes, scales).
+    scatter_fp8: the partials travel the scatter leg as mori's fp8 scatter (each row slice narrowed once, where it
+    is reduced: the per-row scales make that the same as narrowing the whole partial first)."""
     world, m = len(parts), parts[0].shape[0]
     outs = [p.clone() for p in parts]  # in place: a view keeps its partial where nothing lands
     wire = [None] * world
@@ -100,9 +118,11 @@ def collective(parts, mode, fp8, rows, fault="none", recipe="mori", consts=None)
     skip = skipped_put(world, fault)
     for o in range(world):
         sl = slice(o * rows, min(m, (o + 1) * rows))
-        acc = parts[o][sl].float()  # mori's sdma_reduce: acc starts at the owner's own value
+        def sent(p):
+            return scatter_fp8_values(p[sl], consts) if scatter_fp8 else p[sl].float()
+        acc = sent(parts[o])  # mori's sdma_reduce: acc starts at the owner's own value
         for j in range(1, world):
-            acc = acc + parts[(o + j) % world][sl].float()
+            acc = acc + sent(parts[(o + j) % world])
         red = acc.to(torch.bfloat16)
         outs[o][sl] = red
         landed = red
@@ -119,6 +139,7 @@ class Handle:
     def __init__(self, config, shape, device):
         self.config, self.shape, self.device = config, shape, device
         self.fp8 = config["gather_dtype"] == "fp8" and config["mode"] != "split-lsa"
+        self.scatter_fp8 = config.get("scatter_dtype", "bf16") == "fp8"
         self.rows = rows_per_owner(shape["m"], shape["world"], config["quant"])
         self.consts = WireConstants(device)
 
@@ -133,8 +154,13 @@ class TorchGemmAr:
     def supports(self, config, shape):
         if config["quant"] not in BLOCK_M or config.get("fuse_quantize") or config.get("fuse_reduce_push"):
             return False
-        if config.get("scatter_dtype", "bf16") != "bf16" or config["mode"] not in ("gemm-only", "split-sdma",
-                                                                                  "split-lsa"):
+        if config["mode"] not in ("gemm-only", "split-sdma", "split-lsa", "fused-sdma"):
+            return False
+        if config.get("scatter_dtype", "bf16") == "fp8" and (config["mode"] != "fused-sdma" or shape["n"] % 256):
+            return False
+        # The op's knobs that change no value on one device, but which this implementation does not model.
+        if any(config.get(k) for k in ("chunk_bands", "relaxed_rows", "logical_m")) or \
+                config.get("schedule", "none") != "none":
             return False
         return shape["k"] % 128 == 0 and shape["n"] % 128 == 0
 
@@ -147,7 +173,8 @@ class TorchGemmAr:
 
     def call_with_partials(self, h, a, a_scale_mm, b, b_scale_mm):
         parts = [gemm(a[r], a_scale_mm[r], b[r], b_scale_mm[r]) for r in range(len(a))]
-        outs, _ = collective(parts, h.config["mode"], h.fp8, h.rows, self.fault, "mori", h.consts)
+        outs, _ = collective(parts, h.config["mode"], h.fp8, h.rows, self.fault, "mori", h.consts,
+                             h.scatter_fp8 and self.fault != "scatter-not-narrowed")
         return outs, parts
 
     def call(self, h, *args):
@@ -155,16 +182,18 @@ class TorchGemmAr:
 
     def self_test(self, h):
         """gemmar's transport self-test in torch: every rank's partial rank + 1, every element of every view must be
-        W(W+1)/2 (exactly on the bf16 wire, within 1% on the fp8 wire, as mori's op.py self_test)."""
+        W(W+1)/2 (exactly on the bf16 wires, within 1% on an fp8 wire or the fp8 scatter, as mori's op.py
+        self_test)."""
         world, m, n = h.shape["world"], h.shape["m"], h.shape["n"]
         parts = [torch.full((m, n), float(r + 1), device=h.device, dtype=torch.bfloat16) for r in range(world)]
-        outs, _ = collective(parts, h.config["mode"], h.fp8, h.rows, self.fault, "mori", h.consts)
+        outs, _ = collective(parts, h.config["mode"], h.fp8, h.rows, self.fault, "mori", h.consts,
+                             h.scatter_fp8 and self.fault != "scatter-not-narrowed")
         if h.config["mode"] == "gemm-only":
             return
         want = world * (world + 1) / 2
         for r, out in enumerate(outs):
             err = (out.float() - want).abs() / want
-            bad = torch.nonzero(~(err <= (1e-2 if h.fp8 else 0.0)))
+            bad = torch.nonzero(~(err <= (1e-2 if h.fp8 or h.scatter_fp8 else 0.0)))
             if bad.numel():
                 row, col = int(bad[0][0]), int(bad[0][1])
                 raise RuntimeError("self-test: rank %d's view of slice %d (row %d) holds %g where %g was expected "
@@ -184,6 +213,12 @@ def skip_gather():
 def wire_bypassed():
     impl = TorchGemmAr()
     impl.fault, impl.name = "wire-bypassed", "torch-wire-bypassed"
+    return impl
+
+
+def scatter_not_narrowed():
+    impl = TorchGemmAr()
+    impl.fault, impl.name = "scatter-not-narrowed", "torch-scatter-not-narrowed"
     return impl
 
 

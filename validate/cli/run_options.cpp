@@ -77,6 +77,20 @@ void refuse_for_python(const po::variables_map& vm) {
                      "are compared with it bit for bit)");
 }
 
+// validate --backend python: every fused-sdma candidate also with mori's fp8 scatter (the public op takes
+// scatter_dtype, op.py @f3bff0ae GemmAllReduceOp.__init__), where N allows its 256-column scales; the
+// implementation's supports() keeps those it runs.
+void add_fp8_scatter_candidates(std::vector<Config>& configs, int64_t n) {
+  if (n % 256 != 0) return;
+  const size_t count = configs.size();
+  for (size_t i = 0; i < count; ++i) {
+    if (configs[i].mode != Mode::FusedSdma || configs[i].scatter_dtype == WireDtype::Fp8) continue;
+    Config c = configs[i];
+    c.scatter_dtype = WireDtype::Fp8;
+    configs.push_back(c);
+  }
+}
+
 // --backend python: the options, then the implementation asked what it runs (W, M values, configs).
 void read_python_plan(const po::variables_map& vm, RunCommand cmd, RunPlan& p) {
   GEMMAR_USAGE_CHECK(vm.count("impl") && !vm["impl"].as<std::string>().empty(),
@@ -108,7 +122,7 @@ void read_python_plan(const po::variables_map& vm, RunCommand cmd, RunPlan& p) {
   if (vm["world"].defaulted()) p.request.shape.world = 0;  // the implementation's: the visible devices, or 8
   const bool m_given = vm.count("m-list") || (cmd == RunCommand::Run ? true : vm.count("m") > 0);
   std::vector<int64_t> m_values = m_given ? p.m_values : std::vector<int64_t>{};
-  const std::vector<Config> asked = p.configs;
+  if (cmd == RunCommand::Validate) add_fp8_scatter_candidates(p.configs, p.request.shape.n);
   describe_python_impl(p.python, p.request.shape, p.configs, m_values, p.m_values, Shape{}.world);
   p.m_values = m_values;
   p.request.shape.m = p.m_values.front();
@@ -172,7 +186,8 @@ void add_run_options(po::options_description& d, RunCommand cmd) {
       "GPU: ranks emulated per device (0: one per device when W devices exist, else all on one)")(
       "eager", po::bool_switch()->default_value(false),
       "GPU: launch every iteration eagerly instead of capturing the run once as a graph and replaying it (the "
-      "record's device says which ran; default: graph)")(
+      "record's device says which ran; default: graph); --backend python: the implementation's calls timed "
+      "without a graph (the record's timing \"eager\")")(
       "baseline", po::value<std::vector<std::string>>(),
       "FILE: earlier runs (a previous validate's results.json or runs.log, or a benchmark log); a run slower "
       "than the baseline's of the same shape and config beyond the run-to-run spread fails with REGRESSION, "
@@ -230,7 +245,8 @@ RunPlan read_run_plan(const po::variables_map& vm, RunCommand cmd) {
                      guard_sample::kMaxStride, " (1, 2, 4, ..., 128), got ", req.guard_sample);
   GEMMAR_USAGE_CHECK(req.ranks_per_device >= 0, "--ranks-per-device: must be >= 0");
   req.eager = vm["eager"].as<bool>();
-  GEMMAR_USAGE_CHECK(!req.eager || gpu, "--eager: only the GPU backend launches kernels (--backend gpu)");
+  GEMMAR_USAGE_CHECK(!req.eager || gpu,
+                     "--eager: only the GPU backend and a Python implementation launch kernels (--backend gpu|python)");
   if (vm.count("dump")) {
     req.dump_dir = vm["dump"].as<std::string>();
     GEMMAR_USAGE_CHECK(!req.dump_dir.empty(), "--dump: empty directory name");

@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "common/config_fields.hpp"
 #include "common/errors.hpp"
 #include "validate/harness/child_process.hpp"
 #include "validate/harness/python_judge.hpp"
@@ -328,6 +329,7 @@ nlohmann::json runner_body(const RunPlan& plan) {
           {"seed", plan.request.seed},
           {"warmup", plan.python.options.warmup},
           {"iterations", plan.request.iterations},
+          {"eager", plan.request.eager},  // --eager: the timed calls launched eagerly, no graph captured
           {"runs", nlohmann::json::array()}};
 }
 
@@ -335,18 +337,10 @@ nlohmann::json runner_body(const RunPlan& plan) {
 
 // ---- config <-> the runner ------------------------------------------------------------------------------------
 
-nlohmann::json python_config_json(const Config& c) {
-  return {{"mode", to_string(c.mode)},
-          {"quant", to_string(c.quant)},
-          {"gather_dtype", to_string(c.gather_dtype)},
-          {"gather_transport", to_string(c.gather_transport)},
-          {"fuse_quantize", c.fuse_quantize},
-          {"fuse_reduce_push", c.fuse_reduce_push},
-          {"gather_bands", c.gather_bands},
-          {"publish", to_string(c.publish)},
-          {"pull_blocks", c.pull_blocks},
-          {"chunks", c.chunks}};
-}
+// Every field of the table (common/config_fields.hpp) under the keys RESULT_JSON, run records and dump metadata
+// use: the runner copies them into its RESULT_JSON and the dump's metadata as they are, so the plan, the record and
+// the dump are read back by the same readers.
+nlohmann::json python_config_json(const Config& c) { return config_to_json(c); }
 
 // ---- describe ------------------------------------------------------------------------------------------------------
 

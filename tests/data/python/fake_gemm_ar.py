@@ -3,7 +3,10 @@ harness_python_backend_test.cpp): python/gemmar_runner.py's implementation proto
 
 The GEMM decodes the e4m3fn codes and applies the blockscale scales per 128-wide K block in fp32, rounded to bf16 (the
 partial). The collective is docs/spec.md 1.1 on the bf16 wire: each owner sums its slice of the W bf16 partials in
-fp32 in peer order (owner + j) % W from its own value, rounds to bf16, and every rank copies it. Variants, by name
+fp32 in peer order (owner + j) % W from its own value, rounds to bf16, and every rank copies it. fused-sdma also with
+mori's fp8 scatter (scatter_dtype "fp8", docs/reference.md): every rank narrows its whole bf16 partial per row and
+256 columns, scale = fl32(amax / 448) (1 for an all-zero segment), codes = RNE(x * fl32(1 / scale)); each owner sums
+decode(code) * scale in fp32 in the same peer order. python/torch_gemm_ar.py does the same in torch. Variants, by name
 (--impl FILE:NAME):
 
     FakeGemmAr             every rank in one process
@@ -14,6 +17,7 @@ fp32 in peer order (owner + j) % W from its own value, rounds to bf16, and every
     queue_fail_once        setup raises mori's queue-creation failure once (a marker file, $FAKE_QUEUE_MARKER)
     queue_fail_always      setup always raises it
     hang                   call never returns (gemmar's --run-timeout)
+    scatter_not_narrowed   fused-sdma with the fp8 scatter asked, but the bf16 partials reduced
 """
 import os
 import time
@@ -42,18 +46,28 @@ def slice_rows(shape, world):
     return (shape["m"] + granule - 1) // granule * granule // world
 
 
-def collective(partials, mode, world, rows_per_owner, fault):
+def fp8_scatter_values(bits):
+    """What the fp8 scatter delivers of one rank's bf16 partial (bits [M, N]): decode(code) * scale, fp32."""
+    x = gr.bf16_value(bits).reshape(bits.shape[0], -1, 256)
+    amax = np.max(np.abs(x), axis=2, keepdims=True)  # NaN-propagating, as the kernel's maximumf
+    scale = np.where(amax == 0, np.float32(1), amax / np.float32(448)).astype(np.float32)
+    codes = gr.e4m3fn_encode(x * (np.float32(1) / scale))
+    return (gr.e4m3fn_decode(codes) * scale).astype(np.float32).reshape(bits.shape)
+
+
+def collective(partials, mode, world, rows_per_owner, fault, scatter_fp8=False):
     """Every rank's output (bf16 bits) from every rank's bf16 partial (bits)."""
     outs = [p.copy() for p in partials]
     if mode == "gemm-only":
         return outs
     m = partials[0].shape[0]
     skip = (min(3, world - 1), (min(3, world - 1) + 2) % world) if fault == "skip-gather" else None
+    sent = [fp8_scatter_values(p) if scatter_fp8 else gr.bf16_value(p) for p in partials]
     for owner in range(world):
         rows = slice(owner * rows_per_owner, min(m, (owner + 1) * rows_per_owner))
-        acc = gr.bf16_value(partials[owner][rows])
+        acc = sent[owner][rows]
         for j in range(1, world):
-            acc = acc + gr.bf16_value(partials[(owner + j) % world][rows])
+            acc = acc + sent[(owner + j) % world][rows]
         reduced = gr.bf16_bits(acc)
         for r in range(world):
             if skip != (r, owner):  # the skipped put never landed: the in-place buffer keeps the local partial
@@ -70,8 +84,11 @@ class FakeGemmAr:
 
     def supports(self, config, shape):
         wires = config["gather_dtype"] == "bf16" and not config.get("fuse_quantize", False)
+        fused = config["mode"] == "fused-sdma" and config["gather_transport"] == "sdma"
+        if config.get("scatter_dtype", "bf16") == "fp8" and not fused:
+            return False
         return config["quant"] in ("blockscale", "ptpc") and wires and \
-            config["mode"] in ("gemm-only", "split-sdma", "split-lsa")
+            (config["mode"] in ("gemm-only", "split-sdma", "split-lsa") or fused)
 
     def setup(self, config, shape, rank, device):
         return dict(config=config, shape=shape, rank=rank)
@@ -81,8 +98,9 @@ class FakeGemmAr:
                 for r in range(len(a))]
 
     def _collective(self, handle, partials):
-        world = handle["shape"]["world"]
-        return collective(partials, handle["config"]["mode"], world, slice_rows(handle["shape"], world), self.fault)
+        world, config = handle["shape"]["world"], handle["config"]
+        return collective(partials, config["mode"], world, slice_rows(handle["shape"], world), self.fault,
+                          config.get("scatter_dtype") == "fp8")
 
     def call_with_partials(self, handle, a, a_scale, b, b_scale):
         partials = self._partials(handle, a, a_scale, b, b_scale)
@@ -97,15 +115,21 @@ class FakeGemmAr:
             return
         world, m, n = handle["shape"]["world"], handle["shape"]["m"], handle["shape"]["n"]
         partials = [np.full((m, n), gr.bf16_bits(np.float32(r + 1)), np.uint16) for r in range(world)]
-        check_self_test(self._collective(handle, partials), world, slice_rows(handle["shape"], world))
+        check_self_test(self._collective(handle, partials), world, slice_rows(handle["shape"], world),
+                        tolerance=self_test_tolerance(handle))
 
 
-def check_self_test(outs, world, rows_per_owner, ranks=None):
+def self_test_tolerance(handle):
+    """Exact on the bf16 wire; 1e-2 relative with the fp8 scatter (mori's op.py self_test: worst <= 1e-2)."""
+    return 1e-2 if handle["config"].get("scatter_dtype") == "fp8" else 0.0
+
+
+def check_self_test(outs, world, rows_per_owner, ranks=None, tolerance=0.0):
     want = world * (world + 1) // 2
     for i, out in enumerate(outs):
         rank = i if ranks is None else ranks[i]
         got = gr.bf16_value(out)
-        bad = np.argwhere(got != want)
+        bad = np.argwhere(~(np.abs(got - want) <= tolerance * want))
         if len(bad):
             row = int(bad[0][0])
             raise RuntimeError("self-test: rank %d's copy of slice %d holds %g where %d was expected"
@@ -131,7 +155,8 @@ class FakeGemmArPerRank(FakeGemmAr):
         world, m, n = handle["shape"]["world"], handle["shape"]["m"], handle["shape"]["n"]
         mine = np.full((m, n), gr.bf16_bits(np.float32(handle["rank"] + 1)), np.uint16)
         outs = self._collective(handle, self._all_partials(mine))
-        check_self_test([outs[handle["rank"]]], world, slice_rows(handle["shape"], world), [handle["rank"]])
+        check_self_test([outs[handle["rank"]]], world, slice_rows(handle["shape"], world), [handle["rank"]],
+                        self_test_tolerance(handle))
 
 
 def skip_gather():
@@ -184,3 +209,16 @@ class _Hang(FakeGemmAr):
 
 def hang():
     return _Hang()
+
+
+class _ScatterNotNarrowed(FakeGemmAr):
+    """Claims mori's fp8 scatter but reduces the bf16 partials (the scatter leg never narrowed)."""
+    name = "fake-numpy-scatter-not-narrowed"
+
+    def _collective(self, handle, partials):
+        world = handle["shape"]["world"]
+        return collective(partials, handle["config"]["mode"], world, slice_rows(handle["shape"], world), self.fault)
+
+
+def scatter_not_narrowed():
+    return _ScatterNotNarrowed()

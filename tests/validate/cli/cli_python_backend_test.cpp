@@ -9,11 +9,15 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "common/config_fields.hpp"
 #include "support/cli.hpp"
+#include "validate/harness/python_runner.hpp"
 
 namespace {
 
@@ -58,11 +62,16 @@ TEST(CliPythonBackend, ValidateVerifiesEverySupportedConfigBitExactAndPasses) {
                               "--out", out.string(), "--no-report", "--json"});
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
-  // The fake supports gemm-only, split-sdma and split-lsa on the bf16 wire; the 8 other configs are declined.
-  ASSERT_EQ(j["runs"].size(), 3u) << r.out;
-  EXPECT_EQ(j["python"]["declined"].size(), 8u);
+  // The fake supports gemm-only, split-sdma, split-lsa and fused-sdma on the bf16 gather, fused-sdma also with
+  // mori's fp8 scatter (a candidate validate adds to every fused-sdma config: N = 1024 takes its 256-column
+  // scales); the 9 other configs are declined.
+  ASSERT_EQ(j["runs"].size(), 5u) << r.out;
+  EXPECT_EQ(j["python"]["declined"].size(), 9u);
   EXPECT_EQ(j["python"]["placement"], "all");
-  EXPECT_EQ(j["selftest"]["configs"].size(), 2u);  // the collective configs
+  EXPECT_EQ(j["selftest"]["configs"].size(), 4u);  // the collective configs
+  int fp8_scatter = 0;
+  for (const auto& run : j["runs"]) fp8_scatter += run["record"]["scatter_dtype"] == "fp8";
+  EXPECT_EQ(fp8_scatter, 1) << "fused-sdma with the fp8 scatter ran, its dump verified bit for bit";
   for (const auto& run : j["runs"]) {
     EXPECT_EQ(run["verdict"], "pass") << run.dump();
     const auto& rec = run["record"];
@@ -74,7 +83,7 @@ TEST(CliPythonBackend, ValidateVerifiesEverySupportedConfigBitExactAndPasses) {
   EXPECT_TRUE(fs::exists(out / "runner" / "runner.log"));
   EXPECT_FALSE(fs::exists(out / "dumps")) << "each dump is removed once verified (no --keep-dumps)";
   const std::string log = slurp(out / "runs.log");
-  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 3) << log;
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 5) << log;
 }
 
 TEST(CliPythonBackend, FaultyImplementationOneRankPerProcessFailsNamingRankAndSliceAndCheckAgrees) {
@@ -103,6 +112,22 @@ TEST(CliPythonBackend, FaultyImplementationOneRankPerProcessFailsNamingRankAndSl
   std::sort(c1.begin(), c1.end());
   std::sort(c2.begin(), c2.end());
   EXPECT_EQ(c1, c2);
+}
+
+// An implementation that is asked for mori's fp8 scatter (the config's scatter_dtype) but reduces the bf16 partials:
+// its outputs differ from the fp8 scatter re-emulated over its own partials, and its relL2 sits at the bf16 floor.
+TEST(CliPythonBackend, FusedSdmaAskedForTheFp8ScatterButReducingBf16FailsWithWireNotUsed) {
+  REQUIRE_NUMPY();
+  const CliResult r = gemmar({"run", "--backend", "python", "--impl", kFake + ":scatter_not_narrowed", "-m", "512",
+                              "--mode", "fused-sdma", "--scatter-dtype", "fp8"});
+  ASSERT_EQ(r.rc, 1) << r.out << r.err;
+  const std::string line = r.out.substr(0, r.out.find('\n'));
+  ASSERT_EQ(line.rfind("RESULT_JSON ", 0), 0u) << r.out;
+  const nlohmann::json rec = nlohmann::json::parse(line.substr(12));
+  EXPECT_EQ(rec["scatter_dtype"], "fp8");
+  const auto c = codes(rec);
+  for (const char* code : {"COLLECTIVE_MISMATCH", "WIRE_NOT_USED"})
+    EXPECT_TRUE(has(c, code)) << code << " in " << rec["findings"].dump();
 }
 
 TEST(CliPythonBackend, FailingSelfTestEndsValidateWithTheImplementationsMessage) {
@@ -226,6 +251,74 @@ print("ok")
   const CliResult r = run_program(kPython, {"-c", script, dir.string()});
   EXPECT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_EQ(r.out, "ok\n");
+}
+
+// The plan's config reaches the runner as common/config_fields.hpp's table writes it, and comes back unchanged in
+// the RESULT_JSON and in the dump's metadata, each read by the table's reader (config_from_json, as the record
+// reader; config_from_metadata, as gemmar verify): every field, mori 2026-09's knobs included (scatter_dtype,
+// chunk_rule, schedule, chunk_bands, relaxed_rows, logical_m, sdma_queues), each set away from its default. A field
+// the runner dropped or respelled would come back default. (No one config sets them all validly: the readers'
+// knob checks come after the table; the fp8 scatter's whole path is the validate test above.)
+TEST(CliPythonBackend, RunnerCarriesEveryConfigFieldIntoRecordAndDumpMetadata) {
+  REQUIRE_NUMPY();
+  gemmar::Config c;
+  c.mode = gemmar::Mode::SplitSdma;
+  c.quant = gemmar::Quant::Ptpc;
+  c.gather_dtype = gemmar::WireDtype::Fp8;
+  c.gather_transport = gemmar::Transport::Lsa;
+  c.pull_blocks = 96;
+  c.fuse_quantize = true;
+  c.fuse_reduce_push = true;
+  c.gather_bands = 4;
+  c.publish = gemmar::Publish::Fence;
+  c.scatter_dtype = gemmar::WireDtype::Fp8;
+  c.chunk_rule = gemmar::ChunkRule::Op;
+  c.schedule = gemmar::Schedule::WoB;
+  c.chunks = 3;
+  c.chunk_bands = 2;
+  c.relaxed_rows = true;
+  c.logical_m = 500;
+  c.sdma_queues = 2;
+  const nlohmann::json asked = gemmar::python_config_json(c);
+  for (const gemmar::ConfigField& f : gemmar::config_fields())
+    ASSERT_NE(asked[f.key], gemmar::field_json(f, gemmar::Config{})) << f.key << " is left at its default";
+
+  const fs::path dir = scratch_dir("py_fields");
+  const nlohmann::json plan = {
+      {"impl", kFake + ":FakeGemmAr"},
+      {"shape", {{"n", 1024}, {"k", 256}, {"world", 4}}},
+      {"seed", 1234},
+      {"warmup", 0},
+      {"iterations", 1},
+      {"eager", false},
+      {"runs", {{{"index", 1}, {"m", 512}, {"config", asked}, {"dump", (dir / "dump").string()}}}}};
+  std::ofstream(dir / "plan.json") << plan.dump();
+  const fs::path runner = fs::path(GEMMAR_TEST_DATA_DIR).parent_path().parent_path() / "python" / "gemmar_runner.py";
+  const CliResult r = run_program(kPython, {runner.string(), "run", (dir / "plan.json").string()});
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  const size_t at = r.out.find("RESULT_JSON ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const nlohmann::json result = nlohmann::json::parse(r.out.substr(at + 12, r.out.find('\n', at) - at - 12));
+  // The record: every field as asked, but chunks, which a RESULT_JSON holds as the resolved count (null here).
+  EXPECT_TRUE(result["chunks"].is_null()) << result.dump();
+  gemmar::Config recorded;
+  gemmar::config_from_json(result, "runner", recorded, {"chunks"});
+  nlohmann::json got = gemmar::config_to_json(recorded), want = asked;
+  got.erase("chunks");
+  want.erase("chunks");
+  EXPECT_EQ(got, want);
+  // The dump's metadata (safetensors: an 8-byte little-endian header length, then the JSON header).
+  std::ifstream f(dir / "dump" / "rank2.safetensors", std::ios::binary);
+  uint64_t len = 0;
+  ASSERT_TRUE(f.read(reinterpret_cast<char*>(&len), 8)) << "no dump of rank 2";
+  std::string header(len, '\0');
+  f.read(header.data(), std::streamsize(len));
+  const nlohmann::json parsed = nlohmann::json::parse(header);
+  std::map<std::string, std::string> meta;
+  for (const auto& [k, v] : parsed.at("__metadata__").items()) meta[k] = v.get<std::string>();
+  gemmar::Config dumped;
+  gemmar::config_from_metadata(meta, "rank2.safetensors", dumped);
+  EXPECT_EQ(gemmar::config_to_json(dumped), asked) << header;
 }
 
 }  // namespace
