@@ -7,18 +7,21 @@ benchmark/cco/flydsl/gemm_ar/bench_gemm_ar.py @d54433365ce8 (the communicator, t
 One rank per process (torchrun, or gemmar's direct launcher), one communicator per process shared by every run
 (the op worker @54e74a02: "One process, one communicator, every case"), one op per run.
 
-gemmar's config -> mori's constructor (GemmAllReduceOp.__init__):
+gemmar's config (its keys: common/config_fields.cpp's table) -> mori's constructor (GemmAllReduceOp.__init__):
     mode            fused-sdma only: the op compiles compile_fused_gemm_scatter(fuse=True, transport="sdma")
     quant           quant ("blockscale" | "mxfp8"; QUANTS), block_m left to the op (128 | 256)
     gather_dtype    gather_dtype ("bf16" | "fp8")
     gather_transport gather_transport ("sdma" | "lsa"; the op's default is "lsa", gemmar always passes one)
-    scatter_dtype   scatter_dtype (absent: "bf16")
-    sdma_queues     sdma_queues when the config has it (else the op's default, 1)
-    schedule        only "default" (gemmar spells it none); "wo_b" changes the row plan, which gemmar's
-                    emulation must follow first
-    fuse_quantize, fuse_reduce_push, chunk_bands, relaxed_rows: the op takes none of them (refused)
-The chunk count is the op's (counter_chunks: the largest divisor <= 8 of the bands per destination); the record
-says so (chunks, chunk_rule "op").
+    scatter_dtype   scatter_dtype ("bf16" | "fp8": the op's fp8 scatter)
+    schedule        schedule: gemmar's none is the op's "default", wo_b is "wo_b" (the op's row planner picks the
+                    padded M, chunk_bands and relaxed rows per logical M; gemmar's row_plan follows it)
+    sdma_queues     sdma_queues (gemmar's default 8 is the bench's --sdma-queues; the op's own default is 1)
+    chunks, chunk_rule  the op takes no chunk count: its counter_chunks (the largest divisor <= 8 of the bands per
+                    destination) or, under a wo_b row plan with chunk_bands, ceil(bands / chunk_bands); the record's
+                    chunks is that resolved count, as the bench's RESULT_JSON gives its own
+    fuse_quantize, fuse_reduce_push, chunk_bands, relaxed_rows, logical_m: the op takes none of them as arguments
+                    (chunk_bands and relaxed rows come only from schedule="wo_b"; the adapter pads M itself), so a
+                    config that sets one is declined; an asked chunks > 0 too
 
 Environment, as mori's sweep.py @4488353a run_point sets it for multi-rank runs: MORI_ENABLE_SDMA=1 (without it
 "every put silently does nothing", op.py self_test) and MORI_SOCKET_IFNAME=lo unless already set.
@@ -54,16 +57,32 @@ if _missing:
 
 VMM_SLACK = 512 << 20  # bench_gemm_ar.py @d54433365ce8: per_rank_vmm = max(4 * window_bytes + VMM_SLACK, VMM_SLACK)
 SCALE_BLOCK_K, MXFP8_BLOCK = 128, 32  # op.py SCALE_BLOCK_K, MXFP8_BLOCK
-UNTAKEN = ("fuse_quantize", "fuse_reduce_push", "relaxed_rows")  # knobs the public op has no argument for
+# Knobs the public op has no argument for (a config setting one is declined).
+UNTAKEN = ("fuse_quantize", "fuse_reduce_push", "chunk_bands", "relaxed_rows", "logical_m", "chunks")
+# gemmar's schedule spellings (common/config.cpp kSchedules) -> op.py _Schedule's.
+SCHEDULES = {"none": "default", "default": "default", "wo_b": "wo_b"}
 
 
 def mori_args(config):
     """The constructor's keyword arguments for gemmar's config (the table in this module's docstring)."""
     args = dict(quant=config["quant"], gather_dtype=config["gather_dtype"],
-                gather_transport=config["gather_transport"], scatter_dtype=config.get("scatter_dtype", "bf16"))
+                gather_transport=config["gather_transport"], scatter_dtype=config.get("scatter_dtype", "bf16"),
+                schedule=SCHEDULES[config.get("schedule", "none")])
     if config.get("sdma_queues"):
         args["sdma_queues"] = int(config["sdma_queues"])
     return args
+
+
+def resolved_chunks(op, h):
+    """The pushes per destination the op runs: op.py _build_cfg's ceil((m_pad // W) / (block_m * chunk_bands)) under
+    a row plan with chunk_bands (schedule "wo_b"), else counter_chunks(m_pad, W, block_m)."""
+    bands = 0
+    with contextlib.suppress(AttributeError, TypeError, ValueError):
+        bands = int(op._row_plan(h.m_pad, h.m).chunk_bands or 0)
+    if bands:
+        per_dest = (h.m_pad // op.world_size + op.block_m - 1) // op.block_m
+        return (per_dest + bands - 1) // bands
+    return counter_chunks(h.m_pad, op.world_size, op.block_m)
 
 
 class Handle:
@@ -86,10 +105,9 @@ class MoriGemmAr:
         self._comm = None
 
     def supports(self, config, shape):
-        # The adapter pads M itself (pad_rows): a physical M with logical_m (branch config's field) is not taken.
-        if config["mode"] != "fused-sdma" or any(config.get(k) for k in UNTAKEN + ("chunk_bands", "logical_m")):
+        if config["mode"] != "fused-sdma" or any(config.get(k) for k in UNTAKEN):
             return False
-        if config.get("schedule", "none") not in ("none", "default"):
+        if config.get("schedule", "none") not in SCHEDULES:
             return False
         args = mori_args(config)
         args.pop("sdma_queues", None)  # op.py supports() takes no queue count
@@ -165,10 +183,11 @@ class MoriGemmAr:
         h.op.self_test(h.m)
 
     def record_fields(self, h):
+        """What ran, beside the config gemmar asked for (the config's own fields stay as asked: the record and
+        the dump must name the same config); chunks is the count the op resolved."""
         op = h.op
-        return dict(block_m=op.block_m, block_n=op.block_n, sdma_queues=op.sdma_queues, scatter_dtype=op.scatter_dtype,
-                    schedule=op.schedule, window_bytes=op.window_bytes, chunk_rule="op",
-                    chunks=counter_chunks(h.m_pad, op.world_size, op.block_m), gemm_impl="mori GemmAllReduceOp")
+        return dict(block_m=op.block_m, block_n=op.block_n, sdma_queues=op.sdma_queues,
+                    window_bytes=op.window_bytes, chunks=resolved_chunks(op, h), gemm_impl="mori GemmAllReduceOp")
 
     def teardown(self, h):
         torch.cuda.synchronize()
