@@ -98,6 +98,11 @@ def scatter_fp8_values(part, c):
     return (q.float() * scale).reshape(part.shape)
 
 
+def scatter_leg(rows_bf16, scatter_fp8, c):
+    """What the reduce adds of one rank's rows, fp32: the bf16 partial widened, or the fp8 scatter's values."""
+    return scatter_fp8_values(rows_bf16, c) if scatter_fp8 else rows_bf16.float()
+
+
 def skipped_put(world, fault):
     """(receiver, owner) of the put skip-gather drops, or None."""
     if fault != "skip-gather":
@@ -118,11 +123,9 @@ def collective(parts, mode, fp8, rows, fault="none", recipe="mori", consts=None,
     skip = skipped_put(world, fault)
     for o in range(world):
         sl = slice(o * rows, min(m, (o + 1) * rows))
-        def sent(p):
-            return scatter_fp8_values(p[sl], consts) if scatter_fp8 else p[sl].float()
-        acc = sent(parts[o])  # mori's sdma_reduce: acc starts at the owner's own value
+        acc = scatter_leg(parts[o][sl], scatter_fp8, consts)  # mori's sdma_reduce: acc starts at the owner's own
         for j in range(1, world):
-            acc = acc + sent(parts[(o + j) % world])
+            acc = acc + scatter_leg(parts[(o + j) % world][sl], scatter_fp8, consts)
         red = acc.to(torch.bfloat16)
         outs[o][sl] = red
         landed = red
