@@ -32,6 +32,7 @@ void write_rank_dump(const std::string& path, const RankDump& d) {
   meta["quant"] = to_string(q);
   meta["gather_dtype"] = to_string(d.config.gather_dtype);
   meta["gather_transport"] = to_string(d.config.gather_transport);
+  meta["scatter_dtype"] = to_string(d.config.scatter_dtype);
   meta["fuse_quantize"] = d.config.fuse_quantize ? "1" : "0";
   meta["fp8_format"] = to_string(d.fp8_format);
   if (!meta.count("pull_blocks")) meta["pull_blocks"] = std::to_string(d.config.pull_blocks);

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/errors.hpp"
+#include "reference/numerics_inline.hpp"
 #include "validate/harness/dump_write.hpp"
 
 namespace gemmar::dump {
@@ -87,6 +88,8 @@ void read_run_metadata(RankFile& f, const std::string& path) {
   f.config.quant = meta_parse(f, "quant", meta_get(f, "quant", true), parse_quant);
   f.config.gather_dtype = meta_parse(f, "gather_dtype", meta_get(f, "gather_dtype", true), parse_wire);
   f.config.gather_transport = meta_parse(f, "gather_transport", meta_get(f, "gather_transport", true), parse_transport);
+  const std::string sd = meta_get(f, "scatter_dtype", false);
+  if (!sd.empty()) f.config.scatter_dtype = meta_parse(f, "scatter_dtype", sd, parse_wire);
   const std::string fq = meta_get(f, "fuse_quantize", false);
   if (!fq.empty()) {
     if (fq != "0" && fq != "1" && fq != "true" && fq != "false" && fq != "True" && fq != "False")
@@ -167,6 +170,20 @@ void check_tensors(RankFile& f, const std::string& path) {
     expect_tensor(f, "wire_scale", {"F32"}, {S}, "one fp32 scale per row of the owned slice");
     f.wire = true;
   }
+  f.scatter = f.file.has("scatter");
+  if (f.scatter || f.file.has("scatter_scale")) {
+    if (f.config.scatter_dtype != WireDtype::Fp8)
+      bad(path, "tensors 'scatter'/'scatter_scale' belong to an fp8-scatter run, but metadata scatter_dtype is " +
+                    to_string(f.config.scatter_dtype) + " (give scatter_dtype=fp8)");
+    if (f.n % numerics::kScatterScaleCols)
+      bad(path,
+          "the fp8 scatter narrows 256 columns per scale; N=" + std::to_string(f.n) + " is not a multiple of 256");
+    expect_tensor(f, "scatter", {"U8", "F8_E4M3"}, {f.file_rows, f.n},
+                  "the scatter leg's fp8 codes of this rank's whole partial, [M, N]");
+    expect_tensor(f, "scatter_scale", {"F32"}, {f.file_rows, f.n / numerics::kScatterScaleCols},
+                  "one fp32 scale per row per 256 columns, [M, N/256]");
+    f.scatter = true;
+  }
 }
 
 }  // namespace
@@ -209,6 +226,11 @@ void check_consistent(const RankFile& f0, const RankFile& f) {
   if (f.wire != f0.wire)
     bad(f.file.path(), std::string(f.wire ? "has" : "has no") + " wire tensors but " + f0.file.path() +
                            (f0.wire ? " has" : " has not") + ": dump them on every rank or on none");
+  if (f.scatter != f0.scatter)
+    bad(f.file.path(), std::string(f.scatter ? "has" : "has no") + " scatter tensors but " + f0.file.path() +
+                           (f0.scatter ? " has" : " has not") + ": dump them on every rank or on none");
+  if (f.config.scatter_dtype != f0.config.scatter_dtype)
+    differ("metadata scatter_dtype", to_string(f0.config.scatter_dtype), to_string(f.config.scatter_dtype));
 }
 
 // Reads the A rows (their codes and scales in the quant's A layout over the held rows) and the whole of B.

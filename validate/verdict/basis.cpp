@@ -74,7 +74,8 @@ void floor_band(const RunRecord& r, const Expectations& e, NumericsBasis& n) {
     const double rows = double(std::max<int64_t>(fl.rows_evaluated, 1));
     n.sigma = se * std::sqrt(1.0 + rows / double(std::max<int64_t>(r.shape.m, 1)));
   }
-  n.accept_max = n.fp8 ? kFp8AcceptMax : kBf16AcceptMax;
+  // The benchmark's fp8 gate covers an fp8 gather or an fp8 scatter (bench_gemm_ar.py @d5443336 :530-543).
+  n.accept_max = n.fp8 || n.fp8_scatter ? kFp8AcceptMax : kBf16AcceptMax;
   n.upper = n.accept_max;
   n.tol = kFloorMargin;
   if (n.expected) {
@@ -139,7 +140,8 @@ NumericsBasis numerics_basis(const RunRecord& r, const Expectations& e, const Co
   NumericsBasis n;
   n.collective = has_collective(eff.mode);
   n.fp8 = n.collective && uses_fp8_wire(eff);
-  n.wire = n.fp8 ? "fp8" : "bf16";
+  n.fp8_scatter = n.collective && eff.scatter_dtype == WireDtype::Fp8;
+  n.wire = std::string(n.fp8_scatter ? "fp8-scatter + " : "") + (n.fp8 ? "fp8" : "bf16");
   n.rel_ok = r.rel_l2 && std::isfinite(*r.rel_l2);
   n.judged = !stopped_early(r);
   if (!n.judged) return n;

@@ -93,7 +93,10 @@ Expectations expectations_for(const RunRecord& r, const JudgeOptions& o) {
       Shape fs = r.shape;
       if (!o.floors_at_run_m) fs.m = verdict_rules::kFloorCanonicalM;
       const auto& fl = reference::cached_floors(fs, e.config.quant);
-      e.floors = FloorExpectation{fl.bf16, fl.fp8, fl.bf16_stderr, fl.fp8_stderr, fl.rows_evaluated, fs.m};
+      // The gather wire's two floors for the run's scatter leg (the fp8 scatter's pairs on --scatter-dtype fp8).
+      const reference::PairFloor b = fl.pair(eff.scatter_dtype, WireDtype::Bf16);
+      const reference::PairFloor f = fl.pair(eff.scatter_dtype, WireDtype::Fp8);
+      e.floors = FloorExpectation{b.value, f.value, b.stderr_, f.stderr_, fl.rows_evaluated, fs.m};
     } catch (const Error& err) {
       e.floor_error = err.what();
     }

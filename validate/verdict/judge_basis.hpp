@@ -17,10 +17,11 @@ namespace gemmar::verdict_detail {
 // The numerics of the record against the floors of its wire.
 struct NumericsBasis {
   bool judged = false;  // false for a run that stopped early: the numerics of an incomplete output mean nothing
-  bool collective = false, fp8 = false;
-  bool rel_ok = false;          // rel_l2 present and finite
-  std::string wire;             // "fp8" | "bf16"
-  std::optional<double> worst;  // the worst rank's relL2 (the benchmark's rel_l2 is the minimum over ranks)
+  bool collective = false, fp8 = false;  // fp8: the gather wire
+  bool fp8_scatter = false;              // mori's --scatter-dtype fp8 (the floors are then that scatter's pairs)
+  bool rel_ok = false;                   // rel_l2 present and finite
+  std::string wire;                      // "fp8" | "bf16", after "fp8-scatter + " on the fp8 scatter
+  std::optional<double> worst;           // the worst rank's relL2 (the benchmark's rel_l2 is the minimum over ranks)
   int worst_rank = -1;
   std::optional<double> floor_bf16, floor_fp8, expected, sigma;
   double accept_max = 0, upper = 0, tol = 0;
