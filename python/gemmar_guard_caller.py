@@ -184,12 +184,15 @@ def cell_dtype():
     return CELL_DTYPE
 
 
-def judge(plan, records):
-    """Every (view, slice) cell of one call from the gathered records ([world, floats] float32): a numpy structured
-    array of world * world cells, index v * world + s (the device library's cells, field for field)."""
+def judge(plan, records, ld=None):
+    """Every (view, slice) cell of one call from the gathered records (rank r's at r * ld floats, ld = the record's
+    size by default; float32): a numpy structured array of world * world cells, index v * world + s (the device
+    library's cells, field for field)."""
     import numpy as np
     l, c, W = plan.layout, plan.consts, plan.world
-    rec = np.asarray(records, dtype=np.float32).reshape(W, l.floats)
+    flat = np.asarray(records, dtype=np.float32).ravel()
+    ld = ld or l.floats
+    rec = np.stack([flat[r * ld:r * ld + l.floats] for r in range(W)])
     L, nb, Ls = l.L, l.nb, l.Ls
 
     def grid(off):
@@ -435,7 +438,8 @@ class SumsArgs(ctypes.Structure):
 
 class JudgeArgs(ctypes.Structure):
     _fields_ = [("world", ctypes.c_int32), ("stride", ctypes.c_int32), ("m", ctypes.c_int64), ("n", ctypes.c_int64),
-                ("records", ctypes.c_void_p), ("consts", _Consts), ("cells", ctypes.c_void_p),
+                ("records", ctypes.c_void_p), ("records_ld", ctypes.c_int64), ("consts", _Consts),
+                ("cells", ctypes.c_void_p),
                 ("call", ctypes.c_void_p)]
 
 

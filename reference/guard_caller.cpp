@@ -235,7 +235,7 @@ std::vector<float> caller_rank_record(const CallerPlan& p, int rank, uint32_t ca
 std::vector<cg::Cell> caller_judge(const CallerPlan& p, const std::vector<float>& records) {
   const cg::Layout& l = p.layout;
   const int W = l.world;
-  GEMMAR_CHECK(int64_t(records.size()) == int64_t(W) * l.floats, "caller guard: ", records.size(),
+  GEMMAR_CHECK(int64_t(records.size()) == int64_t(W) * l.ld, "caller guard: ", records.size(),
                " floats of records for ", W, " ranks of ", l.floats);
   std::vector<cg::Cell> cells(size_t(W * W));
   for (int v = 0; v < W; ++v)

@@ -50,6 +50,8 @@ struct Layout {
   int64_t wsum = 0, wscale = 0;  // [Ls][nb], [Ls]: fp8 gather, own slice: the block sums of the wire's view of
                                  // the owner's rows (its re-quantization), and each row's wire scale
   int64_t floats = 0;            // the record's size, a multiple of 4 (16 bytes)
+  int64_t ld = 0;                // floats from one rank's record to the next in the gathered array (>= floats: a
+                                 // batch of calls exchanged at once interleaves them)
 };
 
 GEMMAR_HD inline Layout make_layout(int world, int64_t m, int64_t n, int64_t stride) {
@@ -76,6 +78,7 @@ GEMMAR_HD inline Layout make_layout(int world, int64_t m, int64_t n, int64_t str
   l.wscale = o;
   o += l.Ls;
   l.floats = (o + 3) / 4 * 4;
+  l.ld = l.floats;
   return l;
 }
 
@@ -110,7 +113,7 @@ struct Terms {
   double sigma = 0;  // Hoeffding's scale of the op's rounding errors
 };
 
-GEMMAR_HD inline const float* rank_record(const float* base, const Layout& l, int r) { return base + int64_t(r) * l.floats; }
+GEMMAR_HD inline const float* rank_record(const float* base, const Layout& l, int r) { return base + int64_t(r) * l.ld; }
 
 // The prediction check of view v at listed row p (global position in the call's list) and block b; s owns p.
 GEMMAR_HD inline Terms check_terms(const Layout& l, const Consts& c, const float* base, int v, int s, int64_t p, int b) {

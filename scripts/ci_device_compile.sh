@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SOURCES=(kernels/gemm/blockscale.cu kernels/gemm/quant.cu kernels/collective/legs.cu kernels/convert/convert.cu
-         kernels/faults/faults.cu kernels/check/guard.cu kernels/check/output_compare.cu kernels/bench/ceilings.cu
+         kernels/faults/faults.cu kernels/check/guard.cu kernels/check/output_compare.cu
+         kernels/check/caller_guard.cu kernels/bench/ceilings.cu
          kernels/bench/bench_api.cu kernels/gemm_ar.cu kernels/vendor_gemm.cu)
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT

@@ -1,0 +1,332 @@
+#!/usr/bin/env python3
+"""The caller guard (python/gemmar_guard.py CallerGuard, libgemmar_guard.so) on one GPU against an independent torch
+gemm_ar (python/torch_gemm_ar.py, W ranks on one device), issue 49. Run by scripts/device_guard_python.sh; writes
+OUT/guard_python.json after every section (a run cut short keeps what it finished) and prints a log.
+
+Sections, in order:
+  agree   the library's records against the torch fallback's on the same call (within the sums' rounding), and the
+          device judge's cells against the numpy judge's on the same gathered records (equal)
+  cost    mori's V4-Pro target (blockscale, W = 8, N = 7168, K = 2048) at M = 4096 and 16384 on the four scatter x
+          gather wire pairs: the op (its 8 GEMMs and the torch collective), the GEMMs alone, and the guard's device
+          time per call for all 8 ranks (8 sums + 8 judges: a CUDA graph replayed, and eager); the guard over the op
+          and over the GEMMs alone (a lower bound of any op on this device); the torch fallback once
+  faults  M = 4096, each wire pair: a dropped peer, a stale slice, a zeroed half slice, one rank's view differing, a
+          wrong wire scale (fp8 wires), each on FAULT_CALLS calls; one NaN at a random element on NAN_CALLS calls;
+          caught per call against the probability docs/guard.md states (1; one NaN: 1 / sample)
+  clean   CLEAN_CALLS calls per wire pair of both targets (V4-Pro blockscale W = 8; V4-Flash mxfp8 W = 4, N = 5120,
+          A scales in mori's packed int32 layout), new activations every call, and the fp8 gather's named recipe
+          variants (true-division, div-codes): flagged calls (must be 0), the worst check's ratio to its bound and the
+          worst cell's aggregate over its threshold
+"""
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+
+import torch  # noqa: E402
+
+import gemmar_guard as gg  # noqa: E402
+import gemmar_guard_caller as gc  # noqa: E402
+import torch_gemm_ar as tg  # noqa: E402
+
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+
+TARGETS = {"v4-pro": dict(quant="blockscale", world=8, n=7168, k=2048),
+           "v4-flash": dict(quant="mxfp8", world=4, n=5120, k=2048)}
+WIRES = [("bf16", "bf16"), ("bf16", "fp8"), ("fp8", "bf16"), ("fp8", "fp8")]  # (scatter, gather)
+SEED = 0x5EED0049
+RESULT = {}
+
+
+def log(*a):
+    print(*a, flush=True)
+
+
+def save(out):
+    with open(os.path.join(out, "guard_python.json"), "w") as f:
+        json.dump(RESULT, f, indent=1, sort_keys=True)
+
+
+class Target:
+    """One target's weights (fixed across calls), prepared once per rank; guards per wire pair share them."""
+
+    def __init__(self, name, library="auto", sample=32):
+        t = TARGETS[name]
+        self.name, self.quant, self.W, self.n, self.k = name, t["quant"], t["world"], t["n"], t["k"]
+        self.sample, self.library = sample, library
+        self.b = [tg.weights(r, self.n, self.k, self.quant) for r in range(self.W)]
+        t0 = time.time()
+        g = self.guards("bf16", "bf16")
+        self.weights = [g[r].prepare(*self.b[r]) for r in range(self.W)]
+        torch.cuda.synchronize()
+        self.prepare_s = time.time() - t0
+        self._guards = {}
+
+    def guards(self, scatter, gather, recipe="mori", library=None):
+        key = (scatter, gather, recipe, library)
+        if not hasattr(self, "_guards"):
+            self._guards = {}
+        if key not in self._guards:
+            self._guards[key] = [gg.CallerGuard(self.n, self.k, quant=self.quant, gather_dtype=gather,
+                                                scatter_dtype=scatter, wire_recipe=recipe, sample=self.sample,
+                                                world=self.W, rank=r, seed=SEED, on_finding="return",
+                                                library=self.library if library is None else library)
+                                 for r in range(self.W)]
+        return self._guards[key]
+
+    def inputs(self, m, seed):
+        acts = [tg.activations(m, self.k, self.quant, seed=seed * 64 + r) for r in range(self.W)]
+        a = [x[0] for x in acts]
+        # what the op takes: blockscale fp32 [K/128, M] flat; mxfp8 mori's packed int32 (preshuffle_a_scale's order)
+        sa = [x[1] if self.quant == "blockscale" else tg.mori_packed_a_scale(x[1]) for x in acts]
+        return a, [x[1] for x in acts], sa
+
+    def parts(self, a, sa_raw):
+        return [tg.partial(a[r], sa_raw[r], *self.b[r], self.quant) for r in range(self.W)]
+
+
+def op(target, m, seed, scatter, gather, recipe="mori", **fault):
+    a, sa_raw, sa = target.inputs(m, seed)
+    parts = target.parts(a, sa_raw)
+    outs = tg.gemm_ar(parts, gather, scatter, recipe, **fault)
+    return a, sa, outs
+
+
+def judge(target, guards, a, sa, outs):
+    """Every rank's findings; the ranks judge the same records, so they must agree."""
+    calls = gg.check_local(guards, target.weights, a, sa, outs, wait=False)
+    found = [c.findings() for c in calls]
+    if any(f != found[0] for f in found):
+        raise RuntimeError("the ranks' judges disagree: %r" % (found,))
+    return found[0], calls[0].cells()
+
+
+def events_ms(fn, reps):
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(reps):
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def section_agree(out):
+    """The library against the torch fallback on the same call, and the device judge against numpy's."""
+    t = Target("v4-pro")
+    res = {}
+    for scatter, gather in WIRES:
+        a, sa, outs = op(t, 4096, 7, scatter, gather)
+        lib_g, torch_g = t.guards(scatter, gather), t.guards(scatter, gather, library=False)
+        plan, gathered = gg.enqueue_local(lib_g, t.weights, a, sa, outs)
+        lib_rec = gathered.clone()
+        torch_g[0].host_calls = int(lib_g[0].call_counter.item()) - 1  # the rows the library drew
+        for g in torch_g:
+            g.host_calls = torch_g[0].host_calls
+        _, tgath = gg.enqueue_local(torch_g, t.weights, a, sa, outs)
+        l = plan.layout
+        diffs = {}
+        for name, off, cnt in (("pred", l.pred, l.L * l.nb), ("osum", l.osum, l.L * l.nb), ("osq", l.osq, l.L * l.nb),
+                               ("asq", l.asq, l.L), ("wsum", l.wsum, l.Ls * l.nb)):
+            x = lib_rec.view(t.W, l.floats)[:, off:off + cnt].double()
+            y = tgath.view(t.W, l.floats)[:, off:off + cnt].double()
+            scale = y.abs().max().clamp_min(1e-30)
+            diffs[name] = float((x - y).abs().max() / scale)
+        # the device judge's cells against numpy's on the library's records
+        cells = lib_g[0]._buffers(4096)["cells"].cpu().numpy()
+        import numpy as np
+        dev = np.frombuffer(cells.tobytes(), dtype=gc.cell_dtype())[:t.W * t.W]
+        ref = gc.judge(plan, lib_rec.cpu().numpy())
+        same = all(int(dev[i][f]) == int(ref[i][f]) for i in range(t.W * t.W)
+                   for f in ("pred_fail", "nonfinite", "worst_idx", "gather", "wire", "bypass"))
+        ratio_same = bool(np.array_equal(dev["worst_ratio"], ref["worst_ratio"]))
+        res[f"{scatter}/{gather}"] = {"record_rel_diff_lib_vs_torch": diffs, "cells_equal": same,
+                                      "worst_ratio_bits_equal": ratio_same}
+        log(f"agree {scatter}/{gather}: record library vs torch (max rel) {diffs}; device judge == numpy: {same} "
+            f"(worst ratios bit-equal: {ratio_same})")
+    RESULT["agree"] = res
+    save(out)
+
+
+def section_cost(out, reps):
+    t = Target("v4-pro")
+    RESULT["prepare_s"] = {"v4-pro": t.prepare_s}
+    res = {}
+    for m in (4096, 16384):
+        for scatter, gather in WIRES:
+            key = f"M={m} scatter={scatter} gather={gather}"
+            a, sa_raw, sa = t.inputs(m, 11)
+            parts = t.parts(a, sa_raw)
+            outs = tg.gemm_ar(parts, gather, scatter)
+            guards = t.guards(scatter, gather)
+            gemm_ms = events_ms(lambda: t.parts(a, sa_raw), reps)
+            op_ms = events_ms(lambda: tg.gemm_ar(t.parts(a, sa_raw), gather, scatter), reps)
+            found, _ = judge(t, guards, a, sa, outs)
+            eager_ms = events_ms(lambda: gg.enqueue_local(guards, t.weights, a, sa, outs), reps)
+            graph = torch.cuda.CUDAGraph()
+            stream = torch.cuda.Stream()
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream):
+                gg.enqueue_local(guards, t.weights, a, sa, outs)  # warm: every buffer exists before capture
+                with torch.cuda.graph(graph, stream=stream):
+                    gg.enqueue_local(guards, t.weights, a, sa, outs)
+            torch.cuda.current_stream().wait_stream(stream)
+            graph_ms = events_ms(lambda: graph.replay(), reps)
+            r = {"op_ms": op_ms, "gemms_ms": gemm_ms, "guard_graph_ms": graph_ms, "guard_eager_ms": eager_ms,
+                 "guard_over_op_pct": 100 * graph_ms / op_ms, "guard_over_gemms_pct": 100 * graph_ms / gemm_ms,
+                 "guard_per_rank_us": 1000 * graph_ms / t.W, "clean_findings": [c for c, _ in found]}
+            res[key] = r
+            log(f"cost {key}: op {op_ms:.3f} ms, GEMMs {gemm_ms:.3f} ms, guard {graph_ms:.4f} ms (graph) "
+                f"{eager_ms:.4f} ms (eager): {r['guard_over_op_pct']:.2f}% of the op, "
+                f"{r['guard_over_gemms_pct']:.2f}% of its GEMMs; findings {r['clean_findings']}")
+            RESULT["cost"] = res
+            save(out)
+    # The torch fallback (no library) once, wall time per call including its numpy judges on the host.
+    a, sa_raw, sa = t.inputs(16384, 12)
+    outs = tg.gemm_ar(t.parts(a, sa_raw), "bf16", "bf16")
+    fb = t.guards("bf16", "bf16", library=False)
+    gg.check_local(fb, t.weights, a, sa, outs)
+    torch.cuda.synchronize()
+    t0 = time.time()
+    for _ in range(3):
+        gg.check_local(fb, t.weights, a, sa, outs)
+    RESULT["torch_fallback_ms_per_call_16384"] = 1000 * (time.time() - t0) / 3
+    log(f"cost torch fallback at M=16384 bf16/bf16: {RESULT['torch_fallback_ms_per_call_16384']:.1f} ms per call "
+        f"(wall, 8 ranks, numpy judges)")
+    save(out)
+
+
+def section_faults(out, calls, nan_calls):
+    t = Target("v4-pro")
+    res = {}
+    m, W = 4096, t.W
+    S = m // W
+    for scatter, gather in WIRES:
+        guards = t.guards(scatter, gather)
+        classes = ["dropped-peer", "stale-slice", "zeroed-half-slice", "view-differs"]
+        if "fp8" in (scatter, gather):
+            classes.append("wrong-wire-scale")
+        prev = op(t, m, 999, scatter, gather)[2]
+        for cls in classes:
+            caught, codes = 0, set()
+            for c in range(calls):
+                seed = 1000 + c
+                if cls == "dropped-peer":
+                    a, sa, outs = op(t, m, seed, scatter, gather, drop_peer=2)
+                elif cls == "wrong-wire-scale":
+                    a, sa, outs = op(t, m, seed, scatter, gather, wrong_scale_slice=1)
+                else:
+                    a, sa, outs = op(t, m, seed, scatter, gather)
+                    if cls == "stale-slice":
+                        for r in range(W):
+                            outs[r][S:2 * S] = prev[r][S:2 * S]
+                    elif cls == "zeroed-half-slice":
+                        for r in range(W):
+                            outs[r][S:S + S // 2] = 0
+                    else:  # one rank's gather of slice 1 did not land this call
+                        outs[W - 1][S:2 * S] = prev[W - 1][S:2 * S]
+                found, _ = judge(t, guards, a, sa, outs)
+                caught += bool(found)
+                codes.update(code for code, _ in found)
+            res[f"{scatter}/{gather} {cls}"] = {"calls": calls, "caught": caught, "stated_p": 1.0,
+                                                "codes": sorted(codes)}
+            log(f"faults {scatter}/{gather} {cls}: caught on {caught} of {calls} calls (stated 1), codes {sorted(codes)}")
+            RESULT["faults"] = res
+            save(out)
+        # One NaN at a random element of a random rank's view, a fresh one per call, on one clean output.
+        a, sa, outs = op(t, m, 4242, scatter, gather)
+        g = torch.Generator().manual_seed(77)
+        caught = 0
+        for c in range(nan_calls):
+            r = int(torch.randint(W, (1,), generator=g))
+            i = int(torch.randint(m, (1,), generator=g))
+            j = int(torch.randint(t.n, (1,), generator=g))
+            keep = outs[r][i, j].clone()
+            outs[r][i, j] = float("nan")
+            found, _ = judge(t, guards, a, sa, outs)
+            outs[r][i, j] = keep
+            caught += bool(found)
+        res[f"{scatter}/{gather} one-nan"] = {"calls": nan_calls, "caught": caught, "stated_p": 1.0 / t.sample}
+        log(f"faults {scatter}/{gather} one-nan: caught on {caught} of {nan_calls} calls (stated 1/{t.sample} = "
+            f"{nan_calls / t.sample:.1f} expected)")
+        RESULT["faults"] = res
+        save(out)
+
+
+def section_clean(out, calls, variant_calls):
+    res = {}
+    runs = [(name, s, g, "mori", calls) for name in ("v4-pro", "v4-flash") for s, g in WIRES]
+    runs += [("v4-pro", "bf16", "fp8", r, variant_calls) for r in ("true-division", "div-codes")]
+    targets = {}
+    for name, scatter, gather, recipe, n_calls in runs:
+        if name not in targets:
+            targets[name] = Target(name)
+            RESULT.setdefault("prepare_s", {})[name] = targets[name].prepare_s
+        t = targets[name]
+        guards = t.guards(scatter, gather, recipe)
+        m = 4096
+        flagged, worst, worst_agg, first = 0, 0.0, 0.0, None
+        t0 = time.time()
+        for c in range(n_calls):
+            a, sa, outs = op(t, m, 20000 + c, scatter, gather, recipe)
+            found, cells = judge(t, guards, a, sa, outs)
+            if found:
+                flagged += 1
+                first = first or found
+            worst = max(worst, float(cells["worst_ratio"].max()))
+            worst_agg = max(worst_agg, float(cells["zsum"].max()) / guards[0]._plan(m).consts["agg_threshold"])
+        key = f"{name} scatter={scatter} gather={gather} recipe={recipe}"
+        res[key] = {"calls": n_calls, "flagged": flagged, "worst_check_over_bound": worst,
+                    "worst_cell_over_threshold": worst_agg, "first_finding": first, "s": time.time() - t0}
+        log(f"clean {key}: {flagged} of {n_calls} calls flagged; worst check {worst:.3f} of its bound, worst cell "
+            f"{worst_agg:.4f} of its threshold ({time.time() - t0:.1f} s)")
+        RESULT["clean"] = res
+        save(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--sections", default="agree cost faults clean")
+    ap.add_argument("--reps", type=int, default=int(os.environ.get("COST_REPS", 10)))
+    ap.add_argument("--fault-calls", type=int, default=int(os.environ.get("FAULT_CALLS", 8)))
+    ap.add_argument("--nan-calls", type=int, default=int(os.environ.get("NAN_CALLS", 320)))
+    ap.add_argument("--clean-calls", type=int, default=int(os.environ.get("CLEAN_CALLS", 150)))
+    ap.add_argument("--variant-calls", type=int, default=int(os.environ.get("VARIANT_CALLS", 100)))
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    lib = gc.find_library()
+    RESULT["library"] = lib
+    RESULT["torch"] = torch.__version__
+    RESULT["device"] = torch.cuda.get_device_name(0)
+    log(f"device {RESULT['device']}, torch {torch.__version__}, library {lib}")
+    if not lib:
+        log("libgemmar_guard.so not found ($GEMMAR_GUARD_LIB): the sections run the torch fallback")
+    save(args.out)
+    t0 = time.time()
+    for name in args.sections.split():
+        try:
+            {"agree": lambda: section_agree(args.out),
+             "cost": lambda: section_cost(args.out, args.reps),
+             "faults": lambda: section_faults(args.out, args.fault_calls, args.nan_calls),
+             "clean": lambda: section_clean(args.out, args.clean_calls, args.variant_calls)}[name]()
+        except Exception:  # noqa: BLE001 - the next section still runs; the error is in the log and the JSON
+            RESULT.setdefault("errors", {})[name] = traceback.format_exc()
+            log(f"section {name} failed:\n{traceback.format_exc()}")
+            save(args.out)
+        log(f"section {name} done at {time.time() - t0:.1f} s")
+    return 1 if RESULT.get("errors") else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
