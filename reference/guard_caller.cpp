@@ -31,7 +31,8 @@ double spectral_norm2(const std::vector<float>& b_deq, int64_t k, int64_t col0, 
   Eigen::MatrixXd blk(cols, k);
   for (int64_t c = 0; c < cols; ++c)
     for (int64_t j = 0; j < k; ++j) blk(c, j) = double(b_deq[size_t((col0 + c) * k + j)]);
-  const Eigen::MatrixXd gram = cols <= k ? Eigen::MatrixXd(blk * blk.transpose()) : Eigen::MatrixXd(blk.transpose() * blk);
+  const Eigen::MatrixXd gram =
+      cols <= k ? Eigen::MatrixXd(blk * blk.transpose()) : Eigen::MatrixXd(blk.transpose() * blk);
   const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(gram, Eigen::EigenvaluesOnly);
   GEMMAR_CHECK(eig.info() == Eigen::Success, "caller guard: the Gram matrix's eigenvalues did not converge");
   return std::max(0.0, eig.eigenvalues().maxCoeff());
@@ -56,8 +57,8 @@ Where where_of(const CallerPlan& p, int s, uint32_t idx, const std::vector<int64
 
 std::string confidence(const CallerPlan& p) {
   return "the bounds hold on a clean call with probability >= 1 - " + num(p.config.alpha) +
-         " under the rounding model (lambda = " + num(p.consts.lambda) + " per check over " +
-         std::to_string(p.checks) + " checks, aggregate threshold " + num(p.consts.agg_threshold) + " over " +
+         " under the rounding model (lambda = " + num(p.consts.lambda) + " per check over " + std::to_string(p.checks) +
+         " checks, aggregate threshold " + num(p.consts.agg_threshold) + " over " +
          std::to_string(p.layout.Ls * p.layout.nb) + " checks per cell)";
 }
 
@@ -66,8 +67,8 @@ std::string reduce_message(const CallerPlan& p, int v, int s, const cg::Cell& c,
   const Where w = where_of(p, s, c.worst_idx, rows);
   std::string m = "rank " + std::to_string(v) + "'s view of slice " + std::to_string(s) + ": " +
                   std::to_string(c.pred_fail) + " of " + std::to_string(c.checks) +
-                  " block sums (1024 columns of a sampled row) off the sum over the " +
-                  std::to_string(p.layout.world) + " ranks of A . checksum(B)";
+                  " block sums (1024 columns of a sampled row) off the sum over the " + std::to_string(p.layout.world) +
+                  " ranks of A . checksum(B)";
   if (c.nonfinite) m += " (" + std::to_string(c.nonfinite) + " not finite)";
   m += "; worst row " + std::to_string(w.row) + " block " + std::to_string(w.block) + ": |difference| " +
        num(c.worst_d) + " against the bound " + num(c.worst_bound) + " (" + num(c.worst_ratio) + "x)" +
@@ -271,14 +272,14 @@ std::vector<GuardFinding> caller_findings(const CallerPlan& p, const std::vector
     const int v = first_gather / W, s = first_gather % W;
     const cg::Cell& c = cells[size_t(first_gather)];
     const Where w = where_of(p, s, c.gather_first, rows);
-    const std::string against = p.config.fp8_gather ? "rank " + std::to_string(c.other) + "'s (the other non-owners' "
-                                                                                            "views are equal bits)"
+    const std::string against = p.config.fp8_gather ? "rank " + std::to_string(c.other) +
+                                                          "'s (the other non-owners' "
+                                                          "views are equal bits)"
                                                     : "the owner's (the gather copies its bits)";
     out.push_back({"GUARD_GATHER", "rank " + std::to_string(v) + "'s view of slice " + std::to_string(s) +
-                                       " differs bitwise from " + against + " in " + std::to_string(c.gather) +
-                                       " of " + std::to_string(c.checks) + " block sums (first: row " +
-                                       std::to_string(w.row) + " block " + std::to_string(w.block) + "); " +
-                                       std::to_string(gather_cells) +
+                                       " differs bitwise from " + against + " in " + std::to_string(c.gather) + " of " +
+                                       std::to_string(c.checks) + " block sums (first: row " + std::to_string(w.row) +
+                                       " block " + std::to_string(w.block) + "); " + std::to_string(gather_cells) +
                                        " cell(s) flagged: the gather to that rank did not deliver this call's slice."});
   }
   if (first_wire >= 0) {
@@ -286,7 +287,8 @@ std::vector<GuardFinding> caller_findings(const CallerPlan& p, const std::vector
     const cg::Cell& c = cells[size_t(first_wire)];
     std::string m = "rank " + std::to_string(v) + "'s view of slice " + std::to_string(s) + ": ";
     if (c.bypass)
-      m += std::to_string(c.bypass) + " block sums hold the owner's exact bf16 bits where the fp8 wire changes them: "
+      m += std::to_string(c.bypass) +
+           " block sums hold the owner's exact bf16 bits where the fp8 wire changes them: "
            "the gather moved bf16, the fp8 wire never engaged";
     else {
       const Where w = where_of(p, s, c.wire_first, rows);
@@ -296,7 +298,8 @@ std::vector<GuardFinding> caller_findings(const CallerPlan& p, const std::vector
                                         std::string(to_string(*p.config.recipe)) +
                                         ") while the non-owners agree: a wrong scale or code on the fp8 wire"
                                   : "are off the owner's beyond the fp8 wire's rounding bound: a wrong scale or code "
-                                    "on the fp8 wire; " + confidence(p));
+                                    "on the fp8 wire; " +
+                                        confidence(p));
     }
     out.push_back({"GUARD_WIRE", m + "; " + std::to_string(wire_cells) + " cell(s) flagged."});
   }

@@ -34,24 +34,24 @@
 
 namespace gemmar::caller_guard {
 
-inline constexpr int kBlockCols = 1024;   // columns per checksum block (reference::kGuardColumnBlock)
-inline constexpr int kHeaderFloats = 4;   // [0]: the call number's bits, [1]: the implementation id, [2..3] spare
+inline constexpr int kBlockCols = 1024;  // columns per checksum block (reference::kGuardColumnBlock)
+inline constexpr int kHeaderFloats = 4;  // [0]: the call number's bits, [1]: the implementation id, [2..3] spare
 inline constexpr int kMaxWorld = 64;
 
 // Where each array sits in one rank's record (floats, row-major [listed row][block]); every rank's record has the
 // same layout, so the gathered records are one [world][floats] array.
 struct Layout {
   int world = 0, nb = 0;
-  int64_t n = 0, L = 0, Ls = 0;  // columns; listed rows per call, per slice
-  int64_t wnorm = 0;             // [2][nb]: c_gemm[b], c_part[b] of this rank's weights (CallerWeights)
-  int64_t pred = 0, pabs = 0;    // [L][nb]: A_row . w_b and |A_row| . |w_b|
+  int64_t n = 0, L = 0, Ls = 0;         // columns; listed rows per call, per slice
+  int64_t wnorm = 0;                    // [2][nb]: c_gemm[b], c_part[b] of this rank's weights (CallerWeights)
+  int64_t pred = 0, pabs = 0;           // [L][nb]: A_row . w_b and |A_row| . |w_b|
   int64_t osum = 0, osq = 0, oabs = 0;  // [L][nb]: the view's block sums of O, O^2, |O|
   int64_t asq = 0;                      // [L]: ||A_row||^2 (dequantized)
-  int64_t wsum = 0, wscale = 0;  // [Ls][nb], [Ls]: fp8 gather, own slice: the block sums of the wire's view of
-                                 // the owner's rows (its re-quantization), and each row's wire scale
-  int64_t floats = 0;            // the record's size, a multiple of 4 (16 bytes)
-  int64_t ld = 0;                // floats from one rank's record to the next in the gathered array (>= floats: a
-                                 // batch of calls exchanged at once interleaves them)
+  int64_t wsum = 0, wscale = 0;         // [Ls][nb], [Ls]: fp8 gather, own slice: the block sums of the wire's view of
+                                        // the owner's rows (its re-quantization), and each row's wire scale
+  int64_t floats = 0;                   // the record's size, a multiple of 4 (16 bytes)
+  int64_t ld = 0;                       // floats from one rank's record to the next in the gathered array (>= floats: a
+                                        // batch of calls exchanged at once interleaves them)
 };
 
 GEMMAR_HD inline Layout make_layout(int world, int64_t m, int64_t n, int64_t stride) {
@@ -92,18 +92,18 @@ GEMMAR_HD inline double gamma32(double n) { return n * 0x1p-24 / (1.0 - n * 0x1p
 
 // The per-configuration constants of the bound (host: guard_caller.cpp caller_consts, python CallerPlan.consts).
 struct Consts {
-  double lambda = 0;          // per-check multiple of sigma
-  double agg_threshold = 0;   // per cell: the largest clean sum of (excess / sigma)^2
-  double det_pred = 0;        // times sum_r pabs_r: the predictions' own fp32 dots
-  double k_asq = 1;           // asq (fp32, from rounded A values) -> an upper bound of ||A_row||^2
-  double part2 = 0;           // times P_r^2: the partial's narrowings (bf16; + the fp8 scatter's codes)
-  double reduce = 0;          // times sum_r P_r: the reduce's W - 1 fp32 additions
-  double out2 = 0;            // times the owner's osq: the bf16 output rounding
-  double wire_rel = 0;        // fp8 gather, non-owner views: relative error of bf16(decode(code) * scale)
-  double wire_sub = 0;        // fp8 gather: half a subnormal step times the row scale, per unit of row amax
-  double underflow = 0;       // per column: the half subnormal steps of the partials, the output and the GEMM
-  int fp8_gather = 0;         // the gather leg carries fp8 (non-owner views differ from the owner's by the wire)
-  int recipe_known = 0;       // the owner re-quantizes its rows as the wire does: non-owners must match bitwise
+  double lambda = 0;         // per-check multiple of sigma
+  double agg_threshold = 0;  // per cell: the largest clean sum of (excess / sigma)^2
+  double det_pred = 0;       // times sum_r pabs_r: the predictions' own fp32 dots
+  double k_asq = 1;          // asq (fp32, from rounded A values) -> an upper bound of ||A_row||^2
+  double part2 = 0;          // times P_r^2: the partial's narrowings (bf16; + the fp8 scatter's codes)
+  double reduce = 0;         // times sum_r P_r: the reduce's W - 1 fp32 additions
+  double out2 = 0;           // times the owner's osq: the bf16 output rounding
+  double wire_rel = 0;       // fp8 gather, non-owner views: relative error of bf16(decode(code) * scale)
+  double wire_sub = 0;       // fp8 gather: half a subnormal step times the row scale, per unit of row amax
+  double underflow = 0;      // per column: the half subnormal steps of the partials, the output and the GEMM
+  int fp8_gather = 0;        // the gather leg carries fp8 (non-owner views differ from the owner's by the wire)
+  int recipe_known = 0;      // the owner re-quantizes its rows as the wire does: non-owners must match bitwise
 };
 
 // One check: a view's block sum against the prediction.
@@ -113,10 +113,13 @@ struct Terms {
   double sigma = 0;  // Hoeffding's scale of the op's rounding errors
 };
 
-GEMMAR_HD inline const float* rank_record(const float* base, const Layout& l, int r) { return base + int64_t(r) * l.ld; }
+GEMMAR_HD inline const float* rank_record(const float* base, const Layout& l, int r) {
+  return base + int64_t(r) * l.ld;
+}
 
 // The prediction check of view v at listed row p (global position in the call's list) and block b; s owns p.
-GEMMAR_HD inline Terms check_terms(const Layout& l, const Consts& c, const float* base, int v, int s, int64_t p, int b) {
+GEMMAR_HD inline Terms check_terms(const Layout& l, const Consts& c, const float* base, int v, int s, int64_t p,
+                                   int b) {
   const int64_t at = p * l.nb + b;
   double pred = 0, pabs = 0, g2 = 0, p2 = 0, psum = 0;
   for (int r = 0; r < l.world; ++r) {
@@ -155,7 +158,7 @@ GEMMAR_HD inline Terms check_terms(const Layout& l, const Consts& c, const float
 // What one (view, slice) cell found over its checks; 16 words, the device writes it as it is.
 struct Cell {
   uint32_t checks = 0, pred_fail = 0, nonfinite = 0, worst_idx = 0;  // idx = local row * nb + block
-  float worst_ratio = -1, worst_d = 0, worst_bound = 0, zsum = 0;  // worst_ratio: +inf for a non-finite sum
+  float worst_ratio = -1, worst_d = 0, worst_bound = 0, zsum = 0;    // worst_ratio: +inf for a non-finite sum
   uint32_t gather = 0, gather_first = 0xffffffffu;  // bitwise mismatches against the view it must equal
   uint32_t wire = 0, wire_first = 0xffffffffu;      // fp8 gather: off the wire's re-quantization or its bound
   uint32_t bypass = 0, other = 0xffffffffu;         // non-owner holding the owner's exact sums; the compared rank
@@ -177,7 +180,8 @@ GEMMAR_HD inline int other_non_owner(int world, int v, int s) {
 }
 
 // Every test of view v at listed row p, block b (s owns p).
-GEMMAR_HD inline Outcome check_one(const Layout& l, const Consts& c, const float* base, int v, int s, int64_t p, int b) {
+GEMMAR_HD inline Outcome check_one(const Layout& l, const Consts& c, const float* base, int v, int s, int64_t p,
+                                   int b) {
   Outcome o;
   const Terms t = check_terms(l, c, base, v, s, p, b);
   const double bound = t.det + c.lambda * t.sigma;
@@ -187,7 +191,8 @@ GEMMAR_HD inline Outcome check_one(const Layout& l, const Consts& c, const float
   o.nonfinite = !(t.d - t.d == 0.0);
   o.ratio = o.nonfinite ? INFINITY : (bound > 0 ? t.d / bound : (t.d > 0 ? INFINITY : 0.0));
   const double excess = t.d - t.det;
-  o.z2 = o.nonfinite ? INFINITY : (excess <= 0 ? 0.0 : (t.sigma > 0 ? (excess / t.sigma) * (excess / t.sigma) : INFINITY));
+  o.z2 =
+      o.nonfinite ? INFINITY : (excess <= 0 ? 0.0 : (t.sigma > 0 ? (excess / t.sigma) * (excess / t.sigma) : INFINITY));
   if (v == s) return o;
   const int64_t at = p * l.nb + b;
   const float* V = rank_record(base, l, v);

@@ -77,7 +77,8 @@ __device__ __forceinline__ float a_scale_of(const SumsParams& p, int64_t row, in
       return e8m0_to_f32(static_cast<const uint8_t*>(p.a_scale)[row * kbs + kb]);
     default:  // mori's preshuffle_a_scale: [K/32][M], each 64-row group's (4, 16) tiles transposed to (16, 4)
       // (ROCm/mori python/mori/ops/gemm_ar/_shuffle.py @bc802ffe preshuffle_a_scale)
-      return e8m0_to_f32(static_cast<const uint8_t*>(p.a_scale)[kb * p.m + row / 64 * 64 + row % 16 * 4 + row % 64 / 16]);
+      return e8m0_to_f32(
+          static_cast<const uint8_t*>(p.a_scale)[kb * p.m + row / 64 * 64 + row % 16 * 4 + row % 64 / 16]);
   }
 }
 
@@ -222,8 +223,8 @@ __device__ void wire_sums(const SumsParams& p, uint64_t call, int64_t i) {
   for (int w = 0; w < kWarps; ++w) amax = nm::amax_step(amax, red[w]);
   // reference/quant.cpp wire_quantize_row's recipes: mori (scale = amax * fl32(1/max), codes = RNE(x * fl32(max /
   // amax))), true-division (scale = fl32(amax / max), the same codes), div-codes (codes = RNE(x / scale)).
-  const float scale = p.wire_recipe == 0 ? nm::wire_scale(amax, fnuz)
-                                         : (amax == 0.0f ? 1.0f : nm::div_rn(amax, nm::fp8_max(fnuz)));
+  const float scale =
+      p.wire_recipe == 0 ? nm::wire_scale(amax, fnuz) : (amax == 0.0f ? 1.0f : nm::div_rn(amax, nm::fp8_max(fnuz)));
   const float inv = nm::wire_inv_scale(amax, fnuz);
   for (int b = 0; b < p.l.nb; ++b) {
     const int64_t col = int64_t(b) * cg::kBlockCols + kVec * t;
@@ -232,8 +233,8 @@ __device__ void wire_sums(const SumsParams& p, uint64_t call, int64_t i) {
       widen8(*reinterpret_cast<const uint4*>(row + col), x);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
-        const uint8_t q = p.wire_recipe == 2 ? nm::f32_to_e4m3(nm::div_rn(x[e], scale), fnuz)
-                                             : nm::quantize_scaled(x[e], inv, fnuz);
+        const uint8_t q =
+            p.wire_recipe == 2 ? nm::f32_to_e4m3(nm::div_rn(x[e], scale), fnuz) : nm::quantize_scaled(x[e], inv, fnuz);
         x[e] = nm::bf16_to_f32(nm::wire_dequantize(q, scale, fnuz));
       }
     }
@@ -265,8 +266,8 @@ __global__ void __launch_bounds__(kThreads) caller_sums_kernel(SumsParams p) {
   wire_sums(p, call, blk - p.view_blocks);
 }
 
-__global__ void __launch_bounds__(kJudgeThreads) caller_judge_kernel(cg::Layout l, cg::Consts c, const float* base,
-                                                                     cg::Cell* cells, unsigned long long* call) {
+__global__ void __launch_bounds__(kJudgeThreads)
+    caller_judge_kernel(cg::Layout l, cg::Consts c, const float* base, cg::Cell* cells, unsigned long long* call) {
   __shared__ unsigned char storage[kJudgeThreads * sizeof(cg::Cell)];
   cg::Cell* part = reinterpret_cast<cg::Cell*>(storage);
   const int v = int(blockIdx.x) / l.world, s = int(blockIdx.x) % l.world, t = int(threadIdx.x);
