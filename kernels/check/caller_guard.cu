@@ -268,7 +268,7 @@ __global__ void __launch_bounds__(kThreads) caller_sums_kernel(SumsParams p) {
 
 __global__ void __launch_bounds__(kJudgeThreads)
     caller_judge_kernel(cg::Layout l, cg::Consts c, const float* base, cg::Cell* cells, unsigned long long* call) {
-  __shared__ unsigned char storage[kJudgeThreads * sizeof(cg::Cell)];
+  __shared__ uint4 storage[(kJudgeThreads * sizeof(cg::Cell) + 15) / 16];  // raw: Cell has initializers
   cg::Cell* part = reinterpret_cast<cg::Cell*>(storage);
   const int v = int(blockIdx.x) / l.world, s = int(blockIdx.x) % l.world, t = int(threadIdx.x);
   cg::Cell mine;
