@@ -91,6 +91,17 @@ class Target:
         return [tg.partial(a[r], sa_raw[r], *self.b[r], self.quant) for r in range(self.W)]
 
 
+_TARGETS = {}
+
+
+def target(name):
+    """One Target per name for the whole run: its weights are prepared once."""
+    if name not in _TARGETS:
+        _TARGETS[name] = Target(name)
+        RESULT.setdefault("prepare_s", {})[name] = _TARGETS[name].prepare_s
+    return _TARGETS[name]
+
+
 def op(target, m, seed, scatter, gather, recipe="mori", **fault):
     a, sa_raw, sa = target.inputs(m, seed)
     parts = target.parts(a, sa_raw)
@@ -123,7 +134,7 @@ def events_ms(fn, reps):
 
 def section_agree(out):
     """The library against the torch fallback on the same call, and the device judge against numpy's."""
-    t = Target("v4-pro")
+    t = target("v4-pro")
     res = {}
     for scatter, gather in WIRES:
         a, sa, outs = op(t, 4096, 7, scatter, gather)
@@ -159,8 +170,7 @@ def section_agree(out):
 
 
 def section_cost(out, reps):
-    t = Target("v4-pro")
-    RESULT["prepare_s"] = {"v4-pro": t.prepare_s}
+    t = target("v4-pro")
     res = {}
     for m in (4096, 16384):
         for scatter, gather in WIRES:
@@ -207,7 +217,7 @@ def section_cost(out, reps):
 
 
 def section_faults(out, calls, nan_calls):
-    t = Target("v4-pro")
+    t = target("v4-pro")
     res = {}
     m, W = 4096, t.W
     S = m // W
@@ -267,12 +277,8 @@ def section_clean(out, calls, variant_calls):
     res = {}
     runs = [(name, s, g, "mori", calls) for name in ("v4-pro", "v4-flash") for s, g in WIRES]
     runs += [("v4-pro", "bf16", "fp8", r, variant_calls) for r in ("true-division", "div-codes")]
-    targets = {}
     for name, scatter, gather, recipe, n_calls in runs:
-        if name not in targets:
-            targets[name] = Target(name)
-            RESULT.setdefault("prepare_s", {})[name] = targets[name].prepare_s
-        t = targets[name]
+        t = target(name)
         guards = t.guards(scatter, gather, recipe)
         m = 4096
         flagged, worst, worst_agg, first = 0, 0.0, 0.0, None
