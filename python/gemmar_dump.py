@@ -36,7 +36,7 @@ import json
 import os
 import struct
 
-__all__ = ["dump", "Raw", "FORMAT", "VERSION"]
+__all__ = ["dump", "Raw", "FORMAT", "VERSION", "CONFIG"]
 
 FORMAT = "gemmar-dump"
 VERSION = "1"
@@ -63,6 +63,24 @@ QUANTS = {
     "mxfp8": {"block_m": 256, "e8m0_scales": True,
               "a": {"rows": 1, "k": 32, "k_major": False}, "b": {"rows": 32, "k": 32, "k_major": False}},
 }
+
+
+# The config keys of a dump's metadata and their defaults, as common/config_fields.cpp's table writes them (bools
+# as "1"/"0"); tests/common/common_config_fields_test.cpp checks they agree. dump() takes any of them as a keyword
+# (mode=..., scatter_dtype="fp8", chunk_bands=2, relaxed_rows=True, ...); an absent one means its default.
+CONFIG = {
+    "mode": "fused-sdma", "quant": "blockscale", "gather_dtype": "bf16", "gather_transport": "sdma",
+    "pull_blocks": "64", "fuse_quantize": "0", "fuse_reduce_push": "0", "gather_bands": "8",
+    "publish": "writethrough", "scatter_dtype": "bf16", "chunk_rule": "bench", "schedule": "none", "chunks": "0",
+    "chunk_bands": "0", "relaxed_rows": "0", "logical_m": "0", "sdma_queues": "8",
+}
+
+
+def _config_text(value):
+    """A config value as the metadata holds it: bools as 1/0, the rest as str()."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
 
 
 def _stored_scale_shape(quant, operand, rows, k):
@@ -199,7 +217,7 @@ def dump(path, rank, world, a, b, a_scale, b_scale, out, *, partial=None, wire=N
     if pull_blocks is not None:
         meta["pull_blocks"] = str(int(pull_blocks))
     for key, value in metadata.items():
-        meta[key] = str(value)
+        meta[key] = _config_text(value) if key in CONFIG else str(value)
 
     named = [("a", a), ("a_scale", a_scale), ("b", b), ("b_scale", b_scale), ("out", out)]
     if partial is not None:

@@ -453,7 +453,7 @@ def find_library():
     here = os.path.dirname(os.path.abspath(__file__))
     env = os.environ.get("GEMMAR_GUARD_LIB")
     cands = [env] if env else [os.path.join(here, "libgemmar_guard.so")] + [
-        os.path.join(here, "..", d, "kernels", "check", "libgemmar_guard.so") for d in ("build-cuda", "build-hip")]
+        os.path.join(here, "..", d, "kernels", "libgemmar_guard.so") for d in ("build-cuda", "build-hip")]
     for p in cands:
         if p and os.path.isfile(p):
             return p

@@ -3,7 +3,7 @@
 
 Usage: current_results.py [--check | --write] [--root ROOT]
 
-A record is a directory under ROOT/docs/results that scripts/device_candidate_record.sh wrote: `machine.txt` (its
+A record is a directory under ROOT/docs/results in the layout scripts/device_record.sh writes: `machine.txt` (its
 first line the UTC date), `blockscale/shapes.log` and `ptpc/shapes.log` (GEMM_JSON lines: our GEMM beside
 cuBLASLt, one line per process and shape), `blockscale/concurrent.log` (GEMM_CONCURRENT_JSON), `blockscale/data.log`
 (DATA_JSON), and where present `regimes.log` (ITERS300 GEMM_JSON, GEMM_BURST_JSON), `gemm_nan.txt` (GEMM_NAN_JSON)
@@ -152,7 +152,7 @@ def table(root):
     blockscale_procs = max((len(v) for k, v in g.items() if k[0] == "blockscale"), default=0)
     ptpc_procs = max((len(v) for k, v in g.items() if k[0] == "ptpc"), default=0)
     procs = lambda n: "%d process%s" % (n, "" if n == 1 else "es")
-    out = ["The latest record, [%s](%s): %s, %s UTC, `scripts/device_candidate_record.sh` (the GEMM alone: %s "
+    out = ["The latest record, [%s](%s): %s, %s UTC, a device record (the GEMM alone: %s "
            "per blockscale shape, %s per ptpc shape; the median, and the range over processes in brackets)." % (
                rel, link(rec, root, "docs"), device_name(rec), date.strftime("%Y-%m-%d %H:%M"),
                procs(blockscale_procs), procs(ptpc_procs)), ""]

@@ -6,7 +6,7 @@
 # the in-pipeline guard of `gemmar run --guard` at M = 16384 on the bf16 wire (two runs with, two without).
 # Needs torch (2.11 on the lent machine) and libgemmar_guard.so, built here by
 #   cmake --preset cuda -DGEMMAR_TESTS=OFF && cmake --build --preset cuda --target gemmar_guard
-# and carried as build-cuda/kernels/check/libgemmar_guard.so ($GEMMAR_GUARD_LIB names another).
+# and carried as build-cuda/kernels/libgemmar_guard.so ($GEMMAR_GUARD_LIB names another).
 # Writes OUTDIR/{machine.txt, guard_python.json, guard_python.log, pipeline/{machine.txt,pipeline.log,summary.txt}}.
 # Usage: [COST_REPS=10 FAULT_CALLS=8 NAN_CALLS=320 CLEAN_CALLS=150 VARIANT_CALLS=100 SECTIONS="agree cost faults clean"]
 #        scripts/device_guard_python.sh OUTDIR [GEMMAR]
@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 OUT=${1:?output dir}
 G=${2:-}
 mkdir -p "$OUT"
-export GEMMAR_GUARD_LIB=${GEMMAR_GUARD_LIB:-$PWD/build-cuda/kernels/check/libgemmar_guard.so}
+export GEMMAR_GUARD_LIB=${GEMMAR_GUARD_LIB:-$PWD/build-cuda/kernels/libgemmar_guard.so}
 {
   date -u
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv

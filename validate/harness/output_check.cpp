@@ -209,7 +209,7 @@ ElementChecks::ElementChecks(const Shape& shape, const Config& cfg, Fp8Format wi
       collective_(has_collective(cfg.mode)),
       fp8_wire_(collective_ && uses_fp8_wire(cfg) && shape.world > 1),
       fp8_scatter_(collective_ && cfg.scatter_dtype == WireDtype::Fp8),
-      S_(slice_rows(shape, cfg.quant)),
+      S_(slice_rows(shape, cfg)),  // the run's row plan (relaxed rows own M / W rows each)
       codes_(size_t(shape.n)),
       deq_(size_t(shape.n)),
       reduced_(size_t(shape.n)),

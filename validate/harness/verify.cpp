@@ -51,8 +51,7 @@ Ctx context(const DumpRun& run) {
   const Shape shape{f0.m, f0.n, f0.k, f0.world};
   const Config cfg = effective_config(f0.config);
   const bool collective = has_collective(cfg.mode);
-  return Ctx{
-      run, f0, shape, cfg, f0.world, f0.n, slice_rows(shape, cfg.quant), collective, collective && uses_fp8_wire(cfg)};
+  return Ctx{run, f0, shape, cfg, f0.world, f0.n, slice_rows(shape, cfg), collective, collective && uses_fp8_wire(cfg)};
 }
 
 // ---- numerics on the sampled rows: the fp32 reference from the dumped operands ---------------------------------

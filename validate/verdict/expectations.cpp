@@ -67,6 +67,19 @@ bool contains(const std::string& haystack, const char* needle) { return haystack
 
 }  // namespace
 
+std::optional<WireFloor> wire_floor(const Expectations& e, WireDtype scatter, WireDtype gather) {
+  const bool fp8_gather = gather == WireDtype::Fp8;
+  if (scatter == WireDtype::Fp8) return fp8_gather ? e.fp8_scatter_floors.fp8_gather : e.fp8_scatter_floors.bf16_gather;
+  if (!e.floors) return std::nullopt;
+  const FloorExpectation& fl = *e.floors;
+  return fp8_gather ? WireFloor{fl.fp8, fl.fp8_stderr} : WireFloor{fl.bf16, fl.bf16_stderr};
+}
+
+bool scatter_fp8(const RunRecord& r) {
+  return r.config.scatter_dtype == WireDtype::Fp8 ||
+         (r.raw.is_object() && r.raw.contains("scatter_dtype") && r.raw["scatter_dtype"] == "fp8");
+}
+
 std::string default_profile(const std::string& backend, const std::string& device, int ranks_per_device) {
   if (backend != "gpu") return "mi355x";
   std::string d;
@@ -93,16 +106,21 @@ Expectations expectations_for(const RunRecord& r, const JudgeOptions& o) {
       Shape fs = r.shape;
       if (!o.floors_at_run_m) fs.m = verdict_rules::kFloorCanonicalM;
       const auto& fl = reference::cached_floors(fs, e.config.quant);
-      // The gather wire's two floors for the run's scatter leg (the fp8 scatter's pairs on --scatter-dtype fp8).
-      const reference::PairFloor b = fl.pair(eff.scatter_dtype, WireDtype::Bf16);
-      const reference::PairFloor f = fl.pair(eff.scatter_dtype, WireDtype::Fp8);
-      e.floors = FloorExpectation{b.value, f.value, b.stderr_, f.stderr_, fl.rows_evaluated, fs.m};
+      e.floors = FloorExpectation{fl.bf16, fl.fp8, fl.bf16_stderr, fl.fp8_stderr, fl.rows_evaluated, fs.m};
+      // The fp8 scatter's pairs (reference::FloorResult::pair): its floor, and the bf16 scatter's beside it for the
+      // scatter leg's WIRE_NOT_USED.
+      for (const WireDtype g : {WireDtype::Bf16, WireDtype::Fp8}) {
+        const reference::PairFloor p = fl.pair(WireDtype::Fp8, g);
+        (g == WireDtype::Bf16 ? e.fp8_scatter_floors.bf16_gather : e.fp8_scatter_floors.fp8_gather) =
+            WireFloor{p.value, p.stderr_};
+      }
     } catch (const Error& err) {
       e.floor_error = err.what();
     }
   }
 
   e.profile_from_options = o.profile.has_value();
+  e.profile_defaulted = !o.profile && !r.profile && !r.device;
   e.profile_name = o.profile   ? *o.profile
                    : r.profile ? *r.profile
                                : default_profile(r.backend.value_or("gpu"), r.device.value_or(""), 1);
@@ -111,6 +129,12 @@ Expectations expectations_for(const RunRecord& r, const JudgeOptions& o) {
   } catch (const UsageError& err) {
     if (o.profile) throw;  // a bad --profile is the user's, rejected before judging
     e.profile_error = err.what();
+    return e;
+  }
+  if (scatter_fp8(r)) {
+    // The model prices the scatter leg in bf16 (twice the fp8 scatter's bytes): judging the time against it would
+    // call a healthy fp8-scatter run slow or fast for the wrong reason.
+    e.model_error = "the model does not price an fp8 scatter (--scatter-dtype fp8) yet";
     return e;
   }
   try {
