@@ -69,7 +69,7 @@ def summary(res):
     """The short text: one line per measurement, the verdict against the issue's goals first."""
     lines = [f"caller guard on {res.get('device')} (torch {res.get('torch')}), implementation "
              f"{'library ' + str(res.get('library')) if res.get('library') else 'torch fallback (no library)'}"]
-    cost = res.get("cost", {})
+    cost = {k: v for k, v in res.get("cost", {}).items() if "error" not in v}
     for m in sorted(GOAL_PCT):
         rows = [v for k, v in cost.items() if k.startswith(f"M={m} ")]
         if rows:
@@ -95,9 +95,12 @@ def summary(res):
                      f"{v['worst_ratio_bits_equal']}, records library vs torch max rel diff "
                      f"{max(v['record_rel_diff_lib_vs_torch'].values()):.2e}")
     for k, v in cost.items():
-        lines.append(f"cost {k}: op {v['op_ms']:.3f} ms (its 8 GEMMs {v['gemms_ms']:.3f} ms), guard {v['guard_graph_ms']:.4f} "
-                     f"ms graph / {v['guard_eager_ms']:.4f} ms eager for 8 ranks: {v['guard_over_op_pct']:.2f}% of the "
-                     f"op, {v['guard_over_gemms_pct']:.2f}% of its GEMMs; clean findings {v['clean_findings']}")
+        graph = "-" if v.get("guard_graph_ms") is None else f"{v['guard_graph_ms']:.4f}"
+        lines.append(f"cost {k}: op {v['op_ms']:.3f} ms (its 8 GEMMs {v['gemms_ms']:.3f} ms), guard {graph} ms graph / "
+                     f"{v['guard_eager_ms']:.4f} ms eager for 8 ranks: {v['guard_over_op_pct']:.2f}% of the op, "
+                     f"{v['guard_over_gemms_pct']:.2f}% of its GEMMs (timed by {v.get('timed_by', 'graph')}); clean "
+                     f"findings {v['clean_findings']}" + (f"; graph capture failed: {v['graph_error']}"
+                                                          if v.get("graph_error") else ""))
     if "torch_fallback_ms_per_call_16384" in res:
         lines.append(f"cost torch fallback, M=16384 bf16/bf16: {res['torch_fallback_ms_per_call_16384']:.1f} ms per "
                      f"call (wall, 8 ranks, numpy judges)")
@@ -229,36 +232,55 @@ def section_agree(out):
     save(out)
 
 
+def cost_point(t, m, scatter, gather, reps):
+    """One (M, wire pair): the op, its GEMMs alone and the guard of its 8 ranks, each the median of reps."""
+    key = f"M={m} scatter={scatter} gather={gather}"
+    a, sa_raw, sa = t.inputs(m, 11)
+    parts = t.parts(a, sa_raw)
+    outs = tg.gemm_ar(parts, gather, scatter)
+    guards = t.guards(scatter, gather)
+    gemm_ms = events_ms(lambda: t.parts(a, sa_raw), reps)
+    op_ms = events_ms(lambda: tg.gemm_ar(t.parts(a, sa_raw), gather, scatter), reps)
+    found, _ = judge(t, guards, a, sa, outs)
+    eager_ms = events_ms(lambda: gg.enqueue_local(guards, t.weights, a, sa, outs), reps)
+    graph_ms, graph_error = None, None
+    try:  # the device time without the host's launch cost; eager stands in if capture fails
+        graph = torch.cuda.CUDAGraph()
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            gg.enqueue_local(guards, t.weights, a, sa, outs)  # warm: every buffer exists before capture
+            with torch.cuda.graph(graph, stream=stream):
+                gg.enqueue_local(guards, t.weights, a, sa, outs)
+        torch.cuda.current_stream().wait_stream(stream)
+        graph_ms = events_ms(lambda: graph.replay(), reps)
+    except Exception as e:  # noqa: BLE001 - recorded, and the eager time is the measurement
+        graph_error = repr(e)
+        torch.cuda.synchronize()
+    guard_ms = graph_ms if graph_ms is not None else eager_ms
+    r = {"op_ms": op_ms, "gemms_ms": gemm_ms, "guard_graph_ms": graph_ms, "guard_eager_ms": eager_ms,
+         "timed_by": "graph" if graph_ms is not None else "eager", "graph_error": graph_error,
+         "guard_over_op_pct": 100 * guard_ms / op_ms, "guard_over_gemms_pct": 100 * guard_ms / gemm_ms,
+         "guard_per_rank_us": 1000 * guard_ms / t.W, "clean_findings": [c for c, _ in found]}
+    log(f"cost {key}: op {op_ms:.3f} ms, GEMMs {gemm_ms:.3f} ms, guard {guard_ms:.4f} ms ({r['timed_by']}; "
+        f"eager {eager_ms:.4f} ms): {r['guard_over_op_pct']:.2f}% of the op, "
+        f"{r['guard_over_gemms_pct']:.2f}% of its GEMMs; findings {r['clean_findings']}"
+        + (f"; graph capture failed: {graph_error}" if graph_error else ""))
+    return r
+
+
 def section_cost(out, reps):
     t = target("v4-pro")
     res = {}
     for m in (4096, 16384):
         for scatter, gather in WIRES:
             key = f"M={m} scatter={scatter} gather={gather}"
-            a, sa_raw, sa = t.inputs(m, 11)
-            parts = t.parts(a, sa_raw)
-            outs = tg.gemm_ar(parts, gather, scatter)
-            guards = t.guards(scatter, gather)
-            gemm_ms = events_ms(lambda: t.parts(a, sa_raw), reps)
-            op_ms = events_ms(lambda: tg.gemm_ar(t.parts(a, sa_raw), gather, scatter), reps)
-            found, _ = judge(t, guards, a, sa, outs)
-            eager_ms = events_ms(lambda: gg.enqueue_local(guards, t.weights, a, sa, outs), reps)
-            graph = torch.cuda.CUDAGraph()
-            stream = torch.cuda.Stream()
-            stream.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(stream):
-                gg.enqueue_local(guards, t.weights, a, sa, outs)  # warm: every buffer exists before capture
-                with torch.cuda.graph(graph, stream=stream):
-                    gg.enqueue_local(guards, t.weights, a, sa, outs)
-            torch.cuda.current_stream().wait_stream(stream)
-            graph_ms = events_ms(lambda: graph.replay(), reps)
-            r = {"op_ms": op_ms, "gemms_ms": gemm_ms, "guard_graph_ms": graph_ms, "guard_eager_ms": eager_ms,
-                 "guard_over_op_pct": 100 * graph_ms / op_ms, "guard_over_gemms_pct": 100 * graph_ms / gemm_ms,
-                 "guard_per_rank_us": 1000 * graph_ms / t.W, "clean_findings": [c for c, _ in found]}
-            res[key] = r
-            log(f"cost {key}: op {op_ms:.3f} ms, GEMMs {gemm_ms:.3f} ms, guard {graph_ms:.4f} ms (graph) "
-                f"{eager_ms:.4f} ms (eager): {r['guard_over_op_pct']:.2f}% of the op, "
-                f"{r['guard_over_gemms_pct']:.2f}% of its GEMMs; findings {r['clean_findings']}")
+            try:
+                res[key] = cost_point(t, m, scatter, gather, reps)
+            except Exception:  # noqa: BLE001 - the next point still runs; the error is in the JSON
+                res[key] = {"error": traceback.format_exc()}
+                log(f"cost {key} failed:\n{res[key]['error']}")
+                RESULT.setdefault("errors", {})[f"cost {key}"] = res[key]["error"]
             RESULT["cost"] = res
             save(out)
     # The torch fallback (no library) once, wall time per call including its numpy judges on the host.
@@ -276,65 +298,76 @@ def section_cost(out, reps):
     save(out)
 
 
+def faults_pair(out, t, res, scatter, gather, calls, nan_calls):
+    """Every fault class on one wire pair at M = 4096, into res."""
+    m, W = 4096, t.W
+    S = m // W
+    guards = t.guards(scatter, gather)
+    classes = ["dropped-peer", "stale-slice", "zeroed-half-slice", "view-differs"]
+    if "fp8" in (scatter, gather):
+        classes.append("wrong-wire-scale")
+    prev = op(t, m, 999, scatter, gather)[2]
+    for cls in classes:
+        caught, codes = 0, set()
+        for c in range(calls):
+            seed = 1000 + c
+            if cls == "dropped-peer":
+                a, sa, outs = op(t, m, seed, scatter, gather, drop_peer=2)
+            elif cls == "wrong-wire-scale":
+                a, sa, outs = op(t, m, seed, scatter, gather, wrong_scale_slice=1)
+            else:
+                a, sa, outs = op(t, m, seed, scatter, gather)
+                if cls == "stale-slice":
+                    for r in range(W):
+                        outs[r][S:2 * S] = prev[r][S:2 * S]
+                elif cls == "zeroed-half-slice":
+                    for r in range(W):
+                        outs[r][S:S + S // 2] = 0
+                else:  # one rank's gather of slice 1 did not land this call
+                    outs[W - 1][S:2 * S] = prev[W - 1][S:2 * S]
+            found, _ = judge(t, guards, a, sa, outs)
+            caught += bool(found)
+            codes.update(code for code, _ in found)
+        res[f"{scatter}/{gather} {cls}"] = {"calls": calls, "caught": caught, "stated_p": 1.0,
+                                            "codes": sorted(codes)}
+        log(f"faults {scatter}/{gather} {cls}: caught on {caught} of {calls} calls (stated 1), codes {sorted(codes)}")
+        RESULT["faults"] = res
+        save(out)
+    # One NaN at a random element of a random rank's view, a fresh one per call, on one clean output.
+    a, sa, outs = op(t, m, 4242, scatter, gather)
+    g = torch.Generator().manual_seed(77)
+    caught = 0
+    done = 0
+    for c in range(nan_calls):
+        if over_budget():
+            break
+        done += 1
+        r = int(torch.randint(W, (1,), generator=g))
+        i = int(torch.randint(m, (1,), generator=g))
+        j = int(torch.randint(t.n, (1,), generator=g))
+        keep = outs[r][i, j].clone()
+        outs[r][i, j] = float("nan")
+        found, _ = judge(t, guards, a, sa, outs)
+        outs[r][i, j] = keep
+        caught += bool(found)
+    res[f"{scatter}/{gather} one-nan"] = {"calls": done, "caught": caught, "stated_p": 1.0 / t.sample}
+    log(f"faults {scatter}/{gather} one-nan: caught on {caught} of {done} calls (stated 1/{t.sample} = "
+        f"{done / t.sample:.1f} expected)")
+    RESULT["faults"] = res
+    save(out)
+
+
 def section_faults(out, calls, nan_calls):
     t = target("v4-pro")
     res = {}
-    m, W = 4096, t.W
-    S = m // W
     for scatter, gather in WIRES:
-        guards = t.guards(scatter, gather)
-        classes = ["dropped-peer", "stale-slice", "zeroed-half-slice", "view-differs"]
-        if "fp8" in (scatter, gather):
-            classes.append("wrong-wire-scale")
-        prev = op(t, m, 999, scatter, gather)[2]
-        for cls in classes:
-            caught, codes = 0, set()
-            for c in range(calls):
-                seed = 1000 + c
-                if cls == "dropped-peer":
-                    a, sa, outs = op(t, m, seed, scatter, gather, drop_peer=2)
-                elif cls == "wrong-wire-scale":
-                    a, sa, outs = op(t, m, seed, scatter, gather, wrong_scale_slice=1)
-                else:
-                    a, sa, outs = op(t, m, seed, scatter, gather)
-                    if cls == "stale-slice":
-                        for r in range(W):
-                            outs[r][S:2 * S] = prev[r][S:2 * S]
-                    elif cls == "zeroed-half-slice":
-                        for r in range(W):
-                            outs[r][S:S + S // 2] = 0
-                    else:  # one rank's gather of slice 1 did not land this call
-                        outs[W - 1][S:2 * S] = prev[W - 1][S:2 * S]
-                found, _ = judge(t, guards, a, sa, outs)
-                caught += bool(found)
-                codes.update(code for code, _ in found)
-            res[f"{scatter}/{gather} {cls}"] = {"calls": calls, "caught": caught, "stated_p": 1.0,
-                                                "codes": sorted(codes)}
-            log(f"faults {scatter}/{gather} {cls}: caught on {caught} of {calls} calls (stated 1), codes {sorted(codes)}")
-            RESULT["faults"] = res
+        try:
+            faults_pair(out, t, res, scatter, gather, calls, nan_calls)
+        except Exception:  # noqa: BLE001 - the next pair still runs; the error is in the JSON
+            err = traceback.format_exc()
+            log(f"faults {scatter}/{gather} failed:\n{err}")
+            RESULT.setdefault("errors", {})[f"faults {scatter}/{gather}"] = err
             save(out)
-        # One NaN at a random element of a random rank's view, a fresh one per call, on one clean output.
-        a, sa, outs = op(t, m, 4242, scatter, gather)
-        g = torch.Generator().manual_seed(77)
-        caught = 0
-        done = 0
-        for c in range(nan_calls):
-            if over_budget():
-                break
-            done += 1
-            r = int(torch.randint(W, (1,), generator=g))
-            i = int(torch.randint(m, (1,), generator=g))
-            j = int(torch.randint(t.n, (1,), generator=g))
-            keep = outs[r][i, j].clone()
-            outs[r][i, j] = float("nan")
-            found, _ = judge(t, guards, a, sa, outs)
-            outs[r][i, j] = keep
-            caught += bool(found)
-        res[f"{scatter}/{gather} one-nan"] = {"calls": done, "caught": caught, "stated_p": 1.0 / t.sample}
-        log(f"faults {scatter}/{gather} one-nan: caught on {caught} of {done} calls (stated 1/{t.sample} = "
-            f"{done / t.sample:.1f} expected)")
-        RESULT["faults"] = res
-        save(out)
 
 
 def section_clean(out, calls, variant_calls, chunk=10):
