@@ -76,12 +76,18 @@ if ((rc != 0)); then
     echo "no summary: guard_python.json missing or unreadable (see guard_python.log)" > "$OUT/summary.txt"
 fi
 
-if [[ -n "$G" && -x "$G" ]]; then
+if [[ -n "$G" ]]; then
   DEVICE_RUN_TIMEOUT=60
-  source scripts/device_lib.sh
+  TOP=$OUT
+  # With its two arguments device_lib.sh sets G and OUT (here OUT/pipeline) and writes OUT/machine.txt; unpack_dev
+  # unpacks what scripts/device_pack.sh carried (.dev/**/*.xz).
+  source scripts/device_lib.sh "$G" "$TOP/pipeline"
+  OUT=$TOP
   unpack_dev
-  mkdir -p "$OUT/pipeline"
-  machine_record "$OUT/pipeline" > /dev/null
+fi
+if [[ -n "$G" && ! -x "$G" ]]; then
+  echo "in-pipeline guard: skipped, $G is not an executable" | tee -a "$OUT/summary.txt"
+elif [[ -n "$G" ]]; then
   {
     for rep in 1 2; do
       jrun "pipeline off BF16 16384 $rep" -m 16384 "${BF16[@]}" --iterations 21 --check-every 100
