@@ -44,6 +44,12 @@ Engine::Engine(const DeviceRun& plan, const OperandFn& gen, const PipelineHooks&
     epilogue_puts_ = mt.fused && mt.scatter_by_copy_engine;
     owner_loads_ = mt.collective && !mt.fused && !mt.scatter_by_copy_engine;
   }
+  // mori's words (bench_gemm_ar.py @d5443336 :287-288; layout.py scatter_tiles_per_row): only fused-sdma's epilogue
+  // narrows its puts, one scale per 256 columns.
+  GEMMAR_USAGE_CHECK(!fp8_scatter() || epilogue_puts_, "--scatter-dtype fp8 with --mode ", to_string(eff_.mode),
+                     ": FP8 scatter experiment is wired only through fused-sdma");
+  GEMMAR_USAGE_CHECK(!fp8_scatter() || N_ % numerics::kScatterScaleCols == 0, "-n: n=", N_,
+                     " must be a multiple of scatter_scale_n=256 (--scatter-dtype fp8)");
   // The vendor GEMM has no fused epilogue: the fused modes keep ours (their epilogue pushes the tiles). The
   // pipeline's vendor GEMM is the blockscale layout's (the guard reads A's scales by the quant's scale block).
   vendor_ = plan.gemm_impl == GemmImpl::Cublaslt && !is_fused(eff_.mode) &&
