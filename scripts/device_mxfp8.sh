@@ -47,17 +47,17 @@ for line in open(sys.argv[1]):
     elif line.startswith("MXFP8_CEILING_JSON ") or line.startswith("GEMM_JSON "):
         tag, body = line.split(" ", 1)
         rows.append((cmd[-1] if cmd else "?", tag, json.loads(body)))
-print("shape            subject               quant   ours_us  blockscale_us  vs_blockscale  ptpc/cublaslt_us  checked")
+print("shape            subject               quant   ours_us  blockscale_us  vs_blockscale  cublaslt_us  checked")
 ceil = {}
 for subject, tag, j in rows:
     shape = f'{j["m"]}x{j["n"]}x{j["k"]}'
     if tag == "MXFP8_CEILING_JSON":
         ceil[(shape, subject)] = j
         continue
-    c = ceil.get((shape, subject))
+    c = ceil.get((shape, subject)) if j["quant"] == "mxfp8" else None
     bs = f'{c["blockscale_ours_us"]:.1f}' if c else "-"
     rel = f'{c["vs_blockscale_ours"]:.3f}' if c else "-"
     print(f'{shape:16} {subject:21} {j["quant"]:7} {j["ours_us"]:8.1f}  {bs:>13}  {rel:>13}  '
-          f'{j["cublaslt_us"]:16.1f}  {j["checked"]}')
+          f'{j["cublaslt_us"]:11.1f}  {j["checked"]}')
 PY
 echo "== done t=${SECONDS}s"
