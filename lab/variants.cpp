@@ -33,9 +33,9 @@ const std::vector<SubjectInfo> kSubjects = {
     {S::GemmWgmma4BandMajor, "wgmma4-band-major", C::Gemm, false, true, "wgmma4n",
      "gemm_wgmma4_kernel with its tiles in band-major order (groups of one band)"},
     {S::GemmWgmma4MxSteps, "wgmma4-mx-steps", C::Gemm, false, true, "none (new with issue 45)",
-     "gemm_wgmma4_kernel<16, PerStep32>: the tuned kernel's ring, lag and stores for mxfp8, each 32-wide K step "
-     "its own wgmma promoted through two accumulator sets across K blocks, the scales staged by the producer; "
-     "K = 2048"},
+     "gemm_wgmma4_kernel<16, PerStep32>: mxfp8 on the tuned kernel's ring, lag and stores, each 32-wide K step "
+     "two m64n64k32 halves through three accumulator sets (h + 2 in flight while h is promoted), the scales staged "
+     "by the producer; K = 2048"},
     {S::GemmWgmma4MxLag1, "wgmma4-mx-lag1", C::Gemm, false, true, "none (new with issue 45)",
      "wgmma4-mx-steps with its consumer warpgroups 1 K block apart instead of 2 (half of its main loop's 2-block "
      "iteration, so one warpgroup's drain at the iteration's end falls inside the other's), K = 2048"},
