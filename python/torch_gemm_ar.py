@@ -1,28 +1,23 @@
-"""A torch implementation of gemm_ar on one device: W ranks as separate tensors (docs/python.md, docs/verify.md).
+"""A torch implementation of gemm_ar on one device: an independent op for the guard's device measurement
+(scripts/device_guard_python.py) and, from the command line, dumped for `gemmar verify` (docs/verify.md).
 
-Each rank's partial is torch._scaled_mm, bf16 out: blockscale scales (A one fp32 scale per 1x128 block, B one per
-128x128 block) or ptpc (per row of A, per column of B). The collective is docs/spec.md 1.1 in torch: every owner sums
-its slice of the W bf16 partials in fp32 in peer order (owner + j) % W starting from its own, rounds to bf16, and
-gathers it (bf16 wire: copies; fp8 wire: per-row amax, the recipe below, peers write bf16(decode(q) * scale); the
-owner's rows are never quantized). fused-sdma computes the same values (what differs is when the legs run, which
-one device does not show); with mori's fp8 scatter (scatter_dtype "fp8", fused-sdma only) every rank narrows its
-whole bf16 partial per row and 256 columns (kernels_fused.py @f3bff0ae, the `if const_expr(fp8_scatter)` epilogue:
-scale = fl32(amax / 448), 1 for an all-zero segment, codes = RNE(x * fl32(1 / scale))) and each owner sums
-decode(code) * scale in fp32 in the same peer order (kernels_sdma.py sdma_reduce).
-
-As an implementation for `gemmar validate|run --backend python --impl python/torch_gemm_ar.py:NAME` (the protocol
-of python/gemmar_runner.py; every rank in one process, so W is --world, not the device count):
-
-    TorchGemmAr     the op, clean (gemm-only, split-sdma and fused-sdma on every wire, split-lsa; fused-sdma
-                    also with the fp8 scatter; blockscale and ptpc)
-    skip_gather     rank min(3, W-1) never receives slice (that rank + 2) % W: a silent put (it keeps its partial)
-    wire_bypassed   an fp8-wire config that gathers bf16 (the wire never engaged)
-    scatter_not_narrowed  fused-sdma asked for the fp8 scatter reduces the bf16 partials (the scatter never engaged)
-
-As a script, the operands of mori's benchmark (python/gemmar_runner.py torch_operands), dumped with gemmar_dump:
+W ranks live on one GPU as separate tensors. Each rank's partial is its GEMM, fp32 accumulated and rounded to bf16:
+blockscale through torch._scaled_mm with blockwise scales (A: one fp32 scale per 1x128 block, B: one per 128x128
+block); mxfp8 (e8m0 scales, exact powers of two) as a bf16 GEMM of the exactly dequantized operands with fp32
+accumulation (torch._scaled_mm's MX path needs sm_100). The benchmark's operands (ROCm/mori bench_gemm_ar.py
+@d5443336 make_operands): randn/8 cast to e4m3fn, seed 1234 + rank; blockscale scales rand*0.01+0.01, mxfp8 e8m0
+bytes uniform in {120, 121, 122} (2^-7 .. 2^-5). The collective is docs/spec.md 1.1 in torch: every owner sums its
+slice of the W partials in fp32 in peer order (owner+j)%W starting from its own, rounds to bf16, and gathers it
+(bf16 wire: copies; fp8 wire: per-row amax, then --wire-recipe, peers write bf16(decode(q)*scale); the owner's rows
+are never quantized). The fp8 scatter (mori's --scatter-dtype fp8, /work notes fp8-scatter: kernels_fused.py
+@f3bff0ae) narrows every rank's bf16 partial per row per 256 columns (scale = amax/448, a true division;
+inv = fl32(1/scale); codes = RNE(x*inv)), its own slice included, and the reduce widens fl32(decode(q)*scale).
 
     python3 torch_gemm_ar.py OUT_DIR [-m 16384] [--gather-dtype bf16|fp8] [--fault none|skip-gather|wire-bypassed]
 
+Faults, to show `gemmar verify` finding them in a real implementation's tensors:
+    skip-gather    rank 3 never receives slice 5 (keeps its own partial there): a silent put
+    wire-bypassed  an fp8-wire config that gathers bf16 (the wire never engaged)
 --wire-recipe names how a row is narrowed (reference/quant.hpp WireRecipe; `gemmar verify` names the one it finds):
     mori           (default) mori's kernels (ROCm/mori python/mori/ops/gemm_ar/kernels_sdma.py quantize_gather):
                    scale = amax * fl32(1/448), inv = fl32(448 / amax), codes = RNE(x * inv) saturated
@@ -41,191 +36,156 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gemmar_dump  # noqa: E402
-import gemmar_runner  # noqa: E402
 
-BLOCK_M = {"blockscale": 128, "ptpc": 256}
 FP8_MAX = 448.0
+SCATTER_COLS = 256  # the fp8 scatter's segment: mori's BLOCK_N (layout.py scatter_scale_n)
 
 
-def rows_per_owner(m, world, quant):
-    """M padded to W x BLOCK_M (docs/spec.md 1.1), divided by W."""
-    granule = world * BLOCK_M[quant]
-    return (m + granule - 1) // granule * granule // world
+def _fp8(x):
+    return x.clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn)
 
 
-def mm_scales(quant, a_scale, b_scale):
-    """The scales as torch._scaled_mm takes them: blockscale A [M, K/128] column-major and B [K/128, N/128];
-    ptpc A [M, 1] and B [1, N]."""
-    if quant == "ptpc":
-        return a_scale.reshape(-1, 1), b_scale.reshape(1, -1)
-    return a_scale.t().contiguous().t(), b_scale.t()
+def operands(rank, m, n, k, quant="blockscale", device="cuda", seed=1234, with_b=True):
+    """One rank's operands as the benchmark draws them. Returns a dict: a [m, k] e4m3fn, a_scale as the op takes it
+    (blockscale: fp32 [K/128, M] flat, mori's physical order; mxfp8: e8m0 bytes [M, K/32]), b [n, k] e4m3fn and
+    b_scale (blockscale: fp32 [N/128, K/128]; mxfp8: e8m0 bytes [N/32, K/32])."""
+    g = torch.Generator(device=device)
+    g.manual_seed(seed + rank)
+    o = {"a": _fp8(torch.randn(m, k, device=device, generator=g) / 8)}
+    if with_b:
+        o["b"] = _fp8(torch.randn(n, k, device=device, generator=g) / 8)
+    if quant == "blockscale":
+        sa = torch.rand(m, k // 128, device=device, generator=g) * 0.01 + 0.01  # logical [M, K/128]
+        o["a_scale"] = sa.t().contiguous().reshape(-1)
+        if with_b:
+            o["b_scale"] = torch.rand(n // 128, k // 128, device=device, generator=g) * 0.01 + 0.01
+    elif quant == "mxfp8":
+        o["a_scale"] = torch.randint(120, 123, (m, k // 32), device=device, generator=g, dtype=torch.uint8)
+        if with_b:
+            o["b_scale"] = torch.randint(120, 123, (n // 32, k // 32), device=device, generator=g, dtype=torch.uint8)
+    else:
+        raise ValueError(f"torch_gemm_ar: quant {quant!r}")
+    return o
 
 
-def gemm(a, a_scale_mm, b, b_scale_mm):
-    return torch._scaled_mm(a, b.t(), scale_a=a_scale_mm, scale_b=b_scale_mm, out_dtype=torch.bfloat16)
+def weights(rank, n, k, quant="blockscale", device="cuda", seed=1234):
+    """One rank's weights alone (the benchmark's distributions, their own generator: fixed across calls):
+    b [n, k] e4m3fn and b_scale as operands() gives them."""
+    g = torch.Generator(device=device)
+    g.manual_seed(seed + rank)
+    b = _fp8(torch.randn(n, k, device=device, generator=g) / 8)
+    if quant == "blockscale":
+        return b, torch.rand(n // 128, k // 128, device=device, generator=g) * 0.01 + 0.01
+    return b, torch.randint(120, 123, (n // 32, k // 32), device=device, generator=g, dtype=torch.uint8)
 
 
-class WireConstants:
-    """The fp8 wire's constants as device tensors, made once (a CUDA graph cannot copy a host scalar in): 448 and
-    fl32(1/448), so that every division is tensor by tensor (a Python scalar numerator is a reciprocal multiply)."""
+def activations(m, k, quant="blockscale", device="cuda", seed=1):
+    """One rank's A of one call (the benchmark's distributions): a [m, k] e4m3fn and a_scale as operands()."""
+    g = torch.Generator(device=device)
+    g.manual_seed(seed)
+    a = _fp8(torch.randn(m, k, device=device, generator=g) / 8)
+    if quant == "blockscale":
+        return a, (torch.rand(m, k // 128, device=device, generator=g) * 0.01 + 0.01).t().contiguous().reshape(-1)
+    return a, torch.randint(120, 123, (m, k // 32), device=device, generator=g, dtype=torch.uint8)
 
-    def __init__(self, device):
-        self.fmax = torch.tensor(FP8_MAX, device=device, dtype=torch.float32)
-        self.inv_fmax = torch.tensor(1.0 / FP8_MAX, device=device, dtype=torch.float32)
-        self.one = torch.tensor(1.0, device=device, dtype=torch.float32)
+
+def mori_packed_a_scale(e):
+    """e8m0 A scales [M, K/32] (bytes) in the order mori's mxfp8 kernel reads (ROCm/mori python/mori/ops/gemm_ar/
+    _shuffle.py @bc802ffe preshuffle_a_scale): byte (row, kb) at kb * M + row / 64 * 64 + row % 16 * 4 + row % 64 / 16,
+    as int32, flat (what GemmAllReduceOp takes for quant="mxfp8")."""
+    m, kb = e.shape
+    row = torch.arange(m, device=e.device)
+    dst = (torch.arange(kb, device=e.device)[None, :] * m + (row // 64 * 64 + row % 16 * 4 + row % 64 // 16)[:, None])
+    out = torch.empty(m * kb, dtype=torch.uint8, device=e.device)
+    out[dst.reshape(-1)] = e.to(torch.uint8).reshape(-1)
+    return out.view(torch.int32)
 
 
-def quantize_rows(red, recipe, c):
-    """One owner's reduced bf16 rows on the fp8 wire: (codes, row scales [rows], what every peer lands in bf16)."""
+def _e8m0(e):
+    return torch.exp2(e.float() - 127.0)
+
+
+def partial(a, a_scale, b, b_scale, quant="blockscale"):
+    """This rank's GEMM: fp32 accumulation, bf16 out."""
+    m, k = a.shape
+    if quant == "blockscale":
+        sa = a_scale.reshape(k // 128, m).t()  # [M, K/128] column-major, as torch._scaled_mm takes it
+        return torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=b_scale.t(), out_dtype=torch.bfloat16)
+    # mxfp8: e4m3 times a power of two is exact in bf16; the bf16 GEMM accumulates in fp32
+    ad = (a.float() * _e8m0(a_scale).repeat_interleave(32, 1)).to(torch.bfloat16)
+    bd = (b.float() * _e8m0(b_scale).repeat_interleave(32, 0).repeat_interleave(32, 1)).to(torch.bfloat16)
+    return ad @ bd.t()
+
+
+def scatter_widen(p, scale_factor=1.0):
+    """mori's fp8 scatter of one bf16 partial as the reduce sees it: per row per 256 columns scale = fl32(amax /
+    448), inv = fl32(1 / scale), q = RNE(fl32(x * inv)); widened fl32(decode(q) * scale). scale_factor (the
+    wrong-scale fault) multiplies the scale the reduce widens with."""
+    m, n = p.shape
+    x = p.float().view(m, n // SCATTER_COLS, SCATTER_COLS)
+    amax = x.abs().amax(dim=2, keepdim=True)
+    zero = amax == 0
+    one = torch.ones_like(amax)
+    scale = torch.where(zero, one, amax / torch.full_like(amax, FP8_MAX))
+    inv = torch.where(zero, one, one / scale)
+    q = _fp8(x * inv)
+    return (q.float() * (scale * scale_factor)).view(m, n)
+
+
+def wire(red, recipe="mori", scale_factor=1.0):
+    """The fp8 gather of a reduced bf16 slice: (view bf16, codes, row scales); scale_factor multiplies the scale
+    the receivers widen with (the wrong-scale fault)."""
     x = red.float()
     amax = x.abs().amax(dim=1, keepdim=True)
     zero = amax == 0
-    inv = torch.where(zero, c.one, c.fmax / amax)
-    scale = torch.where(zero, c.one, amax * c.inv_fmax if recipe == "mori" else amax / c.fmax)
-    scaled = x / scale if recipe == "div-codes" else x * inv
-    q = scaled.clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn)
-    return q, scale.reshape(-1), (q.float() * scale).to(torch.bfloat16)
+    one = torch.ones_like(amax)
+    fmax = torch.full_like(amax, FP8_MAX)
+    inv = torch.where(zero, one, fmax / amax)  # tensor by tensor: `448.0 / amax` would be reciprocal(amax) * 448
+    if recipe == "mori":
+        scale = torch.where(zero, one, amax * torch.tensor(1.0 / FP8_MAX, device=red.device, dtype=torch.float32))
+    else:
+        scale = torch.where(zero, one, amax / fmax)
+    q = _fp8(x / scale if recipe == "div-codes" else x * inv)
+    return (q.float() * (scale * scale_factor)).to(torch.bfloat16), q, scale.reshape(-1)
 
 
-def scatter_fp8_values(part, c):
-    """What mori's fp8 scatter delivers of bf16 rows `part` [rows, N]: decode(code) * scale in fp32, one scale per
-    row and 256 columns (amax NaN-propagating as the kernel's maximumf; every division tensor by tensor)."""
-    x = part.float().reshape(part.shape[0], -1, 256)
-    amax = x.abs().amax(dim=2, keepdim=True)
-    scale = torch.where(amax == 0, c.one, amax / c.fmax)
-    q = (x * (c.one / scale)).to(torch.float8_e4m3fn)
-    return (q.float() * scale).reshape(part.shape)
-
-
-def scatter_leg(rows_bf16, scatter_fp8, c):
-    """What the reduce adds of one rank's rows, fp32: the bf16 partial widened, or the fp8 scatter's values."""
-    return scatter_fp8_values(rows_bf16, c) if scatter_fp8 else rows_bf16.float()
-
-
-def skipped_put(world, fault):
-    """(receiver, owner) of the put skip-gather drops, or None."""
-    if fault != "skip-gather":
-        return None
-    receiver = min(3, world - 1)
-    return receiver, (receiver + 2) % world
-
-
-def collective(parts, mode, fp8, rows, fault="none", recipe="mori", consts=None, scatter_fp8=False):
-    """Every rank's output from every rank's bf16 partial; with the fp8 wire also each owner's (codes, scales).
-    scatter_fp8: the partials travel the scatter leg as mori's fp8 scatter (each row slice narrowed once, where it
-    is reduced: the per-row scales make that the same as narrowing the whole partial first)."""
-    world, m = len(parts), parts[0].shape[0]
-    outs = [p.clone() for p in parts]  # in place: a view keeps its partial where nothing lands
-    wire = [None] * world
-    if mode == "gemm-only":
-        return outs, wire
-    skip = skipped_put(world, fault)
-    for o in range(world):
-        sl = slice(o * rows, min(m, (o + 1) * rows))
-        acc = scatter_leg(parts[o][sl], scatter_fp8, consts)  # mori's sdma_reduce: acc starts at the owner's own
-        for j in range(1, world):
-            acc = acc + scatter_leg(parts[(o + j) % world][sl], scatter_fp8, consts)
+def gemm_ar(parts, gather_dtype="bf16", scatter_dtype="bf16", recipe="mori", drop_peer=None, wrong_scale_slice=None):
+    """The collective on the W bf16 partials -> every rank's bf16 output [M, N] (a list). drop_peer: that rank's
+    puts never land (every owner reduces without it; its own slice keeps its own partial). wrong_scale_slice: on the
+    fp8 gather every non-owner widens that slice with twice its scale; on the fp8 scatter (bf16 gather) the next
+    rank's contribution to it is widened with twice its segments' scales."""
+    W = len(parts)
+    m, n = parts[0].shape
+    S = m // W
+    outs = [p.clone() for p in parts]  # in place: each output starts as its local partial
+    for o in range(W):
+        rows = slice(o * S, (o + 1) * S)
+        acc = None
+        for j in range(W):  # mori's sdma_reduce: acc starts at the owner's own value
+            q = (o + j) % W
+            if q == drop_peer and q != o:
+                continue
+            p = parts[q][rows]
+            if scatter_dtype == "fp8":
+                f = 2.0 if (wrong_scale_slice == o and gather_dtype == "bf16" and q == (o + 1) % W) else 1.0
+                v = scatter_widen(p, f)
+            else:
+                v = p.float()
+            acc = v if acc is None else acc + v
         red = acc.to(torch.bfloat16)
-        outs[o][sl] = red
-        landed = red
-        if fp8 and fault != "wire-bypassed":
-            q, scale, landed = quantize_rows(red, recipe, consts)
-            wire[o] = (q, scale)
-        for r in range(world):
-            if r != o and skip != (r, o):
-                outs[r][sl] = landed
-    return outs, wire
-
-
-class Handle:
-    def __init__(self, config, shape, device):
-        self.config, self.shape, self.device = config, shape, device
-        self.fp8 = config["gather_dtype"] == "fp8" and config["mode"] != "split-lsa"
-        self.scatter_fp8 = config.get("scatter_dtype", "bf16") == "fp8"
-        self.rows = rows_per_owner(shape["m"], shape["world"], config["quant"])
-        self.consts = WireConstants(device)
-
-
-class TorchGemmAr:
-    """The implementation protocol of python/gemmar_runner.py (docs/python.md), every rank on one device."""
-    name = "torch"
-    array = "torch"
-    ranks_per_process = "all"
-    fault = "none"
-
-    def supports(self, config, shape):
-        if config["quant"] not in BLOCK_M or config.get("fuse_quantize") or config.get("fuse_reduce_push"):
-            return False
-        if config["mode"] not in ("gemm-only", "split-sdma", "split-lsa", "fused-sdma"):
-            return False
-        if config.get("scatter_dtype", "bf16") == "fp8" and (config["mode"] != "fused-sdma" or shape["n"] % 256):
-            return False
-        # The op's knobs that change no value on one device, but which this implementation does not model.
-        if any(config.get(k) for k in ("chunk_bands", "relaxed_rows", "logical_m")) or \
-                config.get("schedule", "none") != "none":
-            return False
-        return shape["k"] % 128 == 0 and shape["n"] % 128 == 0
-
-    def setup(self, config, shape, rank, device):
-        return Handle(config, shape, device)
-
-    def prepare(self, h, a, a_scale, b, b_scale):
-        scales = [mm_scales(h.config["quant"], sa, sb) for sa, sb in zip(a_scale, b_scale)]
-        return a, [s[0] for s in scales], b, [s[1] for s in scales]
-
-    def call_with_partials(self, h, a, a_scale_mm, b, b_scale_mm):
-        parts = [gemm(a[r], a_scale_mm[r], b[r], b_scale_mm[r]) for r in range(len(a))]
-        outs, _ = collective(parts, h.config["mode"], h.fp8, h.rows, self.fault, "mori", h.consts,
-                             h.scatter_fp8 and self.fault != "scatter-not-narrowed")
-        return outs, parts
-
-    def call(self, h, *args):
-        return self.call_with_partials(h, *args)[0]
-
-    def self_test(self, h):
-        """gemmar's transport self-test in torch: every rank's partial rank + 1, every element of every view must be
-        W(W+1)/2 (exactly on the bf16 wires, within 1% on an fp8 wire or the fp8 scatter, as mori's op.py
-        self_test)."""
-        world, m, n = h.shape["world"], h.shape["m"], h.shape["n"]
-        parts = [torch.full((m, n), float(r + 1), device=h.device, dtype=torch.bfloat16) for r in range(world)]
-        outs, _ = collective(parts, h.config["mode"], h.fp8, h.rows, self.fault, "mori", h.consts,
-                             h.scatter_fp8 and self.fault != "scatter-not-narrowed")
-        if h.config["mode"] == "gemm-only":
-            return
-        want = world * (world + 1) / 2
-        for r, out in enumerate(outs):
-            err = (out.float() - want).abs() / want
-            bad = torch.nonzero(~(err <= (1e-2 if h.fp8 or h.scatter_fp8 else 0.0)))
-            if bad.numel():
-                row, col = int(bad[0][0]), int(bad[0][1])
-                raise RuntimeError("self-test: rank %d's view of slice %d (row %d) holds %g where %g was expected "
-                                   "(%d wrong elements on that rank)"
-                                   % (r, row // h.rows, row, float(out[row, col]), want, bad.shape[0]))
-
-    def record_fields(self, h):
-        return {"gemm_impl": "torch._scaled_mm", "block_m": BLOCK_M[h.config["quant"]]}
-
-
-def skip_gather():
-    impl = TorchGemmAr()
-    impl.fault, impl.name = "skip-gather", "torch-skip-gather"
-    return impl
-
-
-def wire_bypassed():
-    impl = TorchGemmAr()
-    impl.fault, impl.name = "wire-bypassed", "torch-wire-bypassed"
-    return impl
-
-
-def scatter_not_narrowed():
-    impl = TorchGemmAr()
-    impl.fault, impl.name = "scatter-not-narrowed", "torch-scatter-not-narrowed"
-    return impl
+        outs[o][rows] = red
+        if gather_dtype == "fp8":
+            landed = wire(red, recipe, 2.0 if wrong_scale_slice == o else 1.0)[0]
+        else:
+            landed = red
+        for r in range(W):
+            if r != o:
+                outs[r][rows] = landed
+    return outs
 
 
 def main():
+    import gemmar_dump
     p = argparse.ArgumentParser()
     p.add_argument("out")
     p.add_argument("-m", type=int, default=16384)
@@ -241,33 +201,43 @@ def main():
                         "codes = RNE(x * fl32(448/amax)))")
     args = p.parse_args()
     M, N, K, W = args.m, args.n, args.k, args.world
-    dev = torch.device("cuda")
+    S = M // W
     fp8 = args.gather_dtype == "fp8"
     t0 = time.time()
-
-    ops = [gemmar_runner.torch_operands(torch, "blockscale", M, N, K, 1234, r, dev) for r in range(W)]
-    parts = []
-    for a, sa, b, sb in ops:
-        sa_mm, sb_mm = mm_scales("blockscale", sa, sb)
-        parts.append(gemm(a, sa_mm, b, sb_mm))
+    ops = [operands(r, M, N, K) for r in range(W)]
+    parts = [partial(o["a"], o["a_scale"], o["b"], o["b_scale"]) for o in ops]
     torch.cuda.synchronize()
     t_gemm = time.time() - t0
 
-    outs, wire = collective(parts, "split-sdma", fp8, rows_per_owner(M, W, "blockscale"), args.fault,
-                            args.wire_recipe, WireConstants(dev))
+    outs = gemm_ar(parts, "bf16")  # the bf16 wire; the fp8 wire's slices are replaced below, with their codes
+    wire_q, wire_scale = [None] * W, [None] * W
+    for o in range(W):
+        rows = slice(o * S, (o + 1) * S)
+        red = outs[o][rows]
+        landed = red
+        if fp8 and args.fault != "wire-bypassed":
+            landed, wire_q[o], wire_scale[o] = wire(red, args.wire_recipe)
+        for r in range(W):
+            if r == o:
+                continue
+            if args.fault == "skip-gather" and r == 3 and o == 5:
+                outs[r][rows] = parts[r][rows]  # the put never landed: the in-place buffer keeps the local partial
+            else:
+                outs[r][rows] = landed
     torch.cuda.synchronize()
     t_coll = time.time() - t0 - t_gemm
 
     dev_name = torch.cuda.get_device_name(0)
-    for r, (a, sa, b, sb) in enumerate(ops):
+    for r in range(W):
         extra = {}
-        if wire[r] is not None and not args.no_wire:
-            extra = dict(wire=wire[r][0], wire_scale=wire[r][1])
-        gemmar_dump.dump(args.out + "/", r, W, a, b, sa, sb, outs[r], partial=parts[r],
-                         quant="blockscale", mode="split-sdma", gather_dtype=args.gather_dtype,
-                         gather_transport=args.gather_transport, device="%s (torch, %d ranks on 1 device)" % (dev_name, W),
-                         producer="python/torch_gemm_ar.py", inject=args.fault, gemm_impl="torch._scaled_mm",
-                         profile="h200-1gpu", **extra)
+        if fp8 and wire_q[r] is not None and not args.no_wire:
+            extra = dict(wire=wire_q[r], wire_scale=wire_scale[r])
+        sa = ops[r]["a_scale"].reshape(K // 128, M)  # stored [K/128, M], the dump's blockscale layout
+        gemmar_dump.dump(args.out + "/", r, W, ops[r]["a"], ops[r]["b"], sa, ops[r]["b_scale"], outs[r],
+                         partial=parts[r], quant="blockscale", mode="split-sdma", gather_dtype=args.gather_dtype,
+                         gather_transport=args.gather_transport,
+                         device="%s (torch, %d ranks on 1 device)" % (dev_name, W), producer="python/torch_gemm_ar.py",
+                         inject=args.fault, gemm_impl="torch._scaled_mm", profile="h200-1gpu", **extra)
     t_dump = time.time() - t0 - t_gemm - t_coll
     print("torch_gemm_ar: M=%d N=%d K=%d W=%d %s fault=%s: gemm %.2f s, collective %.2f s, dump %.2f s -> %s"
           % (M, N, K, W, args.gather_dtype, args.fault, t_gemm, t_coll, t_dump, args.out), flush=True)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `gemmar validate --backend python` on the lent GPU (issue 51, docs/python.md): the torch implementation
-# (python/torch_gemm_ar.py, W = 8 ranks on one device) through python/gemmar_runner.py, in one call of at most BUDGET
+# (python/gemmar_torch_impl.py, W = 8 ranks on one device) through python/gemmar_runner.py, in one call of at most BUDGET
 # seconds (default 225), most important first (a call cut short keeps what it finished):
-#   1. clean, M = 4096: `gemmar validate --backend python --impl python/torch_gemm_ar.py:TorchGemmAr -m 4096` at
+#   1. clean, M = 4096: `gemmar validate --backend python --impl python/gemmar_torch_impl.py:TorchGemmAr -m 4096` at
 #      N=7168 K=2048 W=8 over every config it supports (gemm-only; split-sdma bf16, fp8/sdma, fp8/lsa; split-lsa;
 #      fused-sdma bf16, fp8/sdma, fp8/lsa, each also with mori's fp8 scatter: 11 of validate's 14 candidates), the
 #      self-test first, every run's tensors dumped and verified bit for bit, its graph-replay time judged (profile
@@ -22,7 +22,7 @@
 # ~4 GB a run at M = 16384 before each is verified and removed); its small files are copied.
 # Writes OUTDIR/{machine.txt, clean_4096.log, clean_4096/ (results.json, runs.log, runner/*.log, report/),
 # fault_run.log, fault_validate.log, fault_scatter.log, clean_16384.log, clean_16384/, summary.txt}.
-# Usage: [BUDGET=225 PYTHON=python3 M=4096 M_LARGE=16384 IMPL=python/torch_gemm_ar.py EXTRA="-n 1024 ..."] \
+# Usage: [BUDGET=225 PYTHON=python3 M=4096 M_LARGE=16384 IMPL=python/gemmar_torch_impl.py EXTRA="-n 1024 ..."] \
 #          scripts/device_validate_python.sh [GEMMAR [OUTDIR]]      (OUTDIR default $OUT)
 #   IMPL: a file with TorchGemmAr, skip_gather and scatter_not_narrowed (tests/data/python/fake_gemm_ar.py's FakeGemmAr stands in on a CPU:
 #   IMPL_CLEAN=FakeGemmAr PYTHON=/usr/bin/python3 EXTRA="-n 1024 -k 256 --world 4" M=512 M_LARGE=1024);
@@ -48,7 +48,7 @@ export GEMMAR_PYTHON_DIR=$PWD/python GEMMAR_REPORTS_DIR=$PWD/reports
   nproc; df -h "$WORK" | tail -1; } > "$OUT/machine.txt" 2>&1
 report=--no-report
 /usr/bin/python3 -c "import matplotlib" 2>/dev/null && report=""
-IMPL=${IMPL:-python/torch_gemm_ar.py}
+IMPL=${IMPL:-python/gemmar_torch_impl.py}
 CLEAN=${IMPL_CLEAN:-TorchGemmAr}
 read -r -a EXTRA_ARGS <<< "${EXTRA:-}"
 # clean M SECONDS: step 1 (or 4) into OUT/clean_M.log and OUT/clean_M/.

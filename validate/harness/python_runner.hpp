@@ -1,5 +1,5 @@
 // The Python backend (`gemmar validate|run --backend python --impl ...`, docs/python.md): an implementation of the op
-// written in Python (mori's public op through python/gemmar_mori_impl.py, python/torch_gemm_ar.py, any other) is
+// written in Python (mori's public op through python/gemmar_mori_impl.py, python/gemmar_torch_impl.py, any other) is
 // driven by python/gemmar_runner.py, one process per rank (torchrun, or gemmar's own W processes) or every rank in
 // one process, as the implementation says. gemmar asks it what it supports (describe), runs its self-test, then
 // its runs; each run comes back as a RESULT_JSON line (the benchmark's record, its times as mori's bench times

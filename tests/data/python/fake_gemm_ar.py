@@ -6,7 +6,7 @@ partial). The collective is docs/spec.md 1.1 on the bf16 wire: each owner sums i
 fp32 in peer order (owner + j) % W from its own value, rounds to bf16, and every rank copies it. fused-sdma also with
 mori's fp8 scatter (scatter_dtype "fp8", docs/reference.md): every rank narrows its whole bf16 partial per row and
 256 columns, scale = fl32(amax / 448) (1 for an all-zero segment), codes = RNE(x * fl32(1 / scale)); each owner sums
-decode(code) * scale in fp32 in the same peer order. python/torch_gemm_ar.py does the same in torch. Variants, by name
+decode(code) * scale in fp32 in the same peer order. python/gemmar_torch_impl.py does the same in torch. Variants, by name
 (--impl FILE:NAME):
 
     FakeGemmAr             every rank in one process

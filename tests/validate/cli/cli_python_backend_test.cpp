@@ -187,7 +187,7 @@ TEST(CliPythonBackend, MissingTorchModuleOrMoriIsExit3NamingWhatIsMissing) {
   REQUIRE_NUMPY();
   if (!has_module("torch")) {
     // The module name resolves in gemmar's python/ (the runner's directory).
-    const CliResult t = gemmar({"validate", "--backend", "python", "--impl", "torch_gemm_ar:TorchGemmAr", "--out",
+    const CliResult t = gemmar({"validate", "--backend", "python", "--impl", "gemmar_torch_impl:TorchGemmAr", "--out",
                                 (scratch_dir("py_torch") / "o").string()});
     EXPECT_EQ(t.rc, 3) << t.out << t.err;
     EXPECT_NE(t.err.find("cannot import 'torch'"), std::string::npos) << t.err;
