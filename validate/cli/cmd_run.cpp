@@ -20,9 +20,9 @@ int cmd_run(const Args& args) {
   add_run_options(desc, RunCommand::Run);
   add_common_options(desc);
   po::variables_map vm;
-  if (!parse(
-          args, desc, vm, std::cout,
-          "gemmar run [-m -n -k --world] [--mode ... | --all-configs] [--backend gpu|cpu] [--inject FAULT] [--json]"))
+  if (!parse(args, desc, vm, std::cout,
+             "gemmar run [-m -n -k --world] [--mode ... | --all-configs] [--backend gpu|cpu|python --impl SPEC] "
+             "[--inject FAULT] [--json]"))
     return kExitOk;
   RunPlan plan = read_run_plan(vm, RunCommand::Run);
   require_plan_memory(plan);

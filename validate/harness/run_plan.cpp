@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iostream>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -45,6 +46,8 @@ void validate_plan(const RunPlan& plan) {
 }
 
 std::vector<RunOutcome> execute_plan(const RunPlan& plan, std::ostream* log, const PlanObserver& observer) {
+  if (plan.backend == "python")
+    return execute_python_plan(plan, log, &std::cerr);  // no progress lines: its runner prints its own
   std::unique_ptr<Backend> backend = plan.backend == "gpu" ? make_gpu_backend() : make_cpu_backend();
   std::vector<RunOutcome> outcomes;
   int index = 0;
@@ -132,6 +135,14 @@ nlohmann::json plan_outcomes_to_json(const RunPlan& plan, const std::vector<RunO
   nlohmann::json j = to_json(verdicts);
   j["backend"] = plan.backend;
   j["inject"] = plan.request.inject.label();
+  if (plan.backend == "python") {
+    nlohmann::json declined = nlohmann::json::array();
+    for (const Config& c : plan.python.declined) declined.push_back(config_label(c));
+    j["python"] = {{"impl", plan.python.options.impl},         {"name", plan.python.impl.name},
+                   {"placement", plan.python.impl.placement},  {"device", plan.python.impl.device},
+                   {"launcher", plan.python.launcher},         {"spawn", plan.python.spawn},
+                   {"queue_wait_s", plan.python.queue_wait_s}, {"declined", declined}};
+  }
   return j;
 }
 

@@ -8,12 +8,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "validate/harness/python_runner.hpp"
 #include "validate/harness/run_driver.hpp"
 
 namespace gemmar {
 
 struct RunPlan {
-  std::string backend;  // "cpu" | "gpu"
+  std::string backend;  // "cpu" | "gpu" | "python"
   std::vector<int64_t> m_values;
   std::vector<Config> configs;
   // Every run's parameters; its shape.m and config are replaced by each (m, config) of the plan. --dump DIR: each
@@ -22,6 +23,8 @@ struct RunPlan {
   RunRequest request;
   // --baseline runs: each outcome is judged against them too (REGRESSION, QUANT_MISMATCH), by the same judge.
   std::vector<RunRecord> baseline;
+  // --backend python: the implementation, what it said of itself, how its runner is started (python_runner.hpp).
+  PythonPlan python;
 };
 
 // Every mode x wire x transport of docs/spec.md 1.1 that exists (split-lsa bf16 only; gemm-only once), at `base`'s
@@ -37,7 +40,8 @@ void validate_plan(const RunPlan&);
 using PlanObserver = std::function<void(const RunOutcome&, size_t index, double seconds)>;
 
 // Runs every (m, config) of the plan; prints each RESULT_JSON line to `log` as it completes (if non-null). Before
-// each run the OpenMP threads are fitted to the cores other processes leave free (cpu_threads.hpp).
+// each run the OpenMP threads are fitted to the cores other processes leave free (cpu_threads.hpp). The Python
+// backend's notes (waits, retries) go to stderr.
 std::vector<RunOutcome> execute_plan(const RunPlan&, std::ostream* log, const PlanObserver& observer = {});
 
 // The peak resident memory the plan is expected to reach on the host, in bytes (docs/reliability.md "Memory"):
