@@ -232,7 +232,7 @@ void headline_txt(const std::string& path, const std::string& name, std::vector<
     // the GEMM under the links).
     if (p.config.mode == Mode::GemmOnly && p.config.quant == Quant::Ptpc) {
       p.scored = false;
-      p.identifies = "gemm.ptpc_efficiency_ratio";
+      p.identifies = "gemm.efficiency_ratio.ptpc";
     }
     out.push_back(p);
   });
@@ -286,13 +286,11 @@ void measured_json(const std::string& path, std::vector<CalPoint>& out) {
 
 }  // namespace
 
-const std::vector<FitParam>& default_fit_parameters() {
-  static const std::vector<FitParam> v{
+std::vector<FitParam> fit_parameters(const Profile& prof) {
+  std::vector<FitParam> v{
       {"gemm.tile_epilogue_us", 0, 30},
       {"gemm.achieved_efficiency", 0.05, 1},
       {"gemm.partial_wave_compute_fraction", 0.01, 1},
-      {"gemm.mxfp8_efficiency_ratio", 0.3, 3},
-      {"gemm.ptpc_efficiency_ratio", 0.3, 3},
       {"gemm.remote_store_tile_us", 0, 100},
       {"gemm.epilogue_slowdown", 0, 2},
       {"link.protocol_efficiency", 0.3, 1},
@@ -306,6 +304,9 @@ const std::vector<FitParam>& default_fit_parameters() {
       {"link.lsa_bytes_in_flight", 1e5, 5e6},
       {"copy_engine.aggregate_gbps", 200, 1000},
   };
+  // Every quant's K loop against the base's that the profile lists (a new quant: its leaf in the profile).
+  for (const auto& [q, _] : prof.params.gemm.efficiency_ratio)
+    v.push_back({"gemm.efficiency_ratio." + to_string(q), 0.3, 3});
   return v;
 }
 

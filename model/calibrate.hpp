@@ -34,8 +34,9 @@ struct FitParam {
 // The value of the leaf {"value": v, "source": ...} at a dotted path of a profile document ("gemm.launch_us").
 nlohmann::json::json_pointer value_pointer(const std::string& dotted);
 
-// The parameters gemmar fits on an xGMI node (each with the mechanism it stands for in docs/model.md).
-const std::vector<FitParam>& default_fit_parameters();
+// The parameters gemmar fits on an xGMI node (each with the mechanism it stands for in docs/model.md), with the
+// quant ratios `prof` lists.
+std::vector<FitParam> fit_parameters(const Profile& prof);
 
 // The calibration points of the mi355x profile under `data_dir` (tests/data): mi355x_measured.json's standalone
 // totals and mori's committed sweeps copied into model/ (model/README.md names each one's commit and path).

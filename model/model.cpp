@@ -52,10 +52,9 @@ struct Ctx {
   double hbm_rate() const { return p.hbm.peak_gbps * p.hbm.efficiency / share; }
   double hbm_peak() const { return p.hbm.peak_gbps / share; }
 
-  // The quant's K loop against blockscale's (the profile's gemm.<quant>_efficiency_ratio), one per row of
-  // common/modes.hpp's quant table; blockscale, the calibrated base, has none. A quant added to the table without
-  // its ratio here does not build.
-  double quant_eff() const { return p.gemm.achieved_efficiency * p.gemm.efficiency_ratio(c.quant); }
+  // The quant's K loop against the base quant's (the profile's gemm.efficiency_ratio.QUANT; a quant it does not
+  // list runs at the base's rate, and predict() says so).
+  double quant_eff() const { return p.gemm.achieved_efficiency * p.gemm.ratio(c.quant); }
   // One tile's K loop at the achieved MFMA rate.
   double k_loop_us() const {
     const double bm = block_m(c.quant), bn = p.gemm.tile_n;
@@ -180,12 +179,17 @@ struct PredictionBuilder {
     const double gemm_lb =
         std::max(x.share * x.gemm_flops() / (p.gemm.peak_tflops_dense * 1e6), us_at(c_bytes, x.hbm_peak()));
     const ModeTraits& mt = traits(cfg.mode);
-    if (!mt.collective) {
-      Phase g = phase("gemm", gemm_only, c_bytes, "compute");
+    // The GEMM phase: its FLOPs, its C through HBM, its scatter bytes where the epilogue pushes them.
+    const auto gemm_phase = [&](double us, const char* bound, double link_bytes) {
+      Phase g = phase("gemm", us, c_bytes, bound);
       g.flops = x.gemm_flops();
+      g.link_bytes = link_bytes;
       g.hbm_bytes = c_bytes;
       g.ceiling_us = gemm_ceiling;
       pr.phases.push_back(g);
+    };
+    if (!mt.collective) {
+      gemm_phase(gemm_only, "compute", 0.0);
       lb += (pr.phases.back().lower_bound_us = gemm_lb);
       if (p.one_device) {
         // The one-device backend hands back each rank's partial as its output: W copy-engine copies of C,
@@ -247,12 +251,7 @@ struct PredictionBuilder {
       } else if (!stores_are_c && !stores_serialize) {
         tail = std::max(0.0, t_start + wave_us + push_us - gemm_f);
       }
-      Phase g = phase("gemm", gemm_f, c_bytes, tail > 0 && !puts_after_gemm ? "link" : "compute");
-      g.flops = x.gemm_flops();
-      g.link_bytes = scatter_bytes;
-      g.hbm_bytes = c_bytes;
-      g.ceiling_us = gemm_ceiling;
-      pr.phases.push_back(g);
+      gemm_phase(gemm_f, tail > 0 && !puts_after_gemm ? "link" : "compute", scatter_bytes);
       Phase d = phase("drain", tail + p.sync.barrier_us, scatter_bytes * std::min(1.0, tail / push_us),
                       tail > 0 ? "link" : "latency");
       d.link_bytes = d.bytes;
@@ -264,11 +263,7 @@ struct PredictionBuilder {
       const double scatter_lb = stores_are_c ? 0.0 : us_at(scatter_bytes, x.link_peak_raw());
       lb += (pr.phases.back().lower_bound_us = std::max(gemm_lb, scatter_lb));
     } else {
-      Phase g = phase("gemm", gemm_only, c_bytes, "compute");
-      g.flops = x.gemm_flops();
-      g.hbm_bytes = c_bytes;
-      g.ceiling_us = gemm_ceiling;
-      pr.phases.push_back(g);
+      gemm_phase(gemm_only, "compute", 0.0);
       lb += (pr.phases.back().lower_bound_us = gemm_lb);
       if (mt.scatter_by_copy_engine) {
         Phase sc = phase("scatter", copy_engine_scatter_us() + p.sync.barrier_us, scatter_bytes, "link");
@@ -459,6 +454,9 @@ Prediction predict(const Profile& prof, const Shape& shape, const Config& config
     notes.push_back(os.str());
     cfg.mode = Mode::SplitSdma;
   }
+  if (!prof.params.gemm.has_ratio(cfg.quant))
+    notes.push_back(prof.origin + " has no gemm.efficiency_ratio." + to_string(cfg.quant) + ": the " +
+                    to_string(cfg.quant) + " GEMM is modeled at " + to_string(base_quant()) + "'s rate");
   if (cfg.mode == Mode::FusedSdma && !prof.params.one_device && cfg.chunks > 0 &&
       effective_chunks(shape, cfg) != cfg.chunks) {
     const int64_t bm = block_m(cfg.quant);

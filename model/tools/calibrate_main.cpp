@@ -83,7 +83,7 @@ void print_table(const std::vector<model::LooRow>& rows, const model::FitResult&
       "phases (%zu points in the fit); fit rms %.2f%%.\n\n",
       100 * worst, scored, 100 * worst_phase, rows.size(), 100 * fit.rms_log_error);
   std::printf("| fitted parameter | value |\n|---|---:|\n");
-  for (const auto& fp : model::default_fit_parameters())
+  for (const auto& fp : model::fit_parameters(fit.profile))
     std::printf("| %s | %.5g |\n", fp.path.c_str(), fit.profile.source[model::value_pointer(fp.path)].get<double>());
   std::printf("\n| mode | SLOWER_THAN_MODEL band |\n|---|---:|\n");
   for (const auto& [mode, b] : band) std::printf("| %s | %.1f%% |\n", mode.c_str(), 100 * b);
@@ -94,7 +94,7 @@ void write_profile(const std::string& path, const model::FitResult& fit, const s
   std::ifstream in(path);
   if (!in) throw UsageError("--write-profile " + path + ": cannot read");
   nlohmann::ordered_json doc = nlohmann::ordered_json::parse(in);
-  for (const auto& fp : model::default_fit_parameters()) {
+  for (const auto& fp : model::fit_parameters(fit.profile)) {
     const auto ptr = model::value_pointer(fp.path);
     const auto optr = nlohmann::ordered_json::json_pointer(ptr.to_string());
     if (!doc.contains(optr)) throw UsageError(path + ": " + fp.path + ": missing (add it with its source first)");
@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
     const model::Profile start = model::load_profile(a.profile);
     const auto points = model::load_mi355x_points(a.data);
     model::FitResult fit;
-    const auto rows = model::leave_one_out(start, points, model::default_fit_parameters(), &fit);
+    const auto rows = model::leave_one_out(start, points, model::fit_parameters(start), &fit);
     const auto band = bands(rows, start.run_to_run_spread);
     print_table(rows, fit, band);
     if (!a.write_profile.empty()) write_profile(a.write_profile, fit, band);

@@ -22,8 +22,8 @@ TEST(ModelCalibrationFit, TheProfileHoldsWhatTheFitGivesFromItsPoints) {
   const auto points = model::load_mi355x_points(GEMMAR_TEST_DATA_DIR);
   ASSERT_EQ(points.size(), 104u);  // 29 of mi355x_measured.json, 36 sweep rows, 16 mxfp8 rows, 10 fuse_reduce_push,
   // 10 of mori's headline table (headline_fc89289.txt), 3 of its chunks table (chunks_fc89289.txt)
-  const auto fit = model::fit_profile(start, points, model::default_fit_parameters());
-  for (const auto& fp : model::default_fit_parameters()) {
+  const auto fit = model::fit_profile(start, points, model::fit_parameters(start));
+  for (const auto& fp : model::fit_parameters(start)) {
     const double committed = start.source[model::value_pointer(fp.path)].get<double>();
     const double fitted = fit.profile.source[model::value_pointer(fp.path)].get<double>();
     EXPECT_NEAR(fitted, committed, 2e-3 * std::fabs(committed) + 1e-4) << fp.path;

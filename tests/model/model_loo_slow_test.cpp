@@ -17,7 +17,7 @@ constexpr double kWorstLooError = 0.05;
 TEST(ModelLeaveOneOut, EveryStandaloneTotalIsPredictedWithinFivePercentAndTheBandsCoverIt) {
   const auto prof = model::load_profile("mi355x");
   const auto points = model::load_mi355x_points(GEMMAR_TEST_DATA_DIR);
-  const auto rows = model::leave_one_out(prof, points, model::default_fit_parameters());
+  const auto rows = model::leave_one_out(prof, points, model::fit_parameters(prof));
   int scored = 0;
   for (const auto& r : rows) {
     if (!r.point->scored || !r.point->phase.empty()) continue;

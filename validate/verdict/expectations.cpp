@@ -63,19 +63,11 @@ model::Sweep sweep_cached(const std::string& pname, const model::Profile& p, con
                 [&] { return model::sweep_pull_blocks(p, s, cfg, model::default_pull_grid()); });
 }
 
-bool contains(const std::string& haystack, const char* needle) { return haystack.find(needle) != std::string::npos; }
-
 }  // namespace
 
+// The profiles say which devices they are the default for ("devices" in model/profiles/*.json).
 std::string default_profile(const std::string& backend, const std::string& device, int ranks_per_device) {
-  if (backend != "gpu") return "mi355x";
-  std::string d;
-  for (char c : device) d += char(std::tolower(static_cast<unsigned char>(c)));
-  if (contains(d, "mi300") || contains(d, "gfx942")) return "mi300x";
-  if (contains(d, "mi355") || contains(d, "mi350") || contains(d, "gfx950")) return "mi355x";
-  if (contains(d, "nvidia") || contains(d, "h100") || contains(d, "h200") || contains(d, "h800"))
-    return ranks_per_device > 1 ? "h200-1gpu" : "h200";
-  return "mi355x";
+  return model::default_profile_for(backend, device, ranks_per_device);
 }
 
 Expectations expectations_for(const RunRecord& r, const JudgeOptions& o) {
