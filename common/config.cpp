@@ -46,6 +46,11 @@ constexpr std::array<std::pair<const char*, GemmImpl>, 2> kGemmImpls{
     {{"gemmar", GemmImpl::Gemmar}, {"cublaslt", GemmImpl::Cublaslt}}};
 constexpr std::array<std::pair<const char*, Publish>, 2> kPublishes{
     {{"writethrough", Publish::Writethrough}, {"fence", Publish::Fence}}};
+constexpr std::array<std::pair<const char*, ChunkRule>, 2> kChunkRules{
+    {{"bench", ChunkRule::Bench}, {"op", ChunkRule::Op}}};
+// "default" is op.py's own spelling of none (_Schedule: schedule not in ("default", "wo_b")); written as "none".
+constexpr std::array<std::pair<const char*, Schedule>, 3> kSchedules{
+    {{"none", Schedule::None}, {"wo_b", Schedule::WoB}, {"default", Schedule::None}}};
 
 }  // namespace
 
@@ -63,6 +68,11 @@ std::string to_string(GemmImpl v) { return enum_name(v, kGemmImpls); }
 GemmImpl parse_gemm_impl(const std::string& s, const std::string& o) { return parse_enum(s, o, kGemmImpls); }
 std::string to_string(Publish v) { return enum_name(v, kPublishes); }
 Publish parse_publish(const std::string& s, const std::string& o) { return parse_enum(s, o, kPublishes); }
+WireDtype parse_scatter_wire(const std::string& s, const std::string& o) { return parse_enum(s, o, kWires); }
+std::string to_string(ChunkRule v) { return enum_name(v, kChunkRules); }
+ChunkRule parse_chunk_rule(const std::string& s, const std::string& o) { return parse_enum(s, o, kChunkRules); }
+std::string to_string(Schedule v) { return enum_name(v, kSchedules); }
+Schedule parse_schedule(const std::string& s, const std::string& o) { return parse_enum(s, o, kSchedules); }
 
 namespace {
 template <typename Row, std::size_t N>
@@ -155,13 +165,167 @@ int64_t padded_m(const Shape& s, Quant q) {
 
 int64_t slice_rows(const Shape& s, Quant q) { return padded_m(s, q) / s.world; }
 
-int effective_chunks(const Shape& s, const Config& c) {
-  constexpr int kMoriDefaultChunks = 8;
-  int chunks = c.chunks > 0 ? c.chunks : kMoriDefaultChunks;
-  const int64_t bm = block_m(c.quant);
-  const int64_t m_tiles_per_peer = std::max<int64_t>(1, (s.m + bm - 1) / bm / s.world);
+int64_t padded_m(const Shape& s, const Config& c) { return row_plan(s, c).m_pad; }
+int64_t slice_rows(const Shape& s, const Config& c) { return padded_m(s, c) / s.world; }
+
+int64_t logical_m(const Shape& s, const Config& c) { return c.logical_m > 0 ? c.logical_m : s.m; }
+
+RowPlan wo_b_plan(const Shape& t, const Config& c, int64_t m) {
+  GEMMAR_USAGE_CHECK(m >= 1, "--logical-m: M must be positive, got ", m, " (op.py _Schedule.plan)");
+  struct Override {
+    int64_t logical, m_pad;
+    int chunk_bands;
+    bool relaxed;
+  };
+  const bool bf16 = c.scatter_dtype == WireDtype::Bf16 && c.gather_dtype == WireDtype::Bf16;
+  // op.py _Schedule.__init__: the fp8 profiles were measured with an fp8 scatter and a bf16 or lsa gather.
+  const bool fp8 =
+      c.scatter_dtype == WireDtype::Fp8 && (c.gather_dtype == WireDtype::Bf16 || c.gather_transport == Transport::Lsa);
+  std::vector<Override> o;
+  if (t.world == 8 && t.n == 7168 && t.k == 2048 && c.quant == Quant::Blockscale && bf16)
+    o = {{8200, 9216, 2, false}, {11264, 11264, 1, false}, {13312, 13312, 1, false}};
+  if (t.world == 4 && t.n == 5120 && t.k == 2048 && c.quant == Quant::Mxfp8 && (bf16 || fp8)) {
+    o = {{4200, 4224, 1, true}, {8200, 8256, 1, true}};
+    if (bf16) o.push_back({11264, 11264, 2, false});
+  }
+  for (const Override& x : o)
+    if (x.logical == m) return {x.m_pad, x.chunk_bands, x.relaxed, true};
+  Shape p = t;
+  p.m = m;
+  return {padded_m(p, c.quant), 0, false, false};
+}
+
+RowPlan row_plan(const Shape& s, const Config& c) {
+  const int64_t m = logical_m(s, c);
+  RowPlan p;
+  if (c.schedule == Schedule::WoB) {
+    p = wo_b_plan(s, c, m);
+  } else if (c.relaxed_rows) {
+    p.m_pad = s.m;  // not padded: validate_knobs asks M to be a multiple of W with a full tile per rank
+  } else {
+    Shape q = s;
+    q.m = m;
+    p.m_pad = padded_m(q, c.quant);
+  }
+  if (c.chunk_bands > 0) p.chunk_bands = c.chunk_bands;
+  if (c.relaxed_rows) p.relaxed_rows = true;
+  return p;
+}
+
+int bench_chunks(int64_t m_tiles_per_peer, int asked) {
+  constexpr int kDefaultChunks = 8;  // bench_gemm_ar.py DEFAULT_CHUNKS
+  int chunks = asked > 0 ? asked : kDefaultChunks;
   while (chunks > 1 && m_tiles_per_peer % chunks) chunks /= 2;
   return chunks;
+}
+
+int op_counter_chunks(int64_t bands) {
+  constexpr int kMaxChunks = 8;  // op.py MAX_CHUNKS
+  GEMMAR_CHECK(bands >= 1, "op_counter_chunks: ", bands, " bands");
+  int best = 1;
+  for (int c = 1; c <= kMaxChunks && c <= bands; ++c)
+    if (bands % c == 0) best = c;
+  return best;
+}
+
+ChunkPlan short_tail_plan(int64_t bands, int chunk_bands) {
+  GEMMAR_CHECK(bands >= 1 && chunk_bands >= 1, "short_tail_plan: ", bands, " bands of ", chunk_bands);
+  ChunkPlan p;
+  p.bands = bands;
+  p.chunks = int((bands + chunk_bands - 1) / chunk_bands);
+  p.chunk_bands = chunk_bands;
+  p.tail_bands = bands - int64_t(p.chunks - 1) * chunk_bands;
+  return p;
+}
+
+ChunkPlan chunk_plan(const Shape& s, const Config& c) {
+  const RowPlan rp = row_plan(s, c);
+  const int64_t bm = block_m(c.quant);
+  const int64_t rows = rp.m_pad / s.world;
+  const int64_t bands = std::max<int64_t>(1, (rows + bm - 1) / bm);
+  if (rp.chunk_bands > 0) return short_tail_plan(bands, rp.chunk_bands);
+  ChunkPlan p;
+  p.bands = bands;
+  if (c.chunk_rule == ChunkRule::Op) {
+    p.chunks = op_counter_chunks(bands);
+  } else {
+    // The bench counts the M-tiles of its whole (padded) M: max(1, ceil(M / BLOCK_M) // W).
+    p.chunks = bench_chunks(std::max<int64_t>(1, (rp.m_pad + bm - 1) / bm / s.world), c.chunks);
+  }
+  p.chunk_bands = std::max<int64_t>(1, bands / p.chunks);
+  p.tail_bands = p.chunk_bands;
+  return p;
+}
+
+int effective_chunks(const Shape& s, const Config& c) { return chunk_plan(s, c).chunks; }
+
+void validate_fp8_format(Quant q, Fp8Format f, const std::string& option) {
+  GEMMAR_USAGE_CHECK(!(q == Quant::Mxfp8 && f == Fp8Format::E4M3FNUZ), option,
+                     ": e4m3fnuz with --quant mxfp8: mori's op takes float8_e4m3fn only (op.py FP8_DTYPES: \"admitting "
+                     "FNUZ would read every A and every B element at 2x\"), and mxfp8's ue8m0 scales are OCP MX's");
+}
+
+namespace {
+// bench_gemm_ar.py @d5443336 run() :274-288 and kernels_fused.py compile_fused_gemm_scatter() @f3bff0ae: which
+// mode may carry which knob.
+void validate_mode_knobs(const Config& c) {
+  const std::string mode = to_string(c.mode);
+  GEMMAR_USAGE_CHECK(!(c.mode == Mode::SplitLsa && c.gather_dtype == WireDtype::Fp8),
+                     "--gather-dtype: --mode split-lsa has no fp8 gather leg (build_lsa_ar takes no gather_dtype); "
+                     "use split-sdma or fused-sdma for --gather-dtype fp8");
+  GEMMAR_USAGE_CHECK(!(c.scatter_dtype == WireDtype::Fp8 && c.mode != Mode::FusedSdma),
+                     "--scatter-dtype: fp8 with --mode ", mode,
+                     ": FP8 scatter experiment is wired only through fused-sdma");
+  GEMMAR_USAGE_CHECK(!(c.chunk_bands > 0 && c.mode != Mode::FusedSdma), "--chunk-bands: ", c.chunk_bands,
+                     " with --mode ", mode, ": chunk_bands requires fused SDMA");
+  GEMMAR_USAGE_CHECK(!(c.relaxed_rows && c.mode != Mode::FusedSdma), "--relaxed-rows with --mode ", mode,
+                     ": relaxed rows requires fused SDMA, a full tile per peer, and chunk_bands");
+}
+
+// op.py @f3bff0ae: the schedule, the chunk rule and the knobs the op does not take.
+void validate_op_knobs(const Config& c) {
+  GEMMAR_USAGE_CHECK(!(c.schedule == Schedule::WoB && c.chunk_rule != ChunkRule::Op),
+                     "--schedule wo_b: is the public op's planner (GemmAllReduceOp(schedule=\"wo_b\")), whose fallback "
+                     "is counter_chunks(): add --chunk-rule op");
+  GEMMAR_USAGE_CHECK(!(c.chunk_rule == ChunkRule::Op && c.chunks > 0), "--chunks: ", c.chunks,
+                     " with --chunk-rule op: the op takes no chunk count (counter_chunks() picks the largest divisor "
+                     "<= 8 of the bands per destination)");
+  GEMMAR_USAGE_CHECK(!(c.schedule == Schedule::WoB && c.chunk_bands > 0), "--chunk-bands: ", c.chunk_bands,
+                     " with --schedule wo_b: the op takes no chunk_bands (its wo_b profile picks them per logical M)");
+  GEMMAR_USAGE_CHECK(!(c.schedule == Schedule::WoB && c.relaxed_rows),
+                     "--relaxed-rows with --schedule wo_b: the op takes no relaxed_rows (its wo_b profile picks them "
+                     "per logical M)");
+}
+
+// kernels_fused.py compile_fused_gemm_scatter() @f3bff0ae, layout.py ArConfig.slice_rows, and op.py _row_plan().
+void validate_rows(const Shape& s, const Config& c) {
+  const RowPlan p = row_plan(s, c);
+  if (c.logical_m > 0) {
+    GEMMAR_USAGE_CHECK(p.m_pad == s.m, "-m: M=", s.m, " does not match planned padded M=", p.m_pad,
+                       "; use padded_m()/pad_rows() and pass the original logical_m");
+  }
+  if (!p.relaxed_rows) return;
+  const int64_t bm = block_m(c.quant);
+  GEMMAR_USAGE_CHECK(p.m_pad % s.world == 0, "-m: m=", p.m_pad, " must divide by world_size=", s.world,
+                     " (--relaxed-rows: M is not padded)");
+  GEMMAR_USAGE_CHECK(p.chunk_bands > 0, "--relaxed-rows without --chunk-bands",
+                     ": relaxed rows requires fused SDMA, a full tile per peer, and chunk_bands");
+  GEMMAR_USAGE_CHECK(p.m_pad / s.world >= bm, "--relaxed-rows: -m ", p.m_pad, " leaves ", p.m_pad / s.world,
+                     " rows per rank, under BLOCK_M = ", bm,
+                     ": relaxed rows requires fused SDMA, a full tile per peer, and chunk_bands");
+}
+}  // namespace
+
+void validate_knobs(const Shape& s, const Config& c) {
+  GEMMAR_USAGE_CHECK(c.chunk_bands >= 0 && c.chunk_bands <= 4096, "--chunk-bands: ", c.chunk_bands,
+                     " is out of range [0, 4096] (0: the chunk rule decides)");
+  GEMMAR_USAGE_CHECK(c.sdma_queues >= 1 && c.sdma_queues <= 64, "--sdma-queues: ", c.sdma_queues,
+                     " is out of range [1, 64]");
+  GEMMAR_USAGE_CHECK(c.logical_m >= 0 && c.logical_m <= (int64_t(1) << 20), "--logical-m: ", c.logical_m,
+                     " is out of range [0, 2^20] (0: -m is the logical M; else -m is the padded M)");
+  validate_mode_knobs(c);
+  validate_op_knobs(c);
+  validate_rows(s, c);
 }
 
 void validate_shape_config(const Shape& s, const Config& c, bool require_padded) {
@@ -179,13 +343,18 @@ void validate_shape_config(const Shape& s, const Config& c, bool require_padded)
   if (uses_fp8_wire(c))
     GEMMAR_USAGE_CHECK(s.n % 1024 == 0, "-n: ", s.n, " is not a multiple of 1024, required on an fp8 wire",
                        " (--gather-dtype fp8)");
+  // One fp32 scale per row and 256-wide N tile (layout.py ArConfig.scatter_tiles_per_row, scatter_scale_n 256).
+  if (c.scatter_dtype == WireDtype::Fp8)
+    GEMMAR_USAGE_CHECK(s.n % 256 == 0, "-n: n=", s.n,
+                       " must be a multiple of scatter_scale_n=256 (--scatter-dtype fp8)");
   GEMMAR_USAGE_CHECK(c.gather_bands >= 1 && c.gather_bands <= 4096, "--gather-bands: ", c.gather_bands,
                      " is out of range [1, 4096]");
   GEMMAR_USAGE_CHECK(c.pull_blocks >= 1 && c.pull_blocks <= 65536, "--pull-blocks: ", c.pull_blocks,
                      " is out of range [1, 65536]");
   GEMMAR_USAGE_CHECK(c.chunks >= 0 && c.chunks <= 4096, "--chunks: ", c.chunks,
                      " is out of range [0, 4096] (0: mori's default)");
-  if (require_padded) {
+  validate_knobs(s, c);
+  if (require_padded && !row_plan(s, c).relaxed_rows) {
     const int64_t unit = int64_t(s.world) * block_m(c.quant);
     GEMMAR_USAGE_CHECK(s.m % unit == 0, "-m: ", s.m, " is not a multiple of world*BLOCK_M = ", unit, " (pad it to ",
                        padded_m(s, c.quant), ")");
@@ -198,6 +367,12 @@ std::string config_label(const Config& c) {
   if (has_collective(e.mode)) s += "/" + to_string(e.gather_dtype) + "/" + to_string(e.gather_transport);
   if (e.fuse_quantize) s += "/fuse-quantize";
   if (e.fuse_reduce_push) s += "/fuse-reduce-push-" + std::to_string(e.gather_bands) + "-" + to_string(e.publish);
+  // The knobs of mori 2026-09, named only when set, so the labels of the configs before them are unchanged.
+  if (e.scatter_dtype == WireDtype::Fp8) s += "/scatter-fp8";
+  if (e.chunk_rule == ChunkRule::Op) s += "/op-chunks";
+  if (e.schedule == Schedule::WoB) s += "/wo_b";
+  if (e.chunk_bands > 0) s += "/chunk-bands-" + std::to_string(e.chunk_bands);
+  if (e.relaxed_rows) s += "/relaxed-rows";
   return s;
 }
 

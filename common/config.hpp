@@ -20,6 +20,15 @@ enum class GemmImpl { Gemmar, Cublaslt };
 // "Firing the gather's puts from inside the reduce"): cache-bypassing stores (the wait is the release), or cached
 // stores and a system-scope release per block per band.
 enum class Publish { Writethrough, Fence };
+// How fused-sdma resolves its pushes per destination when --chunk-bands is 0 (docs/spec.md 1.1, "Chunks"):
+// bench: bench_gemm_ar.py's run() @d5443336 (the asked --chunks, else 8, halved until it divides the M-tiles per
+// destination); op: python/mori/ops/gemm_ar/op.py counter_chunks() @f3bff0ae (the largest divisor <= 8 of the
+// row bands per destination). The two differ at 3, 5, 6, 7, 9, 10, 12, 14 and 15 bands.
+enum class ChunkRule { Bench, Op };
+// The public op's row planner (op.py _Schedule @f3bff0ae): none (mori's schedule="default": M padded to
+// W * BLOCK_M, the chunk rule decides) or wo_b (a measured profile maps some logical M to a padded M, its
+// chunk_bands and relaxed rows; other M fall back to none).
+enum class Schedule { None, WoB };
 
 struct Shape {
   int64_t m = 16384;  // rows of the output, before padding
@@ -41,10 +50,31 @@ struct Config {
   bool fuse_reduce_push = false;
   int gather_bands = 8;  // bands of the owned slice (mori's default)
   Publish publish = Publish::Writethrough;
-  // fused-sdma: pushes per destination of mori's epilogue (bench_gemm_ar.py --chunks, RESULT_JSON "chunks"): each
+  // fused-sdma: the asked pushes per destination of mori's epilogue (bench_gemm_ar.py --chunks): each
   // destination's slice leaves in this many puts, the first when 1/chunks of the GEMM is done. 0: mori's default
-  // (effective_chunks). Only the timing model reads it; gemmar's own kernels have their own put schedule.
+  // (8). The pushes that really run are chunk_plan(shape, config).chunks: this asked count halved until it divides
+  // (chunk_rule bench), ignored under chunk_bands or the op's rule. Named `chunks` as mori's flag and RESULT_JSON key
+  // are (the config field table, common/config_fields.hpp, says which key is asked and which resolved).
   int chunks = 0;
+  // What the reduce-scatter leg carries (bench --scatter-dtype @d5443336 :800, op.py scatter_dtype): bf16, or
+  // mori's lossy fp8 experiment (e4m3 codes with one fp32 scale per row and BLOCK_N-wide tile, quantized in the
+  // fused epilogue); fp8 only under fused-sdma.
+  WireDtype scatter_dtype = WireDtype::Bf16;
+  // fused-sdma: fixed row bands per put (bench --chunk-bands N): chunks = ceil(bands / N), the last one short.
+  // 0: the chunk rule decides.
+  int chunk_bands = 0;
+  // fused-sdma with chunk_bands: M need not be a multiple of W * BLOCK_M, only of W, with at least one full
+  // BLOCK_M tile per rank (bench --relaxed-rows; kernels_fused.py compile_fused_gemm_scatter @f3bff0ae). M is
+  // then not padded: a tile may straddle two owners and two chunks.
+  bool relaxed_rows = false;
+  ChunkRule chunk_rule = ChunkRule::Bench;
+  Schedule schedule = Schedule::None;
+  // The op's logical M (op.py __call__(..., logical_m=)): 0 means -m is the logical M and gemmar pads it as the
+  // row plan says; otherwise -m is the physical (padded) M and must equal the plan's padded M of logical_m.
+  int64_t logical_m = 0;
+  // SDMA queues per (source, destination) pair: the bench asks 8 (--sdma-queues), the op 1 (its default). Puts
+  // to destination d use queue d % sdma_queues. Recorded as mori's RESULT_JSON key; no rounding depends on it.
+  int sdma_queues = 8;
 };
 
 std::string to_string(Mode);
@@ -54,6 +84,8 @@ std::string to_string(Transport);
 std::string to_string(Fp8Format);
 std::string to_string(GemmImpl);
 std::string to_string(Publish);
+std::string to_string(ChunkRule);
+std::string to_string(Schedule);
 // Parsers throw UsageError naming `option` and listing the accepted spellings.
 Mode parse_mode(const std::string& s, const std::string& option = "--mode");
 Quant parse_quant(const std::string& s, const std::string& option = "--quant");
@@ -62,6 +94,10 @@ Transport parse_transport(const std::string& s, const std::string& option = "--g
 Fp8Format parse_fp8_format(const std::string& s, const std::string& option = "--fp8-format");
 GemmImpl parse_gemm_impl(const std::string& s, const std::string& option = "--gemm-impl");
 Publish parse_publish(const std::string& s, const std::string& option = "--publish");
+WireDtype parse_scatter_wire(const std::string& s, const std::string& option = "--scatter-dtype");
+ChunkRule parse_chunk_rule(const std::string& s, const std::string& option = "--chunk-rule");
+// "none" or "wo_b"; mori's own spelling "default" is read as none.
+Schedule parse_schedule(const std::string& s, const std::string& option = "--schedule");
 const std::vector<Mode>& all_modes();
 // "gemm-only|split-sdma|..." and "blockscale|ptpc|mxfp8", from the tables (for --help).
 const char* mode_spellings();
@@ -91,15 +127,72 @@ int block_m(Quant);
 int64_t padded_m(const Shape&, Quant);
 // Rows owned per rank after padding: S = padded_m / world.
 int64_t slice_rows(const Shape&, Quant);
+// The same under the run's row plan (--schedule wo_b, --relaxed-rows): row_plan(s, c).m_pad and m_pad / world.
+// Code that runs a config should use these; the Quant overloads are the plain W * BLOCK_M padding.
+int64_t padded_m(const Shape&, const Config&);
+int64_t slice_rows(const Shape&, const Config&);
 
-// fused-sdma's pushes per destination as mori resolves them (bench_gemm_ar.py @fc892894 run()): the asked chunks, or
-// DEFAULT_CHUNKS = 8 when 0, halved until it divides the M-tiles per destination, max(1, ceil(M / BLOCK_M) / W).
+// ---- Row plan and chunk plan: the pure arithmetic every part shares (tests/common/common_chunks_test.cpp checks
+// them against mori's own numbers). A "band" is BLOCK_M rows of one destination's slice.
+
+// One logical M's physical rows and put protocol (op.py _RowPlan @f3bff0ae).
+struct RowPlan {
+  int64_t m_pad = 0;          // physical rows the op runs (the GEMM's M; rows past the logical M are zero rows)
+  int chunk_bands = 0;        // bands per put; 0: the chunk rule decides
+  bool relaxed_rows = false;  // m_pad is a multiple of W only (a tile may straddle two owners)
+  bool measured = false;      // taken from the wo_b profile (false: the fallback, padded to W * BLOCK_M)
+};
+
+// op.py _Schedule.plan() for schedule="wo_b" @f3bff0ae: the measured overrides of the two targets (W=8 N=7168
+// K=2048 blockscale with both legs bf16: 8200 -> (9216, 2), 11264 -> (11264, 1), 13312 -> (13312, 1); W=4 N=5120
+// K=2048 mxfp8 with both legs bf16, or an fp8 scatter with a bf16 gather or an lsa gather: 4200 -> (4224, 1,
+// relaxed), 8200 -> (8256, 1, relaxed), and with both legs bf16 also 11264 -> (11264, 2)); any other logical M or
+// target pads to W * BLOCK_M with chunk_bands 0. Throws UsageError for logical_m < 1 (op.py "M must be positive").
+RowPlan wo_b_plan(const Shape& target, const Config&, int64_t logical_m);
+// The run's row plan: the wo_b profile for the logical M (logical_m, else -m); relaxed rows: -m as given; else
+// -m padded to W * BLOCK_M. Then --chunk-bands / --relaxed-rows, when set, are the plan's.
+RowPlan row_plan(const Shape&, const Config&);
+// The logical M the run computes (logical_m, else -m).
+int64_t logical_m(const Shape&, const Config&);
+
+// The puts of one destination's slice: `chunks` puts of `chunk_bands` bands each but the last, which holds
+// `tail_bands` (< chunk_bands only with --chunk-bands' short tail).
+struct ChunkPlan {
+  int64_t bands = 0;  // row bands per destination: ceil(slice rows / BLOCK_M)
+  int chunks = 1;
+  int64_t chunk_bands = 0;
+  int64_t tail_bands = 0;
+  // The bands [first, first + count) put by chunk c.
+  int64_t first_band(int c) const { return int64_t(c) * chunk_bands; }
+  int64_t band_count(int c) const { return c + 1 < chunks ? chunk_bands : tail_bands; }
+};
+// bench_gemm_ar.py run() @d5443336 :322-337: `asked` (0: DEFAULT_CHUNKS = 8) halved until it divides
+// m_tiles_per_peer (the bench's max(1, ceil(M / BLOCK_M) // W)).
+int bench_chunks(int64_t m_tiles_per_peer, int asked);
+// op.py counter_chunks() @f3bff0ae: the largest c <= MAX_CHUNKS = 8 dividing `bands` (bands >= 1).
+int op_counter_chunks(int64_t bands);
+// bench --chunk-bands / op.py _build_cfg @f3bff0ae: ceil(bands / chunk_bands) puts, the last one short.
+ChunkPlan short_tail_plan(int64_t bands, int chunk_bands);
+// fused-sdma's puts per destination as mori resolves them for this run: the row plan's chunk_bands (short tail),
+// else the chunk rule over the plan's bands. Other modes: the same arithmetic (the bench computes it for every
+// mode; only the fused epilogue puts by chunk).
+ChunkPlan chunk_plan(const Shape&, const Config&);
+// chunk_plan(s, c).chunks, kept under its old name (the model's chunk pipeline reads it).
 int effective_chunks(const Shape&, const Config&);
 
 // Throws UsageError (exit 2) naming the option for any shape/config the op cannot run:
 // K not a multiple of 128, N not a multiple of 1024 on an fp8 wire, world not dividing 512, absurd sizes,
-// and, when `require_padded` is set, M not already a multiple of world * BLOCK_M.
+// and, when `require_padded` is set, M not already a multiple of world * BLOCK_M. Also every combination mori
+// refuses, with mori's reason (validate_knobs).
 void validate_shape_config(const Shape&, const Config&, bool require_padded = false);
+// The combinations of the knobs mori refuses, each with mori's own words (docs/spec.md 1.1 "Refusals"): an fp8
+// scatter outside fused-sdma, split-lsa with an fp8 gather, --chunk-bands / --relaxed-rows outside fused-sdma,
+// relaxed rows without chunk_bands or a full tile per rank or with M not a multiple of W, an M that is not the
+// planned padded M of logical_m, --schedule wo_b without the op's chunk rule, and knobs the op does not take.
+void validate_knobs(const Shape&, const Config&);
+// mori's op takes e4m3fn operands only (op.py FP8_DTYPES @f3bff0ae); gemmar keeps e4m3fnuz for gfx942's
+// blockscale but refuses it for mxfp8, whose ue8m0 scales are OCP MX's (e4m3fn). `option` names the source.
+void validate_fp8_format(Quant, Fp8Format, const std::string& option = "--fp8-format");
 
 // Canonical one-line label, e.g. "fused-sdma/blockscale/fp8/lsa".
 std::string config_label(const Config&);

@@ -17,6 +17,9 @@ struct FloorRequest {
   int64_t rows = 256;  // sampled output rows, stratified so every rank's slice is covered
   uint64_t seed = 1234;
   Fp8Format fp8_format = Fp8Format::E4M3FN;
+  // The reduce-scatter leg's wire (`gemmar reference floors --scatter-dtype`, Config::scatter_dtype): bf16, or
+  // mori's fp8 scatter experiment (the floors of each gather wire are then those of fp8 scatter x that gather).
+  WireDtype scatter_dtype = WireDtype::Bf16;
 };
 
 struct FloorResult {

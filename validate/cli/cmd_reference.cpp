@@ -39,12 +39,14 @@ int floors(const Args& args) {
       "data", po::value<std::string>()->default_value("normal"), "normal|bench")(
       "rows", po::value<int64_t>()->default_value(256), "sampled output rows (stratified over the slices)")(
       "seed", po::value<uint64_t>()->default_value(1234), "operand seed")(
-      "fp8-format", po::value<std::string>()->default_value("e4m3fn"), "e4m3fn|e4m3fnuz");
+      "fp8-format", po::value<std::string>()->default_value("e4m3fn"), "e4m3fn|e4m3fnuz (mxfp8: e4m3fn only)")(
+      "scatter-dtype", po::value<std::string>()->default_value("bf16"),
+      "bf16|fp8: the reduce-scatter leg's wire (fp8: mori's fp8 scatter experiment, fused-sdma's epilogue)");
   add_common_options(d);
   po::variables_map vm;
   if (!parse(args, d, vm, std::cout,
              "gemmar reference floors [-m -n -k --world] [--quant] [--data normal|bench] "
-             "[--rows R] [--seed S] [--fp8-format] [--json]"))
+             "[--rows R] [--seed S] [--fp8-format] [--scatter-dtype] [--json]"))
     return kExitOk;
   ref::FloorRequest req;
   req.shape = read_shape(vm);
@@ -53,10 +55,13 @@ int floors(const Args& args) {
   req.rows = vm["rows"].as<int64_t>();
   req.seed = vm["seed"].as<uint64_t>();
   req.fp8_format = parse_fp8_format(vm["fp8-format"].as<std::string>());
+  req.scatter_dtype = parse_scatter_wire(vm["scatter-dtype"].as<std::string>());
+  validate_fp8_format(req.quant, req.fp8_format);
   // Floors evaluate the fp8 wire, so its constraints (N a multiple of 1024) apply.
   Config c;
   c.quant = req.quant;
   c.gather_dtype = WireDtype::Fp8;
+  c.scatter_dtype = req.scatter_dtype;
   validate_shape_config(req.shape, c);
   GEMMAR_USAGE_CHECK(req.rows >= req.shape.world, "--rows: ", req.rows, " must be at least --world (", req.shape.world,
                      ")");
@@ -74,6 +79,7 @@ int floors(const Args& args) {
     j["quant"] = to_string(req.quant);
     j["data"] = vm["data"].as<std::string>();
     j["fp8_format"] = to_string(req.fp8_format);
+    j["scatter_dtype"] = to_string(req.scatter_dtype);
     j["seed"] = req.seed;
     j["compared_against"] = "fp32 sum over ranks of the dequantized partials, every rank's view";
     j["seconds"] = r.seconds;
