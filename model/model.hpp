@@ -109,6 +109,12 @@ struct Prediction {
 
 Prediction predict(const Profile&, const Shape&, const Config&);
 
+// One call's time inside a graph of `calls` back-to-back calls (mori's 8-call feature harness, README "2026-09-29
+// operator retest" :186), where total_us is the bench's one call per graph replay: the ranks start a replay
+// unsynchronised, and only the first call of the graph waits out that skew (the later ones start as the previous
+// call's gather ends on every rank), so each call carries 1/calls of the "skew" phase.
+double per_call_in_graph_us(const Prediction&, int calls);
+
 struct SweepPoint {
   int value;
   double total_us;

@@ -39,6 +39,12 @@ struct Params {
     // state of tile waves (the first wave's pipeline fill, the last wave's drain): a fixed cost proportional to
     // K, paid before the first tile is done too (the fused path's first push) (docs/model.md "GEMM").
     double k_iter_latency_us = 0, block_k = 128;
+    // Optional (absent, NaN: an fp8 scatter cannot be modeled). One CU's rate for its epilogue's own traffic: the
+    // fp8 scatter re-reads a finished bf16 tile and writes its e4m3 codes and scales before the block exits.
+    double epilogue_cu_gbps = std::numeric_limits<double>::quiet_NaN();
+    // Optional (absent, NaN: relaxed rows cannot be modeled). Relaxed rows: what a tile's epilogue pays more for
+    // counting each (owner, chunk) segment it intersects.
+    double relaxed_tile_us = std::numeric_limits<double>::quiet_NaN();
     // "gemm.efficiency_ratio": {QUANT: leaf}: each quant's achieved MFMA rate against the base quant's (the first
     // row of common/modes.hpp's quant table, blockscale, whose rate is achieved_efficiency). A quant the profile
     // does not list runs at the base's rate, and the prediction says so (Prediction::notes).
@@ -67,6 +73,9 @@ struct Params {
     // Optional (absent: 1): the split-lsa all-reduce kernel's CU loads over the links, as a fraction of the
     // protocol rate (its grid and loads in flight, kernels_lsa.py ar_2stage).
     double lsa_efficiency = 1;
+    // Optional (absent: scatter_efficiency): fused-lsa's push, the GEMM epilogue's CU stores into the peers'
+    // receive slots, as a fraction of the protocol rate.
+    double remote_store_efficiency = 1;
     // Optional (absent: unbounded): the split-lsa kernel's bytes of remote loads in flight per rank (its grid x
     // loads per thread), whose Little's-law rate binds when its loads miss the peer's cache.
     double lsa_bytes_in_flight = std::numeric_limits<double>::infinity();
