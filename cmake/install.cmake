@@ -38,7 +38,7 @@ foreach(item reports:reports python:python profiles:model/profiles)
   endif()
 endforeach()
 
-# The .deb: `cpack --preset package` in a build configured with `cmake --preset package` (README "Install").
+# The .deb: `cpack --preset package` in a build configured with `cmake --preset package` (docs/building.md, "Install").
 # A CPU-only build is the package gemmar; a GPU build is the variant gemmar-cuda or gemmar-hip, which replaces it
 # (same /usr/bin/gemmar) and leaves the vendor runtime (CUDA toolkit, ROCm) to the vendor's own installation.
 set(CPACK_GENERATOR DEB)

@@ -75,6 +75,57 @@ std::string to_string(Schedule v) { return enum_name(v, kSchedules); }
 Schedule parse_schedule(const std::string& s, const std::string& o) { return parse_enum(s, o, kSchedules); }
 
 namespace {
+// Aliases (a second name of the same value, like schedule's "default") are read but not listed.
+template <typename E, std::size_t N>
+std::string joined(const std::array<std::pair<const char*, E>, N>& table) {
+  std::string s;
+  for (std::size_t i = 0; i < N; ++i) {
+    bool alias = false;
+    for (std::size_t j = 0; j < i; ++j) alias = alias || table[j].second == table[i].second;
+    if (!alias) s += (s.empty() ? "" : "|") + std::string(table[i].first);
+  }
+  return s;
+}
+}  // namespace
+
+template <>
+std::string enum_spellings<Mode>() {
+  return joined(kModes);
+}
+template <>
+std::string enum_spellings<Quant>() {
+  return joined(kQuants);
+}
+template <>
+std::string enum_spellings<WireDtype>() {
+  return joined(kWires);
+}
+template <>
+std::string enum_spellings<Transport>() {
+  return joined(kTransports);
+}
+template <>
+std::string enum_spellings<Fp8Format>() {
+  return joined(kFp8Formats);
+}
+template <>
+std::string enum_spellings<GemmImpl>() {
+  return joined(kGemmImpls);
+}
+template <>
+std::string enum_spellings<Publish>() {
+  return joined(kPublishes);
+}
+template <>
+std::string enum_spellings<ChunkRule>() {
+  return joined(kChunkRules);
+}
+template <>
+std::string enum_spellings<Schedule>() {
+  return joined(kSchedules);
+}
+
+namespace {
 template <typename Row, std::size_t N>
 std::string joined_names(const Row (&rows)[N]) {
   std::string s;
@@ -270,9 +321,6 @@ namespace {
 // mode may carry which knob.
 void validate_mode_knobs(const Config& c) {
   const std::string mode = to_string(c.mode);
-  GEMMAR_USAGE_CHECK(!(c.mode == Mode::SplitLsa && c.gather_dtype == WireDtype::Fp8),
-                     "--gather-dtype: --mode split-lsa has no fp8 gather leg (build_lsa_ar takes no gather_dtype); "
-                     "use split-sdma or fused-sdma for --gather-dtype fp8");
   GEMMAR_USAGE_CHECK(!(c.scatter_dtype == WireDtype::Fp8 && c.mode != Mode::FusedSdma),
                      "--scatter-dtype: fp8 with --mode ", mode,
                      ": FP8 scatter experiment is wired only through fused-sdma");
@@ -315,6 +363,13 @@ void validate_rows(const Shape& s, const Config& c) {
                      ": relaxed rows requires fused SDMA, a full tile per peer, and chunk_bands");
 }
 }  // namespace
+
+void validate_gather_wire(const Config& c) {
+  GEMMAR_USAGE_CHECK(!(has_collective(c.mode) && !traits(c.mode).fp8_wire && c.gather_dtype == WireDtype::Fp8),
+                     "--gather-dtype: --mode ", to_string(c.mode),
+                     " has no fp8 gather leg (build_lsa_ar takes no gather_dtype); use split-sdma or fused-sdma for "
+                     "--gather-dtype fp8");
+}
 
 void validate_knobs(const Shape& s, const Config& c) {
   GEMMAR_USAGE_CHECK(c.chunk_bands >= 0 && c.chunk_bands <= 4096, "--chunk-bands: ", c.chunk_bands,

@@ -98,13 +98,16 @@ WireDtype parse_scatter_wire(const std::string& s, const std::string& option = "
 ChunkRule parse_chunk_rule(const std::string& s, const std::string& option = "--chunk-rule");
 // "none" or "wo_b"; mori's own spelling "default" is read as none.
 Schedule parse_schedule(const std::string& s, const std::string& option = "--schedule");
+// The accepted spellings of an enum, "bf16|fp8" (help texts and the field table); defined for every enum above.
+template <typename E>
+std::string enum_spellings();
 const std::vector<Mode>& all_modes();
 // "gemm-only|split-sdma|..." and "blockscale|ptpc|mxfp8", from the tables (for --help).
 const char* mode_spellings();
 const char* quant_spellings();
 
 // The mode and quant rows are in common/modes.hpp: a new mode is a row there plus one branch per leg in
-// reference/emulation.cpp, model/model.cpp and kernels/gemm_ar.cu.
+// reference/emulation.cpp, model/model.cpp and kernels/pipeline/plan.cu.
 const ModeTraits& traits(Mode);
 
 bool is_fused(Mode);
@@ -185,8 +188,12 @@ int effective_chunks(const Shape&, const Config&);
 // and, when `require_padded` is set, M not already a multiple of world * BLOCK_M. Also every combination mori
 // refuses, with mori's reason (validate_knobs).
 void validate_shape_config(const Shape&, const Config&, bool require_padded = false);
-// The combinations of the knobs mori refuses, each with mori's own words (docs/spec.md 1.1 "Refusals"): an fp8
-// scatter outside fused-sdma, split-lsa with an fp8 gather, --chunk-bands / --relaxed-rows outside fused-sdma,
+// split-lsa with an fp8 gather, refused where a config comes in (the command line, a record) in mori's words
+// (bench_gemm_ar.py run() @d5443336 :274-285). Not in validate_knobs: code that runs every mode and wire leaves
+// it to effective_config, which runs split-lsa's bf16 wire.
+void validate_gather_wire(const Config&);
+// The combinations of the knobs mori refuses, each with mori's own words (docs/spec.md 1.5 "Refusals"): an fp8
+// scatter outside fused-sdma, --chunk-bands / --relaxed-rows outside fused-sdma,
 // relaxed rows without chunk_bands or a full tile per rank or with M not a multiple of W, an M that is not the
 // planned padded M of logical_m, --schedule wo_b without the op's chunk rule, and knobs the op does not take.
 void validate_knobs(const Shape&, const Config&);

@@ -25,8 +25,8 @@ struct Faults {
   bool frozen_flag = false;   // the gather's wait value was baked into the capture (iteration 0's epoch):
                               // from the second replay on the gather copies the previous replay's result
   // One bit of one element of the last rank's output flipped after every replay, in a row the sampled check
-  // does not read (kernels/gemm_ar.cu): only a check of every element catches it. GPU only: the CPU emulation
-  // holds the sampled rows alone, so there the fault has no element to act on.
+  // does not read (kernels/pipeline/legs_check.cu): only a check of every element catches it. GPU only: the CPU
+  // emulation holds the sampled rows alone, so there the fault has no element to act on.
   bool flip_unsampled = false;
   // "none" or the comma list parse_faults() reads back.
   std::string label() const;

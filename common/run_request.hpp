@@ -33,6 +33,8 @@ struct RunRequest {
   // `--guard-sample G`: the guard reads one row in every G consecutive rows, drawn anew per call
   // (reference/guard_sample.hpp); 1 = every row.
   int guard_sample = 32;
+  // `--eager` (GPU): every replay is launched eagerly instead of replaying the run captured once as a graph.
+  bool eager = false;
 };
 
 // The GPU backend's device-side full compare of one checked iteration (kernels/check/output_compare.hpp): every

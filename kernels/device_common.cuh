@@ -3,8 +3,14 @@
 // header the CPU emulation uses, so the two agree bit for bit. Only the GEMM's fp32 accumulation order is
 // hardware-defined; that is why the driver re-emulates the collective from the partials read back here.
 // What every kernel source shares: the block size of the element-wise kernels, the bf16 pair packing the GEMMs'
-// and the reduce's stores use, and the grid sizing (the SM count is read once per process).
+// and the reduce's stores use, the grid sizing (the SM count is read once per process), whether the device runs
+// the sm_90a kernels, and the one place a kernel's shared-memory attribute is set.
 #pragma once
+#include <algorithm>
+#include <mutex>
+#include <utility>
+#include <vector>
+
 #include "kernels/gpu_compat.hpp"
 #include "kernels/kernels.hpp"
 #include "reference/numerics_inline.hpp"
@@ -27,20 +33,58 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
   return uint32_t(nm::f32_to_bf16(lo)) | (uint32_t(nm::f32_to_bf16(hi)) << 16);
 }
 
-#if defined(GEMMAR_GPU_CUDA)
 // Whether the current device is compute capability 9.x, where this build's sm_90a code (wgmma, the TMA) runs;
-// read once per device. The GEMM dispatch and the pull's TMA stores fall back to their portable kernels elsewhere.
-inline bool current_device_is_hopper() {
-  static signed char hopper[kMaxWorld];  // 0 unknown, 1 yes, -1 no
+// read once per device. The GEMM dispatch and the pull's TMA stores fall back to their portable kernels elsewhere
+// (and always in a build without the sm_90a kernels).
+inline bool current_device_is_sm90() {
+#if defined(GEMMAR_GPU_SM90)
+  static signed char sm90[kMaxWorld];  // 0 unknown, 1 yes, -1 no
   int dev = 0;
   if (gpuGetDevice(&dev) != gpuSuccess || dev < 0 || dev >= kMaxWorld) dev = 0;
-  if (!hopper[dev]) {
+  if (!sm90[dev]) {
     gpuDeviceProp prop{};
-    hopper[dev] = gpuGetDeviceProperties(&prop, dev) == gpuSuccess && prop.major == 9 ? 1 : -1;
+    sm90[dev] = gpuGetDeviceProperties(&prop, dev) == gpuSuccess && prop.major == 9 ? 1 : -1;
   }
-  return hopper[dev] > 0;
-}
+  return sm90[dev] > 0;
+#else
+  return false;
 #endif
+}
+
+// A kernel's dynamic shared memory above the default 48 KiB is an attribute of the kernel on each device: set once
+// per (kernel, device), the first time it is launched there (never inside a graph capture: the pipeline's launch 0
+// runs eagerly first). A failed set is not remembered, so the next launch tries again.
+template <typename Kernel>
+gpuError_t set_smem_once(Kernel kern, int bytes) {
+  static std::mutex mu;
+  static std::vector<std::pair<const void*, int>> done;  // (kernel, device)
+  int dev = 0;
+  if (gpuGetDevice(&dev) != gpuSuccess) dev = 0;
+  const std::pair<const void*, int> key{reinterpret_cast<const void*>(kern), dev};
+  std::lock_guard<std::mutex> lock(mu);
+  if (std::find(done.begin(), done.end(), key) != done.end()) return gpuSuccess;
+  const gpuError_t e = gpuFuncSetAttribute(kern, gpuFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e == gpuSuccess) done.push_back(key);
+  return e;
+}
+
+// Where a GEMM tile's rows go: the tile's rows all belong to one slice (slice_rows is a multiple of 128), so one
+// destination per tile, returned indexable by absolute row; null where the slice is dropped (the silent-scatter
+// fault drops the stores, not the count).
+__device__ __forceinline__ uint16_t* tile_dest(const GemmDest& d, int64_t m0, int& slice) {
+  slice = int(m0 / d.slice_rows);
+  uint16_t* base = d.dst[slice];
+  return base ? base - int64_t(slice) * d.slice_rows * d.ldd : nullptr;
+}
+
+// The block's tile is stored: one count of it, after a fence (the release a put waiting on the counter needs).
+__device__ __forceinline__ void tile_done(const GemmDest& d, int slice) {
+  __syncthreads();
+  if (threadIdx.x == 0 && d.counters) {
+    __threadfence();  // the tile's stores are visible before its count (the release the put waits on)
+    atomicAdd(d.counters + slice, 1u);
+  }
+}
 
 inline int sm_count_cached() {
   static int sms = 0;

@@ -12,7 +12,9 @@
 #include <cuda_runtime.h>
 #endif
 
+#include <cstddef>
 #include <cstdint>
+#include <utility>
 
 // ---- runtime API -----------------------------------------------------------------------------------------
 #if defined(GEMMAR_GPU_HIP)
@@ -128,6 +130,20 @@ using gpuDeviceProp = cudaDeviceProp;
 #define GEMMAR_DEVICE_PASS 1
 #endif
 
+// Capabilities, each named once. GEMMAR_GPU_SM90: this build has the sm_90a kernels (wgmma, TMA, CTA clusters:
+// the NVIDIA build), run where the device is compute capability 9.x (kernels/device_common.cuh
+// current_device_is_sm90); GEMMAR_SM90A_PASS: the device pass that compiles them (sm_90a's arch-specific
+// features); GEMMAR_TMA_STORE_PASS: a device pass with the TMA's bulk stores from shared memory (sm_90+).
+#if defined(GEMMAR_GPU_CUDA)
+#define GEMMAR_GPU_SM90 1
+#endif
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define GEMMAR_SM90A_PASS 1
+#endif
+#if defined(GEMMAR_GPU_CUDA) && defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
+#define GEMMAR_TMA_STORE_PASS 1
+#endif
+
 namespace gemmar::gpu {
 
 __device__ __forceinline__ float shfl_xor(float v, int o) {
@@ -176,7 +192,8 @@ __device__ __forceinline__ void spin_for_us(float us) {
 #define GEMMAR_BEGIN_CAPTURE(s) cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed)
 #define GEMMAR_END_CAPTURE(s, g) cudaStreamEndCapture(s, g)
 // Each kernel node keeps the priority of the stream it was captured from (the compute streams' over the copy
-// streams': kernels/gemm_ar.cu allocate()); without the flag the whole graph runs at its launch stream's.
+// streams' where the lab gives them priorities: lab/pipeline_variants.cu); without the flag the whole graph runs at its
+// launch stream's.
 #define GEMMAR_INSTANTIATE(x, g) cudaGraphInstantiate(x, g, cudaGraphInstantiateFlagUseNodePriority)
 #define GEMMAR_GRAPH_LAUNCH(x, s) cudaGraphLaunch(x, s)
 #define GEMMAR_GRAPH_EXEC_DESTROY(x) cudaGraphExecDestroy(x)
@@ -223,10 +240,73 @@ inline bool encode_tensor_map_2d(gpuTensorMap* map, const void* base, bool e4m3_
 }  // namespace gemmar::gpu
 #endif
 
+#if defined(GEMMAR_GPU_SM90)
+namespace gemmar::gpu {
+// A launch of `grid` CTAs of `block` threads in thread-block clusters of `cluster` CTAs along x (sm_90); attr holds
+// the cluster attribute the config points to.
+inline cudaLaunchConfig_t cluster_config(unsigned grid, unsigned block, size_t smem, gpuStream_t s, unsigned cluster,
+                                         cudaLaunchAttribute (&attr)[1]) {
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = cluster;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(grid);
+  cfg.blockDim = dim3(block);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+// Launches kern in clusters, its arguments as a kernel launch takes them.
+template <typename... Params, typename... Args>
+gpuError_t launch_clustered(void (*kern)(Params...), unsigned grid, unsigned block, size_t smem, gpuStream_t s,
+                            unsigned cluster, Args&&... args) {
+  cudaLaunchAttribute attr[1];
+  const cudaLaunchConfig_t cfg = cluster_config(grid, block, smem, s, cluster, attr);
+  return cudaLaunchKernelEx(&cfg, kern, std::forward<Args>(args)...);
+}
+// How many clusters of `cluster` CTAs of kern (block threads, smem bytes each) the device runs at once, for a grid
+// of `grid` CTAs.
+template <typename Kern>
+gpuError_t max_active_clusters(Kern kern, unsigned grid, unsigned block, size_t smem, unsigned cluster, int* fit) {
+  cudaLaunchAttribute attr[1];
+  const cudaLaunchConfig_t cfg = cluster_config(grid, block, smem, nullptr, cluster, attr);
+  return cudaOccupancyMaxActiveClusters(fit, kern, &cfg);
+}
+}  // namespace gemmar::gpu
+#endif
+
+// A device-to-device copy through the batch API with the driver's hint to overlap it with the SMs' work (CUDA
+// 12.8+: cudaMemcpyBatchAsync, cudaMemcpyFlagPreferOverlapWithCompute); gpuErrorNotSupported where there is none.
+namespace gemmar::gpu {
+inline gpuError_t copy_prefer_overlap(void* dst, const void* src, size_t bytes, gpuStream_t s) {
+#if defined(GEMMAR_GPU_CUDA) && CUDART_VERSION >= 12080
+  cudaMemcpyAttributes attr{};
+  attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+  attr.flags = cudaMemcpyFlagPreferOverlapWithCompute;
+  size_t attr_index = 0;
+  void* dsts[1] = {dst};
+  void* srcs[1] = {const_cast<void*>(src)};  // CUDA 12.8 takes void**, 13.0 const void* const*
+  size_t sizes[1] = {bytes};
+#if CUDART_VERSION >= 13000
+  return cudaMemcpyBatchAsync(dsts, srcs, sizes, 1, &attr, &attr_index, 1, s);
+#else
+  size_t fail_index = 0;
+  return cudaMemcpyBatchAsync(dsts, srcs, sizes, 1, &attr, &attr_index, 1, &fail_index, s);
+#endif
+#else
+  (void)dst, (void)src, (void)bytes, (void)s;
+  return gpuErrorNotSupported;
+#endif
+}
+}  // namespace gemmar::gpu
+
 // Stream memory operations: `s` waits until the 32-bit word at `counter` (device memory, raised by a kernel on
 // another stream) is >= `value`, so a copy engine's put can follow a running kernel's progress instead of a launch
-// boundary (fused-sdma's persistent GEMM, kernels/gemm_ar.cu). An error where the driver has none: the caller
-// falls back to launch boundaries.
+// boundary (fused-sdma's persistent GEMM, kernels/pipeline/legs_gemm.cu). An error where the driver has none: the
+// caller falls back to launch boundaries.
 namespace gemmar::gpu {
 #if defined(GEMMAR_GPU_HIP)
 inline gpuError_t stream_wait_geq(gpuStream_t s, const unsigned* counter, unsigned value) {
@@ -253,7 +333,8 @@ inline gpuError_t stream_wait_geq(gpuStream_t s, const unsigned* counter, unsign
 // ---- fp8 matrix instruction families ----------------------------------------------------------------------
 // GEMMAR_MMA_SM89: mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 (sm_89+, used on sm_90a).
 // GEMMAR_MMA_MFMA: __builtin_amdgcn_mfma_f32_32x32x16_fp8_fp8 (gfx940+, gfx950). gfx942 hardware reads fp8 as
-//                  e4m3fnuz; the host side compensates (see gemm_ar.cu: fn bits read as fnuz are exactly half).
+//                  e4m3fnuz; the host side compensates (kernels/pipeline/engine.cu upload: fn bits read as fnuz are
+//                  exactly half).
 // GEMMAR_MMA_SCALAR: a plain fp32 fallback for any other target.
 #if defined(GEMMAR_GPU_CUDA) && defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 890)
 #define GEMMAR_MMA_SM89 1

@@ -1,4 +1,4 @@
-// Host-side helpers of the kernels' orchestration (gemm_ar.cu) and the bench API (bench/bench_api.cu): a runtime
+// Host-side helpers of the kernels' orchestration (kernels/pipeline/) and the lab's bench (lab/): a runtime
 // call that fails throws EnvironmentError naming the call and its place; device allocations; the median of timings.
 #pragma once
 #include <algorithm>

@@ -1,12 +1,12 @@
-// Launchers of the device kernels (gemm/, collective/, convert/, faults/, bench/ceilings.cu; check/ has its own
-// headers), called by the orchestration in gemm_ar.cu. Every launcher enqueues on the given stream and returns
-// the launch status; nothing here synchronizes.
+// Launchers of the op's device kernels (gemm/, collective/, convert/, faults/; check/ has its own headers), called
+// by the pipeline's legs (kernels/pipeline/). Every launcher enqueues on the given stream and returns the launch
+// status; nothing here synchronizes. Each concern's launcher runs that concern's winner: no variant is chosen here (the
+// variants are the lab's, lab/).
 #pragma once
 #include <cstdint>
 
 #include "common/modes.hpp"
 #include "kernels/gpu_compat.hpp"
-#include "kernels/kernel_options.hpp"
 
 namespace gemmar::kernels::dev {
 
@@ -26,7 +26,7 @@ struct GemmDest {
   bool counters_release;
   // GEMMs running at once on this device (the one-device backend's ranks; gemmar_gpu_bench gemm-concurrent's W).
   // Several at once, the K = 2048 GEMM from 12288 rows runs in clusters of two CTAs along M sharing B, whose L2
-  // traffic they halve; one alone runs without, as each rank of an 8-GPU node does (gemm/blockscale.cu
+  // traffic they halve; one alone runs without, as each rank of an 8-GPU node does (gemm/heuristics.hpp
   // share_b_along_m, with the measurements).
   int concurrent_gemms = 1;
 };
@@ -43,14 +43,10 @@ struct GemmOperands {
   Quant quant = Quant::Blockscale;
 };
 
-// C tiles for rows [m_begin, m_end) of the operands' quant (blockscale: gemm/blockscale.cu; ptpc, mxfp8:
-// gemm/quant.cu); bf16 RNE of the fp32 result is stored. `variant` is the run's choice of blockscale main loop
-// (KernelOptions::gemm), honoured where the device can run it.
-gpuError_t launch_gemm(GemmKernel variant, const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest,
-                       gpuStream_t s);
-// The blockscale GEMM alone (launch_gemm's blockscale path).
-gpuError_t launch_gemm_blockscale(GemmKernel variant, const GemmOperands& op, int64_t m_begin, int64_t m_end,
-                                  const GemmDest& dest, gpuStream_t s);
+// C tiles for rows [m_begin, m_end) of the operands' quant, by the quant's scale layout (gemm/heuristics.hpp:
+// the sm_90a kernels on compute capability 9.x, the portable ones elsewhere; gemm/dispatch.cu); bf16 RNE of the
+// fp32 result is stored.
+gpuError_t launch_gemm(const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest, gpuStream_t s);
 
 struct SlotSet {
   const uint16_t* slot[kMaxWorld];  // slot[q]: peer q's bf16 partial of the owned slice, row 0
@@ -71,11 +67,9 @@ struct Fp8Sources {
 // Widens `count` fp8 slices of `rows` rows into bf16: out = bf16(decode(q) * scale), one warp per row at a time.
 // blocks = 0: a grid that fills the device (256-thread blocks, up to 8 per SM); else `blocks` blocks of 1024
 // threads (the pull's fixed grid). This is both the fp8/sdma dequantize (local sources) and the fp8/lsa pull
-// (sources are peer pointers; blocks = --pull-blocks).
-// kind: how a lane reads a row (KernelOptions::widen); Ceiling: the same accesses without the arithmetic (the
-// codes zero-extended; measurement only).
-gpuError_t launch_widen(const Fp8Sources& src, int count, int64_t rows, int64_t n, int blocks, WidenKernel kind,
-                        gpuStream_t s);
+// (sources are peer pointers; blocks = --pull-blocks). A pull on part of the device stores through the TMA on
+// compute capability 9.x (gemm/heuristics.hpp widen_stores_by_tma).
+gpuError_t launch_widen(const Fp8Sources& src, int count, int64_t rows, int64_t n, int blocks, gpuStream_t s);
 
 struct Bf16Sources {
   const uint16_t* src[kMaxWorld];
@@ -110,29 +104,5 @@ gpuError_t launch_scale_f32(float* x, int64_t elems, float factor, gpuStream_t s
 // Re-encodes e4m3fn codes into e4m3fnuz codes of the same value (the "fnuz read as fn" fault), or, with
 // zero_negzero_only, maps fn's -0 (0x80, NaN in fnuz) to +0 for gfx942's fnuz-reading MFMA.
 gpuError_t launch_fp8_recode(uint8_t* x, int64_t elems, bool zero_negzero_only, gpuStream_t s);
-// 16-byte vector copy. blocks = 0: 4 blocks of 512 threads per SM (the HBM ceiling); blocks > 0: that many blocks of
-// 1024 threads (the copy on the SMs a pull of that grid has).
-gpuError_t launch_copy_kernel(void* dst, const void* src, int64_t bytes, gpuStream_t s, int blocks = 0);
-// One direction alone on `blocks` blocks of 1024 threads: 16-byte loads (sink written only by an impossible fold)
-// or 16-byte stores.
-gpuError_t launch_load_kernel(const void* src, int64_t bytes, uint32_t* sink, gpuStream_t s, int blocks);
-gpuError_t launch_store_kernel(void* dst, int64_t bytes, gpuStream_t s, int blocks);
-gpuError_t launch_empty(gpuStream_t s);
-// Two blocks of 1024 threads per SM spinning on the device's clock for `ns` ns: no SM has room for another block.
-gpuError_t launch_hold_sms(uint64_t ns, gpuStream_t s);
-// Exhaustive conversion check (fp8 wire, hardware vs numerics_inline.hpp) over fp32 bit patterns
-// [begin, begin + count): mismatches counted into *bad, the first one's input bits into *first.
-gpuError_t launch_fp8_selftest(uint64_t begin, uint64_t count, float inv, unsigned long long* bad,
-                               unsigned long long* first, gpuStream_t s);
-// The main-loop family of our blockscale GEMM on this build's device pass ("wgmma+tma (sm_90a)", ...) at this K.
-const char* gemm_kernel_name(GemmKernel variant, int64_t k);
-// The K / 128 that gemm_wgmma4_kernel is instantiated for (a tile's K blocks unrolled; mori's K are 1024 and
-// 2048); wgmma4_k: K is one of them.
-inline constexpr int kWgmma4KBlocks[] = {4, 8, 12, 16, 24, 32};
-inline bool wgmma4_k(int64_t k) {
-  for (const int kb : kWgmma4KBlocks)
-    if (k == int64_t(kb) * 128) return true;
-  return false;
-}
 
 }  // namespace gemmar::kernels::dev

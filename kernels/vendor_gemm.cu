@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/errors.hpp"
+#include "kernels/gemm/heuristics.hpp"
 #include "kernels/host_check.hpp"
 
 #if defined(GEMMAR_GPU_CUDA)
@@ -41,7 +42,7 @@ struct Plan {
   bool chosen = false;
   // One workspace per stream: the W ranks of one device issue their GEMMs on W streams that run concurrently,
   // and cuBLASLt's split-K / stream-K kernels keep partial sums and flags in the workspace (a shared one
-  // corrupted the partials on the H200, 2026-12-03).
+  // corrupted the partials on the H200: docs/results/h200-1gpu-2026-12-03-kernels).
   std::map<gpuStream_t, void*> ws;
   ~Plan() {
     for (auto& [st, w] : ws) gpuFree(w);
@@ -157,22 +158,28 @@ void scaled_gemm(const dev::GemmOperands& op, uint16_t* d, gpuStream_t s, bool p
 }  // namespace
 
 bool vendor_gemm_available() { return true; }
-bool vendor_gemm_supports(Quant q) { return q == Quant::Blockscale || q == Quant::Ptpc; }
+// cuBLASLt's scaled fp8 GEMM takes two of the scale layouts (gemm/heuristics.hpp): 128 x 128 block scaling and
+// outer-vector (per-row) scaling; Hopper has no MX GEMM for the 32-wide steps.
+bool vendor_gemm_supports(Quant q) {
+  const dev::GemmScales s = dev::gemm_scales(q);
+  return s == dev::GemmScales::Blockscale || s == dev::GemmScales::PerRow;
+}
 std::string vendor_gemm_name(Quant q) {
-  if (q == Quant::Ptpc) return "cuBLASLt outer-vector fp32 scales (ptpc)";
-  if (q != Quant::Blockscale) return "none (no MX on Hopper)";
+  if (dev::gemm_scales(q) == dev::GemmScales::PerRow) return "cuBLASLt outer-vector fp32 scales (ptpc)";
+  if (dev::gemm_scales(q) != dev::GemmScales::Blockscale) return "none (no MX on Hopper)";
   return "cuBLASLt " + std::to_string(int(cublasLtGetVersion())) + " blockscale-128 (A 1x128, B 128x128)";
 }
 
 void vendor_gemm(const dev::GemmOperands& op, uint16_t* d, gpuStream_t s) {
   GEMMAR_USAGE_CHECK(vendor_gemm_supports(op.quant), "--gemm-impl cublaslt: ", vendor_gemm_name(op.quant));
-  if (op.quant == Quant::Ptpc) {
+  const bool per_row = dev::gemm_scales(op.quant) == dev::GemmScales::PerRow;
+  if (per_row) {
     GEMMAR_USAGE_CHECK(op.m > 0 && op.n % 16 == 0 && op.k % 16 == 0, "cuBLASLt ptpc: n and k must be multiples of 16");
   } else {  // the scale blocks tile n and k; m is free (A's scales are per row): cuBLASLt says if it runs it
     GEMMAR_USAGE_CHECK(op.m > 0 && op.n % 128 == 0 && op.k % 128 == 0,
                        "--gemm-impl cublaslt: n and k must be multiples of 128");
   }
-  scaled_gemm(op, d, s, op.quant == Quant::Ptpc);
+  scaled_gemm(op, d, s, per_row);
 }
 
 #else  // AMD (hipBLASLt not wired), or a cuBLASLt without block scaling

@@ -12,6 +12,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/config_fields.hpp"
 #include "common/errors.hpp"
 
 namespace gemmar::model {
@@ -182,9 +183,10 @@ void sweep_jsonl(const std::string& path, const std::string& name, std::vector<C
       const auto j = nlohmann::json::parse(line);
       CalPoint p = point(src, parse_mode(j.at("mode")), parse_quant(j.at("quant")), j.at("world_size"), j.at("m"),
                          j.at("n"), j.at("k"), j.at("max_rank_time_us"));
-      p.config.gather_dtype = parse_wire(j.at("gather_dtype"));
-      p.config.gather_transport = parse_transport(j.at("gather_transport"));
-      if (j.contains("chunks") && !j.at("chunks").is_null()) p.config.chunks = j.at("chunks").get<int>();
+      // Every config key the line prints, through the field table; its chunks are the resolved count (null off the
+      // fused modes), which the bench's rule resolves to itself.
+      config_from_json(j, src, p.config, {"chunks"});
+      if (j.contains("chunks") && !j.at("chunks").is_null()) apply_resolved_chunks(p.config, j.at("chunks").get<int>());
       out.push_back(p);
     } catch (const nlohmann::json::exception& e) {
       throw UsageError(path + ":" + std::to_string(line_no) + ": " + e.what());
@@ -211,7 +213,7 @@ void for_each_row(const std::string& path, const Row& row) {
 }
 
 // mori benchmark/cco/flydsl/gemm_ar/fused_mxfp8.txt: "M mode max_rank_time_us" (tune_mxfp8.sh's defaults:
-// --quant mxfp8, N = 5120, K = 2048, 4 ranks; model/README.md).
+// --quant mxfp8, N = 5120, K = 2048, 4 ranks; tests/data/model/README.md).
 void mxfp8_txt(const std::string& path, const std::string& name, std::vector<CalPoint>& out) {
   for_each_row(path, [&](std::istringstream& is, int line_no) {
     int64_t m = 0;
@@ -355,8 +357,7 @@ void measured_json(const std::string& path, std::vector<CalPoint>& out) {
     CalPoint p = point("mi355x_measured.json: " + src, parse_mode(row.value("mode", "fused-sdma")),
                        parse_quant(row.value("quant", "blockscale")), sh.at("world"), row.value("m", 16384), sh.at("n"),
                        sh.at("k"), us);
-    p.config.gather_dtype = parse_wire(row.value("gather_dtype", "bf16"));
-    p.config.gather_transport = parse_transport(row.value("gather_transport", "sdma"));
+    config_from_json(row, "mi355x_measured.json: " + src, p.config);
     out.push_back(p);
     return &out.back();
   };

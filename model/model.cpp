@@ -83,10 +83,10 @@ struct Ctx {
   // whole-wave points (docs/model.md "GEMM fixed cost proportional to K").
   double gemm_fill_us() const { return std::ceil(K / p.gemm.block_k) * p.gemm.k_iter_latency_us; }
   // One GEMM per device: its launch, the K-proportional fill, its tile waves.
-  // One device (share = W ranks): the backend launches the W ranks' GEMMs on W streams at once (kernels/gemm_ar.cu
-  // gemm_leg, each rank's compute stream), each a persistent kernel of min(tiles, compute_units) CTAs of one
-  // whole SM each (~200 KB of shared memory), so the kernels share no SM during their main waves, but a kernel's
-  // CTAs start on the SMs that the previous one's last partial wave leaves free: the W x tiles tiles pack into
+  // One device (share = W ranks): the backend launches the W ranks' GEMMs on W streams at once
+  // (kernels/pipeline/legs_gemm.cu, each rank's compute stream), each a persistent kernel of min(tiles, compute_units)
+  // CTAs of one whole SM each (~200 KB of shared memory), so the kernels share no SM during their main waves, but a
+  // kernel's CTAs start on the SMs that the previous one's last partial wave leaves free: the W x tiles tiles pack into
   // waves of compute_units, ceil(W tiles / CUs) waves instead of W ceil(tiles / CUs). The W launches overlap (one
   // launch_us) and the fill is the first kernel's only (a later kernel's CTAs start under the earlier kernels'
   // waves). The W GEMMs' C stores bound it from below at the copy ceiling, as they bound the phase's lower bound
@@ -240,7 +240,7 @@ struct PredictionBuilder {
       lb += (pr.phases.back().lower_bound_us = gemm_lb);
       if (p.one_device) {
         // The one-device backend hands back each rank's partial as its output: W copy-engine copies of C,
-        // inside the timed region (kernels/gemm_ar.cu), so the standalone total carries them.
+        // inside the timed region (kernels/pipeline/legs_gemm.cu), so the standalone total carries them.
         Phase o = phase("output", us_at(c_bytes, x.sdma_rate()), c_bytes, "hbm");
         o.hbm_bytes = 2 * c_bytes;
         o.ceiling_us = us_at(c_bytes, x.sdma_rate());

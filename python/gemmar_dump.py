@@ -25,6 +25,9 @@ Tensors (per rank; M is the op's M, real rows only or padded, as the implementat
     partial  [M, N] bf16, optional: this rank's GEMM result before the collective (enables the bit-exact check)
     wire, wire_scale  optional (fp8 wire, full dumps): the owned slice's codes [M_pad/W, N] and row scales [M_pad/W]
              (as the implementation sent them: gemmar verify names the quantization recipe, mori's or a variant)
+    scatter, scatter_scale  optional (fp8 scatter, mori's --scatter-dtype fp8): this rank's whole narrowed partial as
+             its scatter leg carried it, codes [M, N] and one fp32 scale per row per 256 columns [M, N/256] (mori's
+             input region and input_scale_off; the rows of `rows` in a row-subset dump); sets scatter_dtype=fp8
     rows     optional int64 [R]: the dump holds only these global rows of a, a_scale, out, partial (pass m=M)
 """
 
@@ -33,7 +36,7 @@ import json
 import os
 import struct
 
-__all__ = ["dump", "Raw", "FORMAT", "VERSION"]
+__all__ = ["dump", "Raw", "FORMAT", "VERSION", "CONFIG"]
 
 FORMAT = "gemmar-dump"
 VERSION = "1"
@@ -60,6 +63,24 @@ QUANTS = {
     "mxfp8": {"block_m": 256, "e8m0_scales": True,
               "a": {"rows": 1, "k": 32, "k_major": False}, "b": {"rows": 32, "k": 32, "k_major": False}},
 }
+
+
+# The config keys of a dump's metadata and their defaults, as common/config_fields.cpp's table writes them (bools
+# as "1"/"0"); tests/common/common_config_fields_test.cpp checks they agree. dump() takes any of them as a keyword
+# (mode=..., scatter_dtype="fp8", chunk_bands=2, relaxed_rows=True, ...); an absent one means its default.
+CONFIG = {
+    "mode": "fused-sdma", "quant": "blockscale", "gather_dtype": "bf16", "gather_transport": "sdma",
+    "pull_blocks": "64", "fuse_quantize": "0", "fuse_reduce_push": "0", "gather_bands": "8",
+    "publish": "writethrough", "scatter_dtype": "bf16", "chunk_rule": "bench", "schedule": "none", "chunks": "0",
+    "chunk_bands": "0", "relaxed_rows": "0", "logical_m": "0", "sdma_queues": "8",
+}
+
+
+def _config_text(value):
+    """A config value as the metadata holds it: bools as 1/0, the rest as str()."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
 
 
 def _stored_scale_shape(quant, operand, rows, k):
@@ -165,7 +186,7 @@ def _layout_scales(quant, a_scale, b_scale, m_rows, n, k):
 
 
 def dump(path, rank, world, a, b, a_scale, b_scale, out, *, partial=None, wire=None, wire_scale=None, rows=None,
-         m=None, quant="blockscale", mode="fused-sdma", gather_dtype="bf16", gather_transport="sdma",
+         scatter=None, scatter_scale=None, m=None, quant="blockscale", mode="fused-sdma", gather_dtype="bf16", gather_transport="sdma",
          fp8_format=None, fuse_quantize=False, pull_blocks=None, **metadata):
     """Writes rank `rank`'s tensors to `path` (a directory: <path>/rank<rank>.safetensors). Returns the file."""
     if os.path.isdir(path) or path.endswith("/"):
@@ -196,13 +217,16 @@ def dump(path, rank, world, a, b, a_scale, b_scale, out, *, partial=None, wire=N
     if pull_blocks is not None:
         meta["pull_blocks"] = str(int(pull_blocks))
     for key, value in metadata.items():
-        meta[key] = str(value)
+        meta[key] = _config_text(value) if key in CONFIG else str(value)
 
     named = [("a", a), ("a_scale", a_scale), ("b", b), ("b_scale", b_scale), ("out", out)]
     if partial is not None:
         named.append(("partial", partial))
     if wire is not None:
         named += [("wire", wire), ("wire_scale", _as_f32(wire_scale))]
+    if scatter is not None:
+        named += [("scatter", scatter), ("scatter_scale", _as_f32(scatter_scale))]
+        meta.setdefault("scatter_dtype", "fp8")
     if rows is not None:
         if m is None:
             raise ValueError("gemmar_dump: a row-subset dump (rows=...) needs m= (the run's M)")
@@ -212,7 +236,7 @@ def dump(path, rank, world, a, b, a_scale, b_scale, out, *, partial=None, wire=N
     header, views, offset = {"__metadata__": meta}, [], 0
     for name, t in named:
         dt, _ = _dtype_name(t)
-        if name in ("a", "b", "wire") and dt == "F8_E4M3" and fmt != "e4m3fn":
+        if name in ("a", "b", "wire", "scatter") and dt == "F8_E4M3" and fmt != "e4m3fn":
             raise ValueError("gemmar_dump: %s is float8_e4m3fn but fp8_format is %s" % (name, fmt))
         v = _Bytes(t)
         nbytes = len(v.buf) if isinstance(v.buf, (bytes, memoryview)) else ctypes.sizeof(v.buf)

@@ -85,7 +85,10 @@ struct CollectivePlan {
   bool fused;        // the epilogue pushes each finished tile
   bool owner_loads;  // the owner loads its peers' partials (split-lsa's first stage): there are no puts to go silent
   bool fp8;          // fp8 codes on the gather wire (fp8_wire_bypassed: an fp8 config whose gather moved bf16)
-  bool acc_amax;     // fuse_quantize: the wire's amax from the reduce's fp32 accumulator (mori's sdma_reduce_quant)
+  // fp8 codes on the scatter leg (mori's --scatter-dtype fp8): each sender narrows its bf16 partial per row per 256
+  // columns before the put, the owner's own slice included; the reduce widens every slot with its scale.
+  bool fp8_scatter;
+  bool acc_amax;  // fuse_quantize: the wire's amax from the reduce's fp32 accumulator (mori's sdma_reduce_quant)
   // silent_gather and no_release hit only copy-engine gathers. cfg is effective_config's: split-lsa's gather
   // transport is already lsa.
   bool sdma_gather;
@@ -104,10 +107,11 @@ CollectivePlan::CollectivePlan(const CollectiveRequest& r, const Config& cfg)
       f(r.faults),
       W(r.shape.world),
       N(r.shape.n),
-      S(slice_rows(r.shape, cfg.quant)),
+      S(slice_rows(r.shape, cfg)),  // the run's row plan: relaxed rows own M / W rows each, unpadded
       fused(traits(cfg.mode).fused),
       owner_loads(!fused && !traits(cfg.mode).scatter_by_copy_engine),
       fp8(cfg.gather_dtype == WireDtype::Fp8 && !f.fp8_wire_bypassed),
+      fp8_scatter(cfg.scatter_dtype == WireDtype::Fp8),
       acc_amax(fp8 && cfg.fuse_quantize),
       sdma_gather(cfg.gather_transport == Transport::Sdma),
       previous(r.replay && r.replay->valid ? r.replay : nullptr),
@@ -139,12 +143,20 @@ struct Row {
 // One thread's scratch, reused row after row.
 struct RowBuffers {
   RowBuffers(int W, int64_t N)
-      : slots(size_t(W * N)), acc(size_t(N)), reduced(size_t(N)), wire(size_t(N)), landed8(size_t(N)) {}
-  std::vector<uint16_t> slots;    // the owner's receive window: slot p holds peer p's partial
-  std::vector<float> acc;         // the reduce's fp32 accumulator (before the bf16 store)
-  std::vector<uint16_t> reduced;  // the owner's reduced row
-  std::vector<uint8_t> wire;      // its fp8 codes
-  std::vector<uint8_t> landed8;   // the codes a faulty fp8 gather lands instead
+      : slots(size_t(W * N)),
+        acc(size_t(N)),
+        reduced(size_t(N)),
+        wire(size_t(N)),
+        landed8(size_t(N)),
+        wide(size_t(W * N)),
+        scatter_scales(size_t(N / numerics::kScatterScaleCols + 1)) {}
+  std::vector<uint16_t> slots;        // the owner's receive window: slot p holds peer p's partial
+  std::vector<float> acc;             // the reduce's fp32 accumulator (before the bf16 store)
+  std::vector<uint16_t> reduced;      // the owner's reduced row
+  std::vector<uint8_t> wire;          // its fp8 codes
+  std::vector<uint8_t> landed8;       // the codes a faulty fp8 gather lands instead
+  std::vector<float> wide;            // fp8 scatter: slot p's codes widened by its scales, fp32 [W, N]
+  std::vector<float> scatter_scales;  // fp8 scatter: one slot's scales, one per 256 columns
 };
 
 uint16_t* row_of(Bf16Outputs& out, int rank, int64_t i, int64_t N) { return out[size_t(rank)].data() + i * N; }
@@ -200,11 +212,27 @@ void receive_slots(const CollectivePlan& c, const Bf16Outputs& out, const Row& r
   }
 }
 
+// fp8 scatter: what the owner's reduce reads from slot p is the codes and scales the sender's epilogue made of its
+// bf16 partial (reference/quant.hpp scatter_quantize_row, mori's recipe), widened to fp32. A slot no put reached
+// (silent scatter) holds zero codes and zero scales in mori's zeroed window: widened, 0, as the zero row's
+// quantization (scale 1, codes 0) gives here; a stale slot holds the previous replay's quantization of its partial.
+void widen_slots(const CollectivePlan& c, RowBuffers& b) {
+  for (int p = 0; p < c.W; ++p) {
+    reference::scatter_quantize_row(b.slots.data() + p * c.N, c.N, b.wire.data(), b.scatter_scales.data(),
+                                    c.req.wire_format);
+    reference::scatter_widen_row(b.wire.data(), b.scatter_scales.data(), c.N, b.wide.data() + p * c.N,
+                                 c.req.wire_format);
+  }
+}
+
 // Reduce: fp32 in peer order (owner + j) % W, stored bf16, so every mode equals the straightforward sum; then,
 // on the fp8 wire, quantized once per row for every peer's gather. Returns the row scale.
 float reduce_row(const CollectivePlan& c, int owner, RowBuffers& b) {
+  if (c.fp8_scatter) widen_slots(c, b);
   for (int64_t col = 0; col < c.N; ++col) {
-    b.acc[size_t(col)] = numerics::reduce_sum(owner, c.W, [&](int p) { return b.slots[size_t(p * c.N + col)]; });
+    b.acc[size_t(col)] =
+        c.fp8_scatter ? numerics::reduce_sum_f32(owner, c.W, [&](int p) { return b.wide[size_t(p * c.N + col)]; })
+                      : numerics::reduce_sum(owner, c.W, [&](int p) { return b.slots[size_t(p * c.N + col)]; });
     b.reduced[size_t(col)] = numerics::f32_to_bf16(b.acc[size_t(col)]);
   }
   if (!c.fp8) return 1.0f;
@@ -295,7 +323,7 @@ void gather_row(const CollectivePlan& c, const Row& row, RowBuffers& b, float sc
 Bf16Outputs emulate_collective(const CollectiveRequest& req, const Partials& partials) {
   const Config cfg = effective_config(req.config);
   const int W = req.shape.world;
-  const int64_t R = int64_t(req.rows.size()), N = req.shape.n, pm = padded_m(req.shape, cfg.quant);
+  const int64_t R = int64_t(req.rows.size()), N = req.shape.n, pm = padded_m(req.shape, cfg);
   GEMMAR_CHECK(int(partials.size()) == W, "partials for ", partials.size(), " ranks, world is ", W);
   for (const auto& p : partials) GEMMAR_CHECK(int64_t(p.size()) == R * N, "partials of the wrong size");
   for (int64_t r : req.rows) GEMMAR_CHECK(r >= 0 && r < pm, "row ", r, " outside the padded M ", pm);
@@ -374,8 +402,14 @@ PartialsResult compute_partials(const PartialsRequest& req) {
 EmulationResult emulate(const EmulationRequest& req) {
   validate_shape_config(req.shape, req.config);
   PartialsRequest pr;
-  pr.operands = {req.shape, req.config.quant, req.data, req.seed, req.fp8_format};
+  // Rows past the logical M are zero rows (mori's pad_rows zero-extends A before quantizing), up to the row plan's
+  // padded M (--schedule wo_b, --relaxed-rows: not the W * BLOCK_M padding).
+  Shape logical = req.shape;
+  logical.m = logical_m(req.shape, req.config);
+  pr.operands = {logical, req.config.quant, req.data, req.seed, req.fp8_format};
   pr.rows = req.rows;
+  if (pr.rows.empty())
+    for (int64_t r = 0; r < padded_m(req.shape, req.config); ++r) pr.rows.push_back(r);
   pr.fnuz_read_as_fn = req.faults.fnuz_read_as_fn;
   PartialsResult p = compute_partials(pr);
 

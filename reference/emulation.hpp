@@ -3,12 +3,20 @@
 // W ranks are separate buffers. Each rank's fp32 partial is rounded to bf16 (its local partial; the output
 // buffer holds it before the collective, as an in-place all-reduce's does). Scatter leg: the owner of a row
 // (rank r owns padded rows [r*S, (r+1)*S)) receives every peer's bf16 partial in one slot per peer. Reduce:
-// fp32 sum in peer order (owner + j) % W, j = 0..W-1, stored bf16 (numerics::reduce_element). Gather leg:
+// fp32 sum in peer order (owner + j) % W, j = 0..W-1, stored bf16 (numerics::reduce_element). fp8 scatter
+// (config.scatter_dtype, mori's --scatter-dtype fp8): every sender narrows its bf16 partial per row per 256 columns
+// before the put, its own slice included (quant.hpp scatter_quantize_row, mori's recipe), and the reduce sums the
+// slots widened to fp32 (numerics::reduce_sum_f32 over scatter_widen). Gather leg:
 //   bf16 wire: exact copies of the owner's rows into every peer's output;
 //   fp8 wire (sdma and lsa alike): the owner quantizes each owned row with mori's recipe (quant.hpp
 //   wire_quantize_row, WireRecipe::Mori; with fuse_quantize the amax comes from the reduce's fp32 accumulator,
 //   WireRecipe::AccAmax, as mori's sdma_reduce_quant), peers dequantize to bf16; the owner's own rows are never
 //   quantized.
+// Rows are owned as the run's row plan says (common/config.hpp row_plan): rank r owns [r*S, (r+1)*S) with
+// S = padded_m(shape, config) / W, so relaxed rows (mori's --relaxed-rows, M not padded to W * BLOCK_M) and the
+// wo_b schedule's padded M move rows to other owners, which changes the reduce's peer order and the rows that never
+// cross the fp8 gather. The chunks of the fused scatter (chunk_bands' short tail, either chunk rule) only split the
+// puts: they change no value.
 // split-lsa is bf16 only (effective_config), gemm-only has no collective (output = local bf16 partial).
 // The collective is row local, so it runs on any selection of rows: sampled rows of the full reference shape,
 // or all rows of a small shape. It runs on computed partials or on externally supplied ones (a GPU's).
@@ -95,7 +103,7 @@ struct ReplayState {
 struct CollectiveRequest {
   Shape shape;
   Config config;
-  std::vector<int64_t> rows;                  // global padded rows, each < padded_m
+  std::vector<int64_t> rows;                  // global padded rows, each < padded_m(shape, config)
   Fp8Format wire_format = Fp8Format::E4M3FN;  // the fp8 wire's format
   Faults faults;
   uint64_t seed = 1234;  // drives the no-release pattern

@@ -173,11 +173,28 @@ GEMMAR_HD inline float dequantize_operand(uint8_t q, float scale, bool fnuz) {
   return mul_rn(e4m3_to_f32(q, fnuz), scale);
 }
 
+// ---- the fp8 scatter, as mori computes it (--scatter-dtype fp8) ----------------------------------------------
+// ROCm/mori python/mori/ops/gemm_ar/kernels_fused.py @f3bff0ae (compile_fused_gemm_scatter, the epilogue's
+// `if const_expr(fp8_scatter):`): every finished tile's partial is stored as bf16 first, re-read, and narrowed per
+// row per kScatterScaleCols = 256 columns (BLOCK_N; layout.py scatter_scale_n), the owner's own slice included.
+// amax over the segment's bf16 values; scale = fl32(amax / 448), a true division (the gather multiplies by
+// fl32(1/448)); inv = fl32(1 / scale), the reciprocal of the rounded scale (the gather divides 448 by the amax);
+// q = RNE(fl32(x * inv)). An all-zero segment has scale = 1 and so inv = 1; a NaN in it makes the scale NaN.
+// kernels_sdma.py sdma_reduce widens each slot with its own segment's scale, fl32(decode(q) * scale), and sums the
+// widened values as reduce_sum does. mori's scatter is e4m3fn only; the fnuz wire uses 240 in place of 448.
+inline constexpr int kScatterScaleCols = 256;
+GEMMAR_HD inline float scatter_scale(float amax, bool fnuz) {
+  return amax == 0.0f ? 1.0f : div_rn(amax, fp8_max(fnuz));
+}
+GEMMAR_HD inline float scatter_inv_scale(float scale) { return div_rn(1.0f, scale); }
+// The reduce's widening of one received code (no bf16 rounding: the sum is formed in fp32).
+GEMMAR_HD inline float scatter_widen(uint8_t q, float scale, bool fnuz) { return mul_rn(e4m3_to_f32(q, fnuz), scale); }
+
 // ---- the GEMM's scale application ------------------------------------------------------------------
 // blockscale / mxfp8: per K block, acc = fma(dot, scale_a * scale_b, acc); ptpc: out = dot * (scale_a * scale_b)
 // once, in the epilogue. The scale product is formed first (one rounding), then applied with one more: the
-// promotion is one FFMA / v_fma_f32 per element and K block, as DeepGEMM's. (A multiply then an add, the rule
-// before 2026-12-05, cost one more instruction per element and K block.) mori's own GEMM never promotes: it
+// promotion is one FFMA / v_fma_f32 per element and K block, as DeepGEMM's (a multiply then an add costs one
+// more: docs/results/h100-1gpu-2026-12-06-fma). mori's own GEMM never promotes: it
 // rescales its MFMA accumulator by s_{k-1} / s_k between K blocks, an order no CPU can replay, so its output is
 // judged against the floor, not bit for bit.
 GEMMAR_HD inline float block_accumulate(float acc, float dot, float scale_a, float scale_b) {
@@ -192,10 +209,18 @@ GEMMAR_HD inline float ptpc_epilogue(float dot, float scale_a, float scale_b) {
 // bf16. `slot(p)` returns the bf16 bits received from peer p.
 // reduce_sum is the fp32 accumulator before the bf16 store (mori's sdma_reduce_quant takes the fp8 wire's amax
 // from it when the narrowing is fused into the reduce).
-template <typename SlotFn>
-GEMMAR_HD inline float reduce_sum(int owner, int world, SlotFn slot) {
+// reduce_sum_f32 is the same sum over contributions already in fp32 (`value(p)`: the fp8 scatter's widened codes).
+template <typename ValueFn>
+GEMMAR_HD inline float reduce_sum_f32(int owner, int world, ValueFn value) {
   // acc starts at the owner's own value, as mori's sdma_reduce (`acc = v if acc is None else acc + v`): 0 + x would
   // turn an all -0 element into +0.
+  float acc = value(owner);
+  for (int j = 1; j < world; ++j) acc = add_rn(acc, value((owner + j) % world));
+  return acc;
+}
+template <typename SlotFn>
+GEMMAR_HD inline float reduce_sum(int owner, int world, SlotFn slot) {
+  // reduce_sum_f32 over bf16_to_f32(slot(p)), written out: no lambda in a function the device passes compile
   float acc = bf16_to_f32(slot(owner));
   for (int j = 1; j < world; ++j) acc = add_rn(acc, bf16_to_f32(slot((owner + j) % world)));
   return acc;

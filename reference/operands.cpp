@@ -1,5 +1,6 @@
 #include "reference/operands.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -29,9 +30,12 @@ void fill_row(const OperandSpec& s, int rank, Tensor t, int64_t row, float* out)
   }
 }
 
+// fp32 scales: rand * 0.01 + 0.01 (bench_gemm_ar.py make_operands). e8m0 scales: mori's _ue8m0_bytes(shape, g,
+// lo=120, hi=123), exponent bytes uniform in {120, 121, 122}, i.e. 2^-7, 2^-6 or 2^-5 (bench_gemm_ar.py @d5443336).
 float bench_scale(const OperandSpec& s, int rank, Tensor t, int64_t idx) {
-  const float v = float(uniform_sample(s.seed, rank, t, idx, 0) * 0.01 + 0.01);
-  return quant_traits(s.quant).e8m0_scales ? std::ldexp(1.0f, std::ilogb(v)) : v;
+  const double u = uniform_sample(s.seed, rank, t, idx, 0);
+  if (quant_traits(s.quant).e8m0_scales) return std::ldexp(1.0f, std::min(2, int(u * 3.0)) + 120 - 127);
+  return float(u * 0.01 + 0.01);
 }
 
 // Quantizes `rows` x K values with the spec's recipe; `scale_row` maps a held row to the row id used to draw

@@ -4,9 +4,9 @@
 //
 // Kinds (reference/floors.hpp DataKind):
 //   Normal: standard normal values, quantized per the quant's blocks with amax scales (quant.hpp).
-//   Bench:  the benchmark's recipe: randn/8 cast straight to e4m3, scales rand*0.01+0.01 (mxfp8: rounded to
-//           the nearest power of two below, as e8m0 requires), seed 1234+rank. The distribution matches the
-//           benchmark's; the values do not: torch's generator is not reproduced.
+//   Bench:  the benchmark's recipe: randn/8 cast straight to e4m3, scales rand*0.01+0.01 (mxfp8: e8m0 exponents
+//           uniform in {120, 121, 122}, scales 2^-7, 2^-6, 2^-5, as its _ue8m0_bytes), seed 1234+rank. The
+//           distribution matches the benchmark's; the values do not: torch's generator is not reproduced.
 // Padding rows of A (row >= shape.m) are zero rows (codes 0).
 #pragma once
 #include <cstdint>

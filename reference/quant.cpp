@@ -120,4 +120,53 @@ void wire_dequantize_row(const uint8_t* codes, float scale, int64_t n, uint16_t*
   for (int64_t i = 0; i < n; ++i) out[i] = numerics::wire_dequantize(codes[i], scale, fnuz);
 }
 
+const char* to_string(ScatterRecipe r) {
+  switch (r) {
+    case ScatterRecipe::Mori:
+      return "mori (per row per 256 columns: scale = amax / max, codes = RNE(x * fl32(1/scale)))";
+    case ScatterRecipe::DivCodes:
+      return "x / scale codes (per row per 256 columns: scale = amax / max, codes = RNE(x / scale))";
+    case ScatterRecipe::GatherScale:
+      return "the gather's recipe per 256 columns (scale = amax * fl32(1/max), codes = RNE(x * fl32(max/amax)))";
+  }
+  return "?";
+}
+
+int64_t scatter_scales_per_row(int64_t n) {
+  GEMMAR_CHECK(n > 0 && n % numerics::kScatterScaleCols == 0, "the fp8 scatter needs N a multiple of ",
+               numerics::kScatterScaleCols, ", got ", n);
+  return n / numerics::kScatterScaleCols;
+}
+
+void scatter_quantize_row(const uint16_t* row, int64_t n, uint8_t* codes, float* scales, Fp8Format f,
+                          ScatterRecipe recipe) {
+  const bool fnuz = is_fnuz(f);
+  const int64_t per = numerics::kScatterScaleCols, segments = scatter_scales_per_row(n);
+  for (int64_t s = 0; s < segments; ++s) {
+    const uint16_t* x = row + s * per;
+    uint8_t* q = codes + s * per;
+    float amax = 0.0f;
+    for (int64_t i = 0; i < per; ++i) amax = numerics::amax_step(amax, numerics::bf16_to_f32(x[i]));
+    float scale = numerics::scatter_scale(amax, fnuz);
+    float inv = numerics::scatter_inv_scale(scale);
+    if (recipe == ScatterRecipe::GatherScale) {
+      scale = numerics::wire_scale(amax, fnuz);
+      inv = numerics::wire_inv_scale(amax, fnuz);
+    }
+    if (recipe == ScatterRecipe::DivCodes) {
+      for (int64_t i = 0; i < per; ++i)
+        q[i] = numerics::f32_to_e4m3(numerics::div_rn(numerics::bf16_to_f32(x[i]), scale), fnuz);
+    } else {
+      for (int64_t i = 0; i < per; ++i) q[i] = numerics::quantize_scaled(numerics::bf16_to_f32(x[i]), inv, fnuz);
+    }
+    scales[s] = scale;
+  }
+}
+
+void scatter_widen_row(const uint8_t* codes, const float* scales, int64_t n, float* out, Fp8Format f) {
+  const bool fnuz = is_fnuz(f);
+  const int64_t per = numerics::kScatterScaleCols;
+  for (int64_t i = 0; i < n; ++i) out[i] = numerics::scatter_widen(codes[i], scales[i / per], fnuz);
+}
+
 }  // namespace gemmar::reference

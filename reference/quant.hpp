@@ -43,7 +43,7 @@ float mx_scale(float amax);
 // do; the others are legitimate implementations that `gemmar verify` names instead of failing:
 //   Mori:         amax over the row's bf16 values; scale = amax * fl32(1/max); inv = fl32(max / amax);
 //                 q = RNE(fl32(x * inv)) saturating (ROCm/mori kernels_sdma.py quantize_gather)
-//   TrueDivScale: as Mori but scale = fl32(amax / max) (gemmar before 2026-12-03)
+//   TrueDivScale: as Mori but scale = fl32(amax / max) (gemmar's recipe before it followed mori's)
 //   DivCodes:     scale = fl32(amax / max), q = RNE(fl32(x / scale)) (torch's quantize, mori's own
 //                 tests/python/cco/gemm_ar_wire_reference.py)
 //   AccAmax:      as Mori, the amax taken over the reduce's fp32 accumulator before its bf16 rounding, codes
@@ -63,5 +63,27 @@ float wire_quantize_row(const uint16_t* bf16_row, int64_t n, uint8_t* codes, Fp8
                         const float* acc_row = nullptr);
 // bf16(decode(q) * scale) for n elements.
 void wire_dequantize_row(const uint8_t* codes, float scale, int64_t n, uint16_t* bf16_out, Fp8Format);
+
+// ---- the fp8 scatter (--scatter-dtype fp8): every rank's bf16 partial, per row per 256 columns ----
+// One fp32 scale per row per numerics::kScatterScaleCols columns, row-major [rows, N/256] (mori's input_scale_off
+// layout); codes row-major [rows, N]. How a 256-column segment is narrowed (numerics_inline.hpp has mori's):
+//   Mori:        scale = fl32(amax / max); inv = fl32(1 / scale); q = RNE(fl32(x * inv)) (ROCm/mori kernels_fused.py
+//                @f3bff0ae, the fused epilogue's fp8_scatter block)
+//   DivCodes:    scale as Mori, q = RNE(fl32(x / scale)) (torch's; mori's tests/python/cco/gemm_ar_wire_reference.py
+//                check_wire expects these codes)
+//   GatherScale: the gather's recipe per segment: scale = amax * fl32(1/max), inv = fl32(max / amax)
+// The last two are legitimate implementations `gemmar verify` names instead of failing; mori's tolerance (a code
+// adjacent to DivCodes' at a rounding midpoint, the scales within 1e-6 relative) judges the rest.
+enum class ScatterRecipe { Mori, DivCodes, GatherScale };
+inline constexpr ScatterRecipe kScatterRecipes[] = {ScatterRecipe::Mori, ScatterRecipe::DivCodes,
+                                                    ScatterRecipe::GatherScale};
+const char* to_string(ScatterRecipe);
+// Scales per row: n / 256 (n must be a multiple of 256, as mori's N of its BLOCK_N).
+int64_t scatter_scales_per_row(int64_t n);
+// One row of n bf16 values -> n codes and n / 256 scales.
+void scatter_quantize_row(const uint16_t* bf16_row, int64_t n, uint8_t* codes, float* scales, Fp8Format,
+                          ScatterRecipe = ScatterRecipe::Mori);
+// The reduce's view of one received row: fl32(decode(q) * scale of its segment), n values.
+void scatter_widen_row(const uint8_t* codes, const float* scales, int64_t n, float* out, Fp8Format);
 
 }  // namespace gemmar::reference

@@ -5,9 +5,11 @@
 # (v_mfma_f32_32x32x16_fp8_fp8 on AMD, the e4m3 mma.sync on NVIDIA). Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SOURCES=(kernels/gemm/blockscale.cu kernels/gemm/quant.cu kernels/collective/legs.cu kernels/convert/convert.cu
-         kernels/faults/faults.cu kernels/check/guard.cu kernels/check/output_compare.cu kernels/bench/ceilings.cu
-         kernels/bench/bench_api.cu kernels/gemm_ar.cu kernels/vendor_gemm.cu)
+# Every device source of the op (kernels/CMakeLists.txt's GEMMAR_KERNEL_SOURCES) and of the lab (lab/CMakeLists.txt's
+# GEMMAR_LAB_SOURCES), read from the two lists so that a source added there is compiled here.
+mapfile -t SOURCES < <(sed -n 's|^ *\${CMAKE_CURRENT_SOURCE_DIR}/\([^ )]*\.cu\).*|kernels/\1|p' kernels/CMakeLists.txt
+                       sed -n 's|^ *\${CMAKE_CURRENT_SOURCE_DIR}/\([^ )]*\.cu\).*|lab/\1|p' lab/CMakeLists.txt)
+[[ ${#SOURCES[@]} -gt 10 ]] || { echo "no device sources found in kernels/ and lab/CMakeLists.txt" >&2; exit 1; }
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 CLANG=${CLANG:-$(command -v clang++-19 || command -v clang++ || true)}

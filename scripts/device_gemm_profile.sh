@@ -53,6 +53,6 @@ for who in ours cublaslt; do
   metrics "smem_$who" "$re" 'regex:^l1tex__data_bank_(reads|writes)\.avg\.pct_of_peak_sustained_elapsed$,regex:^sm__pipe_(tensor|shared).*pct_of_peak_sustained_(active|elapsed)$'
 done
 prof quantize "quantize_kernel" 2 "$BENCH" data 131072 "$N" 64
-# the widen's launches: 22 dequantize (2 untimed + 20), then the pull's
-prof widen_pull64 "widen_kernel" 24 "$BENCH" data 131072 "$N" 64
+# the widen's launches: 22 dequantize (2 untimed + 20), then the pull's (its TMA-store kernel on a pull grid)
+prof widen_pull64 "widen_" 24 "$BENCH" data 131072 "$N" 64
 exit 0

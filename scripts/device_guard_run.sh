@@ -10,9 +10,11 @@
 #      every row (--guard-sample 1); each pair twice, interleaved (the op's own run-to-run spread); goal <= 2% at
 #      16384
 #   4. python/gemmar_guard.py's self-test on the device, when torch is importable
+#   (PARTS "passes": each pass of the guard alone, the lab's guard subjects through BENCH, by default the
+#   gemmar_gpu_bench beside GEMMAR)
 # Writes OUTDIR/{machine.txt, matrix.log, clean.log, overhead.log, python.log, summary.txt}; summary.txt is what
 # goes into docs/guard.md's measured section and docs/results/.
-# The overhead runs first (the question of issue 21's second round), then the matrix, then the clean replays.
+# The overhead runs first (what the guard costs: docs/guard.md), then the matrix, then the clean replays.
 # Usage: [CLEAN_ITERS=n CLEAN_ITERS_16K=n SKIP_PYTHON=1 PARTS="overhead matrix clean python [passes]"
 #         OVERHEAD_CONFIGS="BF16 FP8S FP8L" OVERHEAD_M="4096 16384" OVERHEAD_FULL=1 (0: no every-row runs)]
 #        scripts/device_guard_run.sh GEMMAR OUTDIR
@@ -27,7 +29,7 @@ DEVICE_RUN_TIMEOUT=300
 # Clean straggled replays per config (CLEAN_ITERS at M = 4096, two wires; CLEAN_ITERS_16K at 16384, fp8/lsa).
 CLEAN_ITERS=${CLEAN_ITERS:-1000}
 CLEAN_ITERS_16K=${CLEAN_ITERS_16K:-200}
-source scripts/device_common.sh "$G" "$OUT"
+source scripts/device_lib.sh "$G" "$OUT"
 start=$(date +%s)
 PARTS=${PARTS:-overhead matrix clean python}
 want() { [[ " $PARTS " == *" $1 "* ]]; }
@@ -42,10 +44,10 @@ want overhead && {
       [[ "${OVERHEAD_FULL:-1}" == 1 ]] && jrun "overhead full $cfg $m 1" -m "$m" "${c[@]}" --guard --guard-sample 1 --iterations 21 --check-every 100
     done
   done
-  # Each pass of the guard alone (GEMMAR_GUARD_PARTS, kernels/check/guard.cu; the passes left out flag calls: timing
-  # only), with PARTS holding "passes".
+  # Each pass of the guard alone (the lab's guard subjects, lab/README.md: the passes left out leave zero sums, so
+  # timing only; the op's run beside each), with PARTS holding "passes".
   want passes && for part in partial output wire gemm; do
-    GEMMAR_GUARD_PARTS=$part jrun "part $part FP8S 16384" -m 16384 "${FP8S[@]}" --guard --iterations 21 --check-every 100
+    step 200 "${BENCH:-$(dirname "$G")/gemmar_gpu_bench}" pipeline "guard-$part" 16384 fused-sdma/fp8/sdma blockscale guard
   done
 } > "$OUT/overhead.log" 2>&1
 echo "overhead: $(( $(date +%s) - start )) s"
@@ -138,11 +140,12 @@ for tag, r in runs("clean.log"):
 print(f"clean: {alarms} false alarm(s) in {total} replays")
 print("== overhead: config M guard -> max_rank_time_us, guard phase us")
 tab = {}
+for line in open(os.path.join(out, "overhead.log"), errors="replace") if os.path.exists(os.path.join(out, "overhead.log")) else []:
+    if line.startswith("TESTBED_JSON "):
+        j = json.loads(line.split(" ", 1)[1])
+        print(f"pass {j['subject']:14s} {j['config']:34s} m={j['m']} checked={j['checked']} "
+              f"guard_phase={j.get('phases_us', {}).get('guard')} (all passes: {j.get('product_phases_us', {}).get('guard')})")
 for tag, r in runs("overhead.log"):
-    if tag.startswith("part "):
-        _, part, cfg, m = tag.split()
-        print(f"pass {part:8s} alone {r['config']:34s} m={m} guard_phase={r['record'].get('phases_us', {}).get('guard')}")
-        continue
     _, onoff, cfg, m, rep = tag.split()
     rec = r["record"]
     t = rec.get("max_rank_time_us")

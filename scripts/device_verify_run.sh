@@ -15,7 +15,7 @@ G=${1:?gemmar (CUDA build)}
 OUT=${2:?output dir}
 mkdir -p "$OUT"
 DEVICE_RUN_TIMEOUT=120
-source scripts/device_common.sh "$G" "$OUT"
+source scripts/device_lib.sh "$G" "$OUT"
 {
   jrun "flip BF16 4096" -m 4096 "${BF16[@]}" --inject flip-unsampled
   jrun "flip FP8S 4096" -m 4096 "${FP8S[@]}" --inject flip-unsampled

@@ -19,13 +19,11 @@ constexpr int kColBlock = int(reference::kGuardColumnBlock);  // columns per row
 constexpr int kVec = 8;                                       // columns per thread: one 16-byte bf16 load
 constexpr int kSumThreads = kColBlock / kVec;                 // 128
 constexpr int kRowChunk = 128;                                // listed rows per block of the sums, at most
-// Listed rows per block when sampling. On an H100, 8 ranks, M = 16384, one row in 32 (2026-12-05,
-// docs/results/h100-1gpu-2026-12-05-guard2): 16 rows gave a guard phase of 156-170 us, 32 rows 138-146 us
-// (fewer blocks, so fewer arrivals, fences and finishes per byte).
+// Listed rows per block when sampling: 32 rather than 16 gives fewer blocks, so fewer arrivals, fences and finishes
+// per byte (138-146 us against 156-170 us of guard phase: docs/results/h100-1gpu-2026-12-05-guard2).
 constexpr int kSampledChunk = 32;
 // Rows loaded before any is summed (loads in flight). 4 rather than 8: at the 64 registers of 8 blocks per SM, 8
-// spilled (92 bytes) and gave a phase of 136 / 146 us (bf16 / fp8 wire, M = 16384), 4 spills 16 bytes and gave
-// 130 / 143 us (H100, the same call: docs/results/h100-1gpu-2026-12-05-guard2/call6-variants).
+// spilled and was slower (docs/results/h100-1gpu-2026-12-05-guard2/call6-variants).
 constexpr int kRowBatch = 4;
 constexpr int kSumWarps = kSumThreads / GEMMAR_WARP_SIZE;
 
@@ -75,9 +73,8 @@ struct WireLoader {
   }
 };
 
-// One call of the guard on one rank is one launch. The fourth round (docs/guard.md) measured ~83 us (bf16) and
-// ~107 us (fp8) of a 180-200 us phase at M = 0: ten launches per rank (a pick, three sums passes, four finishes,
-// the scale sum, the GEMM check), each waiting for the one before. Now the blocks of every pass share one grid
+// One call of the guard on one rank is one launch: ten launches per rank, each waiting for the one before, had
+// cost about half of the phase (docs/results/h100-1gpu-2026-12-05-guard). The blocks of every pass share one grid
 // and every block derives its listed rows itself (reference/guard_sample.hpp, from the seed and the call count);
 // a reduction across blocks (a slice's chunks per column, a listed row's column blocks, the wire's chunks) is done
 // by the last block to finish its share, found by an arrival counter that the same block resets. The reductions

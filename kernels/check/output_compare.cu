@@ -22,8 +22,8 @@ __device__ __forceinline__ float reduce_at(const OutputCompareArgs& a, int owner
 }
 
 // Counts go to the block's shared counters first and to global memory once per block and rank: on a run where
-// nearly every element is wrong (a silent gather) per-element global atomics serialised the compare (175 ms
-// instead of 1.1 ms at M = 4096 on the H200, docs/results/h200-1gpu-2026-12-03-session5).
+// nearly every element is wrong (a silent gather) per-element global atomics serialised the compare
+// (docs/results/h200-1gpu-2026-12-03-session5).
 struct BlockCounts {
   unsigned long long wrong[kMaxWorld];
   unsigned long long nonfinite[kMaxWorld];

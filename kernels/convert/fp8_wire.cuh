@@ -32,7 +32,8 @@ __device__ __forceinline__ void unpack8(const uint4& x, float (&f)[8]) {
 // One row of the fp8 wire with mori's recipe: amax, scale, codes (numerics::wire_scale / wire_inv_scale /
 // quantize_scaled). `acc_amax`: this thread's NaN-propagating amax of the reduce's fp32 accumulator
 // (fuse_quantize, as mori's sdma_reduce_quant), or a negative value to take the amax over the bf16 row.
-__device__ void quantize_row(const uint16_t* in, int64_t n, uint8_t* q, float* scale_out, float acc_amax = -1.0f) {
+[[maybe_unused]] __device__ void quantize_row(const uint16_t* in, int64_t n, uint8_t* q, float* scale_out,
+                                              float acc_amax = -1.0f) {
   const int64_t nv = n / 8;
   float amax = acc_amax < 0.0f ? 0.0f : acc_amax;  // a NaN acc_amax is kept (NaN < 0 is false)
   if (acc_amax < 0.0f)

@@ -1,20 +1,18 @@
-// The ptpc and mxfp8 GEMMs (kernels/gemm/quant.hpp): the simple, correct kernel first, one source for CUDA and
-// HIP. CTA tile 128 x 128, 256 threads, K step 32 (one mxfp8 scale block); the K step's codes are decoded once
-// into shared memory as fp32 (exact: every e4m3 value is an fp32) and each thread owns an 8 x 8 block of the
-// tile, rows ty + 16i and columns tx + 16j, so neither the shared-memory reads nor the stores conflict.
-// The fp32 accumulation order inside a K block is the hardware's (as for the blockscale kernels, whose MMA
-// order is hardware-defined); the scale is applied at the reference's rounding points (numerics_inline.hpp):
-// mxfp8 promotes every 32-wide block with block_accumulate, ptpc applies ptpc_epilogue once to the dot over K.
-// The run's check (the output against the fp32 reference, the collective re-emulated bit for bit over the
-// partials read back) is what proves it.
-#include "kernels/gemm/quant.hpp"
-
-#include "reference/numerics_inline.hpp"
+// The portable GEMM of the PerRow and PerStep32 scale layouts (gemm/heuristics.hpp; ptpc and mxfp8 today): the
+// simple, correct kernel, one source for CUDA and HIP, run where the sm_90a kernels do not (off compute capability
+// 9.x, AMD, tiles that are not whole, B blocks other than 32 rows). CTA tile 128 x 128, 256 threads, K step 32 (one
+// mxfp8 scale block); the K step's codes are decoded once into shared memory as fp32 (exact: every e4m3 value is an
+// fp32) and each thread owns an 8 x 8 block of the tile, rows ty + 16i and columns tx + 16j, so neither the
+// shared-memory reads nor the stores conflict. The fp32 accumulation order inside a K block is the hardware's (as for
+// the blockscale kernels, whose MMA order is hardware-defined); the scale is applied at the reference's rounding points
+// (numerics_inline.hpp): mxfp8 promotes every 32-wide block with block_accumulate, ptpc applies ptpc_epilogue once to
+// the dot over K. The run's check (the output against the fp32 reference, the collective re-emulated bit for bit over
+// the partials read back) is what proves it.
+#include "kernels/device_common.cuh"
+#include "kernels/gemm/launch.hpp"
 
 namespace gemmar::kernels::dev {
 namespace {
-
-namespace nm = gemmar::numerics;
 
 constexpr int kQThreads = 256;
 constexpr int kQTile = 128;     // rows of A and of B per CTA
@@ -119,40 +117,21 @@ __global__ void __launch_bounds__(kQThreads)
 
 }  // namespace
 
-gpuError_t launch_gemm_quant(const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest,
-                             gpuStream_t s, GemmKernel variant) {
-  // Both operands' scale blocks are one row by the same K extent: whole K, or kQK (the kernel's K step).
-  const ScaleBlock& sa = scale_block(op.quant, false);
-  const ScaleBlock& sb = scale_block(op.quant, true);
-  const bool whole_k = sa.k == 0, per_step = sa.k == kQK;
-  // B's scale block may span rows (mxfp8: 32x32, as mori's weights) as long as a tile holds whole blocks.
-  if (sa.rows != 1 || sb.rows < 1 || kQTile % sb.rows != 0 || (whole_k && sb.rows != 1) || sa.k != sb.k || sa.k_major ||
-      sb.k_major || !(whole_k || per_step))
-    return gpuErrorInvalidValue;
-  if (quant_wgmma_runs(op, m_begin, m_end)) return launch_gemm_quant_wgmma(op, m_begin, m_end, dest, s, variant);
+gpuError_t launch_portable_scaled(const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest,
+                                  gpuStream_t s) {
+  const GemmScales scales = gemm_scales(op.quant);
+  if (scales != GemmScales::PerRow && scales != GemmScales::PerStep32) return gpuErrorInvalidValue;
   if (m_end <= m_begin) return gpuSuccess;
   const int64_t n = op.n, k = op.k;
   if (n % kQTile != 0 || k % kQK != 0 || (m_end - m_begin) % kQTile != 0 || m_begin % kQTile != 0)
     return gpuErrorInvalidValue;
   const dim3 grid(unsigned(n / kQTile), unsigned((m_end - m_begin) / kQTile));
-  if (per_step)
-    gemm_quant_kernel<true><<<grid, kQThreads, 0, s>>>(op.a, op.b, op.a_scale, op.b_scale, k, m_begin, sb.rows, dest);
+  const int sb_rows = scale_block(op.quant, true).rows;
+  if (scales == GemmScales::PerStep32)
+    gemm_quant_kernel<true><<<grid, kQThreads, 0, s>>>(op.a, op.b, op.a_scale, op.b_scale, k, m_begin, sb_rows, dest);
   else
-    gemm_quant_kernel<false><<<grid, kQThreads, 0, s>>>(op.a, op.b, op.a_scale, op.b_scale, k, m_begin, sb.rows, dest);
+    gemm_quant_kernel<false><<<grid, kQThreads, 0, s>>>(op.a, op.b, op.a_scale, op.b_scale, k, m_begin, sb_rows, dest);
   return gpuGetLastError();
-}
-
-const char* gemm_quant_kernel_name(const GemmOperands& op, GemmKernel variant) {
-  if (quant_wgmma_runs(op, 0, 0) && op.quant == Quant::Ptpc && wgmma4_k(op.k) && variant != GemmKernel::Wgmma)
-    return "wgmma m64n128k32 e4m3 + TMA/mbarrier, dot promoted per 128 K, ptpc epilogue, two accumulator sets, "
-           "consumer warpgroups 2 K blocks apart, 16-byte stores, persistent, 128x128 tiles (gemm_wgmma4_kernel)";
-  if (quant_wgmma_runs(op, 0, 0))
-    return op.quant == Quant::Ptpc
-               ? "wgmma m64n128k32 e4m3 + TMA/mbarrier, dot promoted per 128 K, ptpc epilogue, persistent, 128x128 "
-                 "tiles"
-               : "wgmma m64n128k32 e4m3 + TMA/mbarrier, promoted per 32-wide K step with its e8m0 scales, persistent, "
-                 "128x128 tiles";
-  return "gemm_quant simt 128x128x32 (CUDA cores)";
 }
 
 }  // namespace gemmar::kernels::dev

@@ -34,7 +34,8 @@ def main(argv):
         "figures": [name for name, _ in drawn],
         "skipped": [{"figure": n, "reason": r} for n, r in not_drawn],
         "notes": notes,
-        "pages": ["index.html", "runs.html"],
+        "pages": ["index.html", "runs.html", "phases.html"],
+        "timelines": {"dir": "timeline", "files": len(doc["runs"])},  # timeline/run-<i>.json, one per run
         "inputs": doc["inputs"],
         "runs": doc["summary"]["runs"],
         "groups": doc["summary"]["groups"],

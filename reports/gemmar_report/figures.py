@@ -10,6 +10,7 @@ import os
 PHASE_COLORS = {
     "gemm": "#4c72b0", "scatter": "#dd8452", "drain": "#c9a26b", "reduce": "#55a868", "quantize": "#8172b3",
     "gather": "#c44e52", "dequantize": "#937860", "pull": "#da8bc3", "allreduce": "#8c8c8c",
+    "output": "#64b5cd", "skew": "#ccb974",
 }
 OTHER_COLOR = "#cccccc"
 # The benchmark's own pass windows (docs/spec.md 1.2), drawn beside the predicted floors.
@@ -18,7 +19,6 @@ BENCH_WINDOW = {"bf16": (None, 3e-3), "fp8": (5e-3, 4e-2)}
 MAX_WIDTH_IN = 16.0   # 1600 px
 HEIGHT_IN = 6.5       # 650 px
 MAX_GROUPS = 40       # per-group figures (relL2, rank spread)
-MAX_PHASE_GROUPS = 16  # bar groups of the phase figure (two bars each)
 MAX_SERIES = 12       # lines of total_vs_m
 
 
@@ -48,7 +48,8 @@ DRAWN_TITLES = {}
 
 def save(fig, outdir, name):
     import matplotlib.pyplot as plt
-    DRAWN_TITLES[name] = " ".join(fig.axes[0].get_title().split())
+    title = fig._suptitle.get_text() if fig._suptitle is not None else fig.axes[0].get_title()
+    DRAWN_TITLES[name] = " ".join(title.split())
     fig.tight_layout()
     fig.savefig(os.path.join(outdir, name), format="png", metadata={"Software": None})
     plt.close(fig)
@@ -62,13 +63,9 @@ def fmt_us(x):
     return f"{x:.0f}" if x >= 100 else f"{x:.3g}"
 
 
-def tick_label(g):
-    return f"{g['config']}\nM={g['shape']['m']}"
-
-
 def config_tick(c):
     ms = c["m_values"]
-    return c["config"] + (f" M={ms[0]}" if len(ms) == 1 else f" ({len(ms)} M)")
+    return c["series"] + (f" M={ms[0]}" if len(ms) == 1 else f" ({len(ms)} M)")
 
 
 def name_list(names, most=6):
@@ -88,116 +85,159 @@ def cap(items, limit, name, notes):
 
 # ----------------------------------------------------------------------------------------------------------
 
-def fig_phases(doc, outdir, notes):
-    """Stacked phases per config (largest M with phases): measured median beside the model."""
-    import matplotlib.pyplot as plt
+UNATTRIBUTED = "unattributed"
+# Phases the table above has no colour for (a phase the model adds later) take these, in order of appearance.
+EXTRA_COLORS = ["#b47cc7", "#17becf", "#bcbd22", "#7f7f7f", "#e377c2", "#2ca02c"]
+MAX_TIMELINE_ROWS = 27  # rows of the phase figure (measured, model, overlap per config): 1000 px at most
+
+
+def phase_colors(names):
+    colors, extra = {}, iter(EXTRA_COLORS * 4)
+    for n in names:
+        colors[n] = "#f0f0f0" if n == UNATTRIBUTED else PHASE_COLORS.get(n) or next(extra, OTHER_COLOR)
+    return colors
+
+
+def timeline_rows(doc, notes):
+    """Per config (machine, profile and config), the group at the largest M with measured phases (else with a
+    model): its measured lane, its model lane and the model's overlapped scatter, each a row."""
     best = {}
     for g in doc["groups"]:
-        meas = bool(g["phases_us"])
-        model = bool(g["model"] and g["model"]["phases"])
-        if not (meas or model):
+        lanes = g["lanes"]
+        if not (lanes["measured"] or lanes["model"]):
             continue
-        rank = (meas, model, g["shape"]["m"])
-        if g["config"] not in best or rank > best[g["config"]][0]:
-            best[g["config"]] = (rank, g)
-    chosen = sorted((g for _, g in best.values()), key=lambda g: g["index"])
-    loose = [m for m in doc["models"] if m["used_by_groups"] == 0]
-    if not chosen and not loose:
-        return "no run carries measured phases (phases_us) or model phases, and no model document was given"
-    bars = []  # (group label, bar label, phases [[name, us]], hatch)
-    no_model, no_meas = [], []
-    for g in chosen:
-        label = tick_label(g)
-        if g["phases_us"]:
+        rank = (bool(g["phases_us"]), g["shape"]["m"])
+        if g["series"] not in best or rank > best[g["series"]][0]:
+            best[g["series"]] = (rank, g)
+    rows = []  # (panel: machine and profile, group label, kind, lane)
+    placements = [f"{p['machine']}|{p['profile']}" for p in doc.get("placements", [])]
+    chosen = sorted(best.values(), key=lambda x: (placements.index(f"{x[1]['machine']}|{x[1]['profile']}"),
+                                                  x[1]["index"]))
+    for _, g in chosen:
+        panel = (g["machine"].split(" (")[0] or "machine not named") + f" (profile {g['profile']})"
+        label = f"{g['config']} M={g['shape']['m']}"
+        lanes = g["lanes"]
+        if lanes["measured"]:
             n = g["phases_runs"]
-            bars.append((label, f"measured\n(median of {n})" if n > 1 else "measured", g["phases_us"], None))
+            rows.append((panel, label, f"measured{f' (median of {n})' if n > 1 else ''}", lanes["measured"]))
+        if lanes["model"]:
+            rows.append((panel, label, "model", lanes["model"]))
+        if lanes["overlap"]:
+            rows.append((panel, label, "overlap", lanes["overlap"]))
+    if not rows and doc["runs"] == []:
+        for m in doc["models"]:  # model documents alone: each its own model row
+            sh = m["shape"]
+            label = (m["config"] or os.path.basename(m["source"])) + (f" M={sh['m']}" if sh else " (no shape)")
+            t, lane = 0.0, []
+            for name, us in m["model"]["phases"]:
+                lane.append([name, t, us])
+                t += us
+            rows.append(("model documents", label, "model", lane))
+    labels = list(dict.fromkeys(r[1] for r in rows))
+    if len(rows) > MAX_TIMELINE_ROWS:
+        keep, count = set(), 0
+        for lab in labels:
+            n = sum(1 for r in rows if r[1] == lab)
+            if count + n > MAX_TIMELINE_ROWS:
+                break
+            keep.add(lab)
+            count += n
+        notes.append(f"phases_by_mode.png: {len(labels)} configs; the first {len(keep)} are drawn, every one is in "
+                     f"phases.html")
+        rows = [r for r in rows if r[1] in keep]
+    return rows
+
+
+def gemm_end(lane):
+    for name, start, dur in lane:
+        if name == "gemm":
+            return start + dur
+    return 0.0
+
+
+def draw_rows(ax, rows, colors, zoom):
+    """One horizontal bar per row, its phases at their start and duration; zoom: time from the row's GEMM end."""
+    y, ticks, model_end = 0.0, [], {}
+    for _, label, kind, lane in rows:
+        if kind == "model":
+            model_end[label] = gemm_end(lane)
+        shift = (model_end.get(label, 0.0) if kind == "overlap" else gemm_end(lane)) if zoom else 0.0
+        height = 0.38 if kind == "overlap" else 0.75
+        yy = y - 0.32 if kind == "overlap" else y
+        for name, start, dur in lane:
+            hatch = "xx" if name == UNATTRIBUTED else ("//" if kind == "model" else ("..." if kind == "overlap" else None))
+            ax.barh(yy, dur, left=start - shift, height=height, color=colors[name], edgecolor="black", linewidth=0.4,
+                    hatch=hatch)
+        if kind != "overlap":
+            ticks.append((y, f"{label}  {kind}"))
+            y += 1.0
         else:
-            no_meas.append(g["config"])
-        if g["model"] and g["model"]["phases"]:
-            bars.append((label, "model", g["model"]["phases"], "//"))
-        else:
-            no_model.append(g["config"])
-    for m in loose:
-        shape = m["shape"]
-        label = (m["config"] or os.path.basename(m["source"])) + (f"\nM={shape['m']}" if shape else "\n(no shape)")
-        bars.append((label, "model", m["model"]["phases"], "//"))
-    labels_in_order = []
-    for b in bars:
-        if b[0] not in labels_in_order:
-            labels_in_order.append(b[0])
-    if len(labels_in_order) > MAX_PHASE_GROUPS:
-        keep = set(labels_in_order[:MAX_PHASE_GROUPS])
-        notes.append(f"phases_by_mode.png: {len(labels_in_order)} bar groups; the first {MAX_PHASE_GROUPS} are drawn")
-        bars = [b for b in bars if b[0] in keep]
-    if no_meas and chosen:
-        notes.append("phases_by_mode.png: no measured phases (phases_us) for " + name_list(no_meas)
-                     + "; only the model bar is drawn")
-    if no_model:
-        notes.append("phases_by_mode.png: no model phases for " + name_list(no_model)
-                     + " (give `gemmar model --json` for that config and shape); only the measured bar is drawn")
-    order = list(doc["phase_order"])
+            ticks[-1] = (ticks[-1][0] - 0.16, ticks[-1][1] + "\n+ scatter under the GEMM")
+            y += 0.55
+    ax.set_ylim(max(y - 0.4, 2.4), -0.6)  # a lone row stays bar-shaped
+    return ticks
+
+
+def fig_phases(doc, outdir, notes):
+    """Where the time went: per config, the measured phases end to end with what they leave unattributed, the model's
+    phases, and a fused scatter's puts on their own row under the GEMM (overlap drawn, never stacked away); the right
+    panels zoom on what follows the GEMM, where the collective legs are. One pair of panels per machine and profile:
+    each has its own time axis, and no two machines share a bar."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+    rows = timeline_rows(doc, notes)
+    if not rows:
+        return "no run carries measured phases (phases_us) or a model, and no model document was given"
     names = []
-    for _, _, ph, _ in bars:
-        for name, _ in ph:
+    for _, _, _, lane in rows:
+        for name, _, _ in lane:
             if name not in names:
                 names.append(name)
-    names.sort(key=lambda n: (order.index(n) if n in order else len(order), n))
-    n_groups = len({b[0] for b in bars})
-    fig, ax = plt.subplots(figsize=(width_for(len(bars), per=0.75, base=3.5, least=8.0), HEIGHT_IN + 0.5))
-    xs, x, prev = [], 0.0, None
-    for glabel, _, _, _ in bars:
-        if prev is not None and glabel != prev:
-            x += 0.6  # a gap between configs, none between measured and model of one config
-        xs.append(x)
-        prev = glabel
-        x += 1.0
-    drawn = set()
-    for xi, (_, _, ph, hatch) in zip(xs, bars):
-        bottom = 0.0
-        d = dict(ph)
-        for name in names:
-            us = d.get(name)
-            if not us:
-                continue
-            ax.bar(xi, us, bottom=bottom, width=0.8, color=PHASE_COLORS.get(name, OTHER_COLOR), edgecolor="black",
-                   linewidth=0.4, hatch=hatch, label=name if name not in drawn else None)
-            drawn.add(name)
-            bottom += us
-        ax.text(xi, bottom, fmt_us(bottom), ha="center", va="bottom", fontsize=7)
-    # One tick per config, centred under its measured/model pair; which bar is which is in the legend.
-    groups_x = {}
-    for xi, b in zip(xs, bars):
-        groups_x.setdefault(b[0], []).append(xi)
-    ax.set_xticks([sum(gx) / len(gx) for gx in groups_x.values()])
-    ax.set_xticklabels([g.replace("\n", " ") for g in groups_x], rotation=30, ha="right", fontsize=7)
-    ax.grid(axis="x", visible=False)
-    span = xs[-1] - xs[0] + 1.6
-    if span < 8.0:  # few bars: keep them bar-shaped rather than stretched over the whole width
-        mid = (xs[0] + xs[-1]) / 2
-        ax.set_xlim(mid - 4.0, mid + 4.0)
-    ax.set_ylabel("time (us), phases stacked")
-    n_meas = sum(1 for b in bars if b[3] is None)
-    n_model = len(bars) - n_meas
-    if n_meas and n_model:
-        title = "Phase breakdown per config: measured (solid) beside model (hatched)"
-    elif n_meas:
-        title = "Measured phase breakdown per config (no model phases in the inputs)"
+    order = list(doc["phase_order"])
+    names.sort(key=lambda n: (n == UNATTRIBUTED, order.index(n) if n in order else len(order)))
+    colors = phase_colors(names)
+    panels = list(dict.fromkeys(r[0] for r in rows))
+    heights = [sum(0.55 if r[2] == "overlap" else 1.0 for r in rows if r[0] == p) + 0.8 for p in panels]
+    fig, axes = plt.subplots(len(panels), 2, squeeze=False,
+                             figsize=(MAX_WIDTH_IN, min(10.0, max(3.2, 1.3 + 0.3 * sum(heights)))),
+                             gridspec_kw={"width_ratios": [1.15, 1.0], "height_ratios": heights})
+    meas = any(r[2].startswith("measured") for r in rows)
+    model = any(r[2] == "model" for r in rows)
+    for i, panel in enumerate(panels):
+        ax, zx = axes[i]
+        prow = [r for r in rows if r[0] == panel]
+        ticks = draw_rows(ax, prow, colors, zoom=False)
+        draw_rows(zx, prow, colors, zoom=True)
+        for a in (ax, zx):
+            a.set_yticks([t for t, _ in ticks])
+            a.grid(axis="y", visible=False)
+        ax.set_yticklabels([lab for _, lab in ticks], fontsize=7)
+        zx.set_yticklabels([])
+        ends = [s + d - gemm_end(lane) for _, _, k, lane in prow if k != "overlap" for _, s, d in lane]
+        after = max([e for e in ends if e > 0] or [1.0])
+        zx.set_xlim(-0.25 * after, after * 1.04)
+        zx.axvline(0, color="black", linewidth=0.8)
+        ax.set_title(panel, fontsize=9, loc="left")
+        zx.set_title("zoom: what follows the GEMM (the collective legs)", fontsize=9, loc="left")
+    axes[-1][0].set_xlabel("time from the start of the run (us)")
+    axes[-1][1].set_xlabel("time from the end of the GEMM (us)")
+    if meas and model:
+        title = "Where the time went per config: measured (solid) beside model (hatched)"
+    elif meas:
+        title = "Where the time went per config: measured phases (no model phases in the inputs)"
     else:
-        title = "Model phase breakdown per config (hatched; no measured phases in the inputs)"
-    ax.set_title(f"{title}, {n_groups} config(s)")
-    handles, labels = ax.get_legend_handles_labels()
-    idx = [labels.index(n) for n in names if n in labels]
-    handles, labels = [handles[i] for i in idx], [labels[i] for i in idx]
-    from matplotlib.patches import Patch
-    multi = [b[1] for b in bars if b[3] is None and "median" in b[1]]
-    if n_meas:
-        handles.append(Patch(facecolor="white", edgecolor="black"))
-        labels.append("measured" + (" (median over the config's runs)" if multi else ""))
-    if n_model:
-        handles.append(Patch(facecolor="white", edgecolor="black", hatch="//"))
-        labels.append("model")
-    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    ax.margins(y=0.08)
+        title = "Where the time went per config: model phases (hatched; no measured phases in the inputs)"
+    fig.suptitle(title, fontsize=11)
+    handles = [Patch(facecolor=colors[n], edgecolor="black", hatch="xx" if n == UNATTRIBUTED else None,
+                     label="unattributed (total minus the phases)" if n == UNATTRIBUTED else n) for n in names]
+    if meas:
+        handles.append(Patch(facecolor="white", edgecolor="black", label="measured"))
+    if model:
+        handles.append(Patch(facecolor="white", edgecolor="black", hatch="//", label="model"))
+    if any(r[2] == "overlap" for r in rows):
+        handles.append(Patch(facecolor="white", edgecolor="black", hatch="...",
+                             label="model: a fused scatter's transfers\nunder the GEMM (overlap)"))
+    axes[0][1].legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
     save(fig, outdir, "phases_by_mode.png")
     return None
 
@@ -208,7 +248,7 @@ def fig_total_vs_m(doc, outdir, notes):
     for g in doc["groups"]:
         t = g["time_ok_us"]
         if t and t.get("n"):
-            series.setdefault(g["config"], []).append(g)
+            series.setdefault(g["series"], []).append(g)
     failed_runs = [r for r in doc["runs"] if r["verdict"] == "fail" and finite(r["time_us"])]
     ms = sorted({g["shape"]["m"] for gs in series.values() for g in gs})
     if not series and not failed_runs:
@@ -239,12 +279,15 @@ def fig_total_vs_m(doc, outdir, notes):
         ax.plot([r["m"] for r in failed_runs], [r["time_us"] for r in failed_runs], "X", color="#c44e52",
                 markersize=9, markeredgecolor="black", linestyle="none", label=f"failed run ({len(failed_runs)})")
         notes.append(f"total_vs_m.png: {len(failed_runs)} failed run(s) are marked X and kept off the curves")
+    ys = [g["time_ok_us"]["median"] for label in labels for g in series[label]]
+    if ys and max(ys) > 10 * min(ys):  # two machines, or M over a wide range: every curve stays readable
+        ax.set_yscale("log")
     ax.set_xscale("log", base=2)
     ax.set_xticks(ms)
     ax.set_xticklabels([str(m) for m in ms], rotation=45 if len(ms) > 8 else 0)
     ax.minorticks_off()
     ax.set_xlabel("M (rows)")
-    ax.set_ylabel("total time, max over ranks (us)")
+    ax.set_ylabel("total time, max over ranks (us)" + (", log" if ax.get_yscale() == "log" else ""))
     title = "Total time per config against M: median of passing runs, bars min-max"
     title += "; dashed: model" if any_model else " (no model totals in the inputs)"
     ax.set_title(title)
@@ -274,7 +317,14 @@ def fig_pull_grid(doc, outdir, notes):
             continue
         if m_sweep is not None and g["shape"]["m"] != m_sweep:
             continue
+        if sweep.get("profile") and g["profile"] != sweep["profile"]:
+            continue  # another machine's runs are not points of this machine's curve
         measured.append(g)
+    keys = list(dict.fromkeys((g["machine"], g["profile"]) for g in measured))
+    if len(keys) > 1:
+        notes.append(f"pull_grid.png: the runs at the sweep's config are of {len(keys)} machines; those of "
+                     f"{keys[0][0] or 'the unnamed machine'} ({keys[0][1]}) are drawn")
+        measured = [g for g in measured if (g["machine"], g["profile"]) == keys[0]]
     fig, ax = plt.subplots(figsize=(11.0, HEIGHT_IN))
     xs = [p[0] for p in sweep["points"]]
     ys = [p[1] for p in sweep["points"]]
@@ -335,7 +385,7 @@ def fig_rel_l2(doc, outdir, notes):
     failed = {}
     for r in doc["runs"]:
         if r["verdict"] == "fail":
-            failed.setdefault(r["config"], []).append(r)
+            failed.setdefault(r["series"], []).append(r)
     labelled = set()
 
     def once(label):
@@ -357,7 +407,7 @@ def fig_rel_l2(doc, outdir, notes):
         if finite(g["floor"]):
             ax.hlines(g["floor"], i - 0.35, i + 0.35, color="#4c72b0", linewidth=2, label=once("predicted floor"))
         else:
-            no_floor.append(g["config"])
+            no_floor.append(g["series"])
         s = g["rel_l2"]
         bad = g["fail"] > 0
         if s.get("n"):
@@ -365,7 +415,7 @@ def fig_rel_l2(doc, outdir, notes):
             ax.vlines(i, lo, hi, color="#555555", linewidth=1.5, label=once("min-max over runs"))
             ax.plot(i, max(s["median"], bottom), marker="o", color="black", markersize=6, linestyle="none",
                     label=once("median relL2"))
-        fr = [r["rel_l2"] for r in failed.get(g["config"], []) if finite(r["rel_l2"])]
+        fr = [r["rel_l2"] for r in failed.get(g["series"], []) if finite(r["rel_l2"])]
         if fr:
             ax.plot([i] * len(fr), [min(max(v, bottom), top) for v in fr], "X", color="#c44e52", markersize=8,
                     linestyle="none", label=once("failed run"))
@@ -410,8 +460,7 @@ def fig_rank_spread(doc, outdir, notes):
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels([config_tick(c) for c in groups], rotation=35, ha="right", fontsize=7)
     ax.set_xlim(-0.6, len(groups) - 0.4)
-    ax.set_ylim(bottom=0)
-    ax.margins(y=0.2)
+    ax.set_ylim(0, max(g["rank_spread_pct"]["max"] for g in groups) * 1.25 or 1.0)  # room for the annotations
     ax.set_ylabel("slowest minus fastest rank, % of the median rank")
     ax.set_title("Per-rank time spread per config (annotated: the rank slowest most often, in how many runs)")
     ax.legend(loc="upper left")
@@ -420,7 +469,7 @@ def fig_rank_spread(doc, outdir, notes):
 
 
 FIGURES = [
-    ("phases_by_mode.png", "Phase breakdown per config, measured beside model", fig_phases),
+    ("phases_by_mode.png", "Where the time went per config: measured beside model", fig_phases),
     ("total_vs_m.png", "Total time per config against M", fig_total_vs_m),
     ("pull_grid.png", "Pull-grid sweep: model curve, measured points, optimum band", fig_pull_grid),
     ("rel_l2_vs_floor.png", "relL2 per config against the predicted floor", fig_rel_l2),

@@ -6,7 +6,8 @@ aggregated the runs per config and shape, and matched model documents to configs
 import json
 
 FORMAT = "gemmar-report/1"
-REQUIRED = ("inputs", "summary", "groups", "configs", "runs", "models", "sweeps", "skipped", "notes", "phase_order")
+REQUIRED = ("inputs", "summary", "groups", "configs", "runs", "models", "sweeps", "skipped", "notes", "phase_order",
+            "placements")
 
 
 class BadDocument(Exception):

@@ -224,9 +224,16 @@ TEST(CommonChunks, KnobsMoriRefusesAreRefusedWithMorisReason) {
   c = Config{};
   c.mode = Mode::SplitLsa;
   c.gather_dtype = WireDtype::Fp8;
-  EXPECT_NE(usage_message(s, c).find("--mode split-lsa has no fp8 gather leg (build_lsa_ar takes no gather_dtype); "
-                                     "use split-sdma or fused-sdma for --gather-dtype fp8"),
-            std::string::npos);
+  // Refused where a config comes in; code that runs every mode and wire gets split-lsa's bf16 (effective_config).
+  EXPECT_EQ(usage_message(s, c), "");
+  try {
+    validate_gather_wire(c);
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--mode split-lsa has no fp8 gather leg (build_lsa_ar takes no "
+                                         "gather_dtype); use split-sdma or fused-sdma for --gather-dtype fp8"),
+              std::string::npos);
+  }
   c = Config{};
   c.mode = Mode::SplitSdma;
   c.chunk_bands = 2;

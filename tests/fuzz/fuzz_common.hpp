@@ -14,7 +14,7 @@
 #include "common/errors.hpp"
 
 // The entry point: libFuzzer's LLVMFuzzerTestOneInput in the fuzz build; with GEMMAR_FUZZ_REPLAY (the ctest
-// suite tests/reliability_fuzz_replay_test.cpp links all five) a named function, so every seed and every
+// suite tests/reliability/reliability_fuzz_replay_test.cpp links all five) a named function, so every seed and every
 // past crash input in tests/fuzz/ is replayed by the ordinary test tiers and under ASan/UBSan too.
 #ifdef GEMMAR_FUZZ_REPLAY
 #define GEMMAR_FUZZ_TARGET(name) int gemmar_fuzz_##name(const uint8_t* data, size_t size)

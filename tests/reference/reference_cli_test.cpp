@@ -36,6 +36,28 @@ TEST(ReferenceCli, FloorsJsonHasBothWiresRowsShapeAndStderr) {
   EXPECT_TRUE(j.contains("seconds"));
 }
 
+// --scatter-dtype picks the scatter leg of the "floors" object; every pair is printed in "pairs", with mori's
+// published value beside where the shape is one of mori's targets (not this reduced one).
+TEST(ReferenceCli, FloorsScatterDtypeFp8GivesTheFp8ScatterPairsAndEveryPairIsListed) {
+  const Result r = run("floors -m 1024 -k 128 --rows 16 --scatter-dtype fp8 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["scatter_dtype"], "fp8");
+  EXPECT_NEAR(j["floors"]["bf16"].get<double>(), 2.62e-2, 0.1 * 2.62e-2);
+  EXPECT_NEAR(j["floors"]["fp8"].get<double>(), 3.61e-2, 0.1 * 3.61e-2);
+  ASSERT_EQ(j["pairs"].size(), 4u);
+  for (const auto& p : j["pairs"]) {
+    EXPECT_GT(p["rel_l2"].get<double>(), 0.0);
+    EXPECT_FALSE(p.contains("mori_published")) << p;  // K=128 is not mori's shape
+    if (p["scatter"] == "fp8" && p["gather"] == "fp8") {
+      EXPECT_EQ(p["rel_l2"], j["floors"]["fp8"]);
+    }
+  }
+  const Result text = run("floors -m 1024 -k 128 --rows 16 --scatter-dtype fp8");
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("* fp8      fp8"), std::string::npos) << text.out;
+}
+
 TEST(ReferenceCli, QuantStudyJsonRowsPerGroupWithScaleOverhead) {
   const Result r = run("quant-study --rows 64 --cols 1024 --groups 1024,128,32 --json");
   ASSERT_EQ(r.code, 0) << r.err;
@@ -60,6 +82,7 @@ TEST(ReferenceCli, BadInputExitsTwoNamingTheOption) {
   const std::pair<const char*, const char*> cases[] = {
       {"floors --quant nope", "--quant"},
       {"floors --data nope", "--data"},
+      {"floors --scatter-dtype fp16", "--scatter-dtype"},
       {"floors -k 100", "-k"},
       {"floors -n 1536", "-n"},
       {"floors --world 3", "--world"},

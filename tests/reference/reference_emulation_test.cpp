@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <utility>
 
 #include <cmath>
 
 #include "reference/emulation.hpp"
 #include "reference/formats.hpp"
+#include "reference/numerics_inline.hpp"
+#include "reference/quant.hpp"
 
 using namespace gemmar;
 using namespace gemmar::reference;
@@ -115,6 +118,175 @@ TEST(Emulation, Fp8WireSdmaAndLsaAreIdenticalAndOwnerRowsAreNeverQuantized) {
   const double e = view_rel_l2(sdma);
   EXPECT_GT(e, 1.5e-2);
   EXPECT_LT(e, 3.0e-2);
+}
+
+// The fp8 scatter (mori's --scatter-dtype fp8): each rank's bf16 partial of a row, its own included, narrowed per 256
+// columns with mori's recipe; the owner sums the widened slots in fp32 in peer order (owner + j) % W from its own,
+// stores bf16; the gather copies (bf16) or narrows per row (fp8) as ever. Written out here from the recipe's row
+// functions (tested bit for bit in reference_scatter_test.cpp) and compared with every rank's view.
+TEST(Emulation, Fp8ScatterNarrowsEveryRanksPartialIncludingTheOwnersAndSumsWidenedInPeerOrder) {
+  const int W = kShape.world;
+  const int64_t N = kShape.n, S = slice_rows(kShape, Quant::Blockscale);
+  const auto& rows = partials().rows;
+  std::vector<uint16_t> want(rows.size() * size_t(N)), skip_own(want.size());
+  std::vector<uint16_t> bf(static_cast<size_t>(N));
+  std::vector<uint8_t> codes(static_cast<size_t>(N));
+  std::vector<float> scales(size_t(N / 256));
+  std::vector<std::vector<float>> wide(static_cast<size_t>(W), std::vector<float>(static_cast<size_t>(N)));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const int owner = int(rows[i] / S);
+    for (int p = 0; p < W; ++p) {
+      for (int64_t c = 0; c < N; ++c)
+        bf[size_t(c)] = to_bf16(partials().partials[size_t(p)][i * size_t(N) + size_t(c)]);
+      scatter_quantize_row(bf.data(), N, codes.data(), scales.data(), Fp8Format::E4M3FN);
+      scatter_widen_row(codes.data(), scales.data(), N, wide[size_t(p)].data(), Fp8Format::E4M3FN);
+    }
+    for (int64_t c = 0; c < N; ++c) {
+      // acc_own: a reduce that left the owner's own contribution unquantized
+      float acc = wide[size_t(owner)][size_t(c)];
+      float acc_own = from_bf16(to_bf16(partials().partials[size_t(owner)][i * size_t(N) + size_t(c)]));
+      for (int j = 1; j < W; ++j) {
+        acc += wide[size_t((owner + j) % W)][size_t(c)];
+        acc_own += wide[size_t((owner + j) % W)][size_t(c)];
+      }
+      want[i * size_t(N) + size_t(c)] = to_bf16(acc);
+      skip_own[i * size_t(N) + size_t(c)] = to_bf16(acc_own);
+    }
+  }
+  Config c = make_config(Mode::FusedSdma, WireDtype::Bf16, Transport::Sdma);
+  c.scatter_dtype = WireDtype::Fp8;
+  const Bf16Outputs out = run(c);
+  for (int r = 0; r < W; ++r) ASSERT_EQ(out[size_t(r)], want) << "rank " << r;
+  EXPECT_NE(want, skip_own);  // the owner's own contribution goes through fp8 too
+  const double e = view_rel_l2(out);
+  EXPECT_GT(e, 2.3e-2);  // e4m3's 3 mantissa bits on every contribution
+  EXPECT_LT(e, 2.9e-2);
+  // With the fp8 gather: the owner holds that reduce, every peer its per-row narrowing.
+  c.gather_dtype = WireDtype::Fp8;
+  const Bf16Outputs both = run(c);
+  std::vector<uint16_t> deq(static_cast<size_t>(N));
+  for (size_t i = 0; i < rows.size(); i += 13) {
+    const int owner = int(rows[i] / S);
+    const uint16_t* reduced = want.data() + i * size_t(N);
+    const float scale = wire_quantize_row(reduced, N, codes.data(), Fp8Format::E4M3FN);
+    wire_dequantize_row(codes.data(), scale, N, deq.data(), Fp8Format::E4M3FN);
+    for (int r = 0; r < W; ++r) {
+      const uint16_t* view = both[size_t(r)].data() + i * size_t(N);
+      ASSERT_TRUE(std::equal(view, view + N, r == owner ? reduced : deq.data())) << "rank " << r << " row " << rows[i];
+    }
+  }
+  const double e2 = view_rel_l2(both);
+  EXPECT_GT(e2, 3.2e-2);  // the two legs' errors add in quadrature: sqrt(0.026^2 + 0.025^2)
+  EXPECT_LT(e2, 4.0e-2);
+}
+
+// A scatter put that does nothing leaves the owner's slot as mori's zeroed window holds it (codes 0, scales 0):
+// widened, zero, so the owner's reduce holds its own narrowed partial only.
+TEST(EmulationFaults, SilentFp8ScatterLeavesTheOwnersOwnNarrowedPartial) {
+  Config c = make_config(Mode::FusedSdma, WireDtype::Bf16, Transport::Sdma);
+  c.scatter_dtype = WireDtype::Fp8;
+  Faults f;
+  f.silent_scatter = true;
+  const Bf16Outputs out = run(c, f);
+  const int64_t N = kShape.n, S = slice_rows(kShape, Quant::Blockscale);
+  std::vector<uint16_t> bf(static_cast<size_t>(N));
+  std::vector<uint8_t> codes(static_cast<size_t>(N));
+  std::vector<float> scales(size_t(N / 256)), wide(static_cast<size_t>(N));
+  for (size_t i = 0; i < partials().rows.size(); i += 7) {
+    const int owner = int(partials().rows[i] / S);
+    for (int64_t col = 0; col < N; ++col)
+      bf[size_t(col)] = to_bf16(partials().partials[size_t(owner)][i * size_t(N) + size_t(col)]);
+    scatter_quantize_row(bf.data(), N, codes.data(), scales.data(), Fp8Format::E4M3FN);
+    scatter_widen_row(codes.data(), scales.data(), N, wide.data(), Fp8Format::E4M3FN);
+    for (int64_t col = 0; col < N; ++col)
+      ASSERT_EQ(out[size_t(owner)][i * size_t(N) + size_t(col)], to_bf16(wide[size_t(col)] + 0.0f)) << i << " " << col;
+  }
+  EXPECT_GT(view_rel_l2(out), 0.8);
+}
+
+// Relaxed rows (mori's --relaxed-rows, kernels_fused.py @f3bff0ae): M = 1040 is not padded to W * BLOCK_M = 512, each
+// rank owns 260 rows, not 384: row 300 belongs to rank 1 (its reduce starts from rank 1's value, and on the fp8 gather
+// rank 1's view is the unquantized one), and the rows whose owner is the same in both layouts are bit for bit equal.
+TEST(Emulation, RelaxedRowsMoveRowsToTheUnpaddedSlicesOwner) {
+  const Shape shape{1040, 1024, 128, 4};
+  PartialsRequest pr;
+  pr.operands.shape = shape;
+  for (int64_t r = 0; r < shape.m; ++r) pr.rows.push_back(r);
+  const PartialsResult p = compute_partials(pr);
+  Config padded = make_config(Mode::FusedSdma, WireDtype::Fp8, Transport::Sdma);
+  Config relaxed = padded;
+  relaxed.chunk_bands = 1;
+  relaxed.relaxed_rows = true;
+  validate_shape_config(shape, relaxed);
+  ASSERT_EQ(slice_rows(shape, relaxed), 260);
+  ASSERT_EQ(slice_rows(shape, padded), 384);
+  CollectiveRequest cr;
+  cr.shape = shape;
+  cr.rows = p.rows;
+  cr.config = relaxed;
+  const Bf16Outputs a = emulate_collective(cr, p.partials);
+  cr.config = padded;
+  const Bf16Outputs b = emulate_collective(cr, p.partials);
+  const int64_t N = shape.n;
+  auto row_of = [&](const Bf16Outputs& o, int r, int64_t row) {
+    return std::vector<uint16_t>(o[size_t(r)].begin() + row * N, o[size_t(r)].begin() + (row + 1) * N);
+  };
+  for (int r = 0; r < 4; ++r)
+    for (int64_t row : {int64_t(0), int64_t(100), int64_t(259)}) EXPECT_EQ(row_of(a, r, row), row_of(b, r, row)) << r;
+  // Row 300: the reduce from owner 1 (relaxed) or 0 (padded), in fp32 over the bf16 partials, as the owner holds it.
+  for (const auto& [out, owner] : {std::pair{&a, 1}, std::pair{&b, 0}}) {
+    std::vector<uint16_t> want(static_cast<size_t>(N));
+    for (int64_t c = 0; c < N; ++c)
+      want[size_t(c)] = numerics::reduce_element(
+          owner, 4, [&](int q) { return to_bf16(p.partials[size_t(q)][size_t(300 * N + c)]); });
+    EXPECT_EQ(row_of(*out, owner, 300), want) << "owner " << owner;
+  }
+  EXPECT_NE(row_of(a, 1, 300), row_of(b, 1, 300));  // rank 1 holds the reduce, not its fp8 narrowing
+}
+
+// The chunks of the fused scatter only split the puts (mori: "Outputs are bitwise equal to the baseline", README
+// "Short final chunks"): chunk_bands' short tail and either chunk rule give the same bits, on both scatter wires.
+TEST(Emulation, ChunkBandsAndTheChunkRuleChangeNoValue) {
+  for (WireDtype scatter : {WireDtype::Bf16, WireDtype::Fp8}) {
+    Config base = make_config(Mode::FusedSdma, WireDtype::Fp8, Transport::Lsa);
+    base.scatter_dtype = scatter;
+    const Bf16Outputs want = run(base);
+    for (int bands : {1, 3}) {  // S = 128 rows of BLOCK_M 128 here: one band a rank, so 3 is a short tail of 1
+      Config c = base;
+      c.chunk_bands = bands;
+      EXPECT_EQ(run(c), want) << bands;
+    }
+    Config op = base;
+    op.chunk_rule = ChunkRule::Op;
+    EXPECT_EQ(run(op), want);
+  }
+}
+
+// The wo_b schedule's padded rows (op.py pad_rows: A zero-extended before quantizing): logical M 4200 runs as 4224
+// rows on W=4 mxfp8 5120 x 2048 (relaxed, 1056 a rank); rows 4200..4223 are zero in every view, on the fp8 scatter too.
+TEST(Emulation, WoBScheduleRowsPastTheLogicalMAreZero) {
+  EmulationRequest req;
+  req.shape = {4200, 5120, 2048, 4};
+  req.config = make_config(Mode::FusedSdma, WireDtype::Bf16, Transport::Sdma);
+  req.config.quant = Quant::Mxfp8;
+  req.config.schedule = Schedule::WoB;
+  req.config.chunk_rule = ChunkRule::Op;
+  req.config.scatter_dtype = WireDtype::Fp8;
+  ASSERT_EQ(padded_m(req.shape, req.config), 4224);
+  req.rows = {1055, 1056, 4199, 4200, 4223};
+  const EmulationResult r = emulate(req);
+  for (int rank = 0; rank < 4; ++rank)
+    for (size_t i = 0; i < req.rows.size(); ++i) {
+      const bool pad = req.rows[i] >= 4200;
+      int64_t nonzero = 0;
+      for (int64_t c = 0; c < req.shape.n; ++c)
+        nonzero += (r.outputs[size_t(rank)][i * size_t(req.shape.n) + size_t(c)] & 0x7fff) != 0;
+      if (pad) {
+        EXPECT_EQ(nonzero, 0) << "rank " << rank << " row " << req.rows[i];
+      } else {
+        EXPECT_GT(nonzero, req.shape.n / 2) << "rank " << rank << " row " << req.rows[i];
+      }
+    }
 }
 
 TEST(Emulation, SplitLsaIsBf16OnlyEvenWhenAskedForFp8) {

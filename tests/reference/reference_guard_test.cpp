@@ -79,6 +79,7 @@ TEST(ReferenceGuard, EveryModeWireAndTransportPassesCleanOnTheEmulation) {
   for (Mode m : {Mode::GemmOnly, Mode::SplitSdma, Mode::FusedSdma, Mode::SplitLsa, Mode::FusedLsa})
     for (WireDtype w : {WireDtype::Bf16, WireDtype::Fp8})
       for (Transport t : {Transport::Sdma, Transport::Lsa}) {
+        if (m == Mode::SplitLsa && w == WireDtype::Fp8) continue;  // refused as mori refuses it (validate_knobs)
         const Call c = emulate_call(shape, config_of(m, w, t));
         const auto f = guard_check(c.ctx, sums_of(c));
         EXPECT_TRUE(f.empty()) << config_label(config_of(m, w, t)) << ": " << f.front().code << " "

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "reference/formats.hpp"
 #include "reference/numerics_inline.hpp"
@@ -157,6 +158,22 @@ TEST(Operands, BenchKindIsRandnOver8CastStraightWithScalesInRange) {
     EXPECT_GE(sc, 0.01f);
     EXPECT_LT(sc, 0.02f);
   }
+}
+
+// mori's mxfp8 operands (bench_gemm_ar.py @d5443336 _ue8m0_bytes(shape, g, lo=120, hi=123)): every scale is one of
+// 2^-7, 2^-6, 2^-5, each about a third of the time.
+TEST(Operands, BenchMxfp8ScalesAreMorisThreeExponents) {
+  OperandSpec s;
+  s.shape = {1024, 1024, 256, 2};
+  s.quant = Quant::Mxfp8;
+  s.data = DataKind::Bench;
+  const RankOperands o = make_rank_operands(s, 1, std::vector<int64_t>{0, 1, 2, 3});
+  std::map<float, int> seen;
+  for (float sc : o.b.scales) ++seen[sc];
+  for (float sc : o.a.scales) ++seen[sc];
+  ASSERT_EQ(seen.size(), 3u);
+  const int total = int(o.a.scales.size() + o.b.scales.size());
+  for (float want : {0x1p-7f, 0x1p-6f, 0x1p-5f}) EXPECT_NEAR(double(seen[want]) / total, 1.0 / 3, 0.05) << want;
 }
 
 TEST(Operands, PaddingRowsAreZero) {

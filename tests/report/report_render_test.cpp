@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -153,17 +155,31 @@ TEST_F(ReportTest, AllInputKindsTogetherDrawEveryFigure) {
     EXPECT_EQ(e.path().filename(), "all") << "left behind: " << e.path();
 }
 
-TEST_F(ReportTest, BenchmarkLogAloneDrawsTimingFiguresAndSaysWhatIsMissing) {
+TEST_F(ReportTest, BenchmarkLogAloneDrawsModelBarsPhaseTablesAndTimelines) {
   const fs::path out = root_ / "bench";
   const Result r = run_gemmar({"report", data("bench_mi355x.log"), "--out", out.string(), "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  expect_figures(out, {"total_vs_m.png", "rel_l2_vs_floor.png", "rank_spread.png"});
-  // The benchmark prints no phases and no sweep: those figures are skipped, and the page says why.
-  EXPECT_FALSE(fs::exists(out / "phases_by_mode.png"));
+  // No model given and no phases printed: gemmar's model of each run draws the phase figure.
+  expect_figures(out, {"phases_by_mode.png", "total_vs_m.png", "rel_l2_vs_floor.png", "rank_spread.png"});
   EXPECT_FALSE(fs::exists(out / "pull_grid.png"));
   const std::string html = slurp(out / "index.html");
-  EXPECT_NE(html.find("<code>phases_by_mode.png</code> not drawn: no run carries measured phases"), std::string::npos);
+  EXPECT_NE(html.find("model phases (hatched; no measured phases in the inputs)"), std::string::npos);
   EXPECT_NE(html.find("<code>pull_grid.png</code> not drawn: no pull-grid sweep"), std::string::npos);
+  // The phase table per config: model, ceiling, bus bandwidth, TFLOP/s, and the speedup against split.
+  const std::string phases = slurp(out / "phases.html");
+  EXPECT_NE(html.find("href=\"phases.html\""), std::string::npos);
+  EXPECT_NE(phases.find("<th>busbw (GB/s)</th>"), std::string::npos);
+  EXPECT_NE(phases.find("reduce-scatter"), std::string::npos);
+  EXPECT_NE(phases.find("GEMM TFLOP/s per device"), std::string::npos);
+  EXPECT_NE(phases.find("vs split-sdma/blockscale/bf16/sdma: 1.28x"), std::string::npos) << "1472.9 / 1150.7";
+  // A timeline per run, linked from index.html, each a Trace Event Format document.
+  for (int i = 0; i < 21; ++i) {
+    const fs::path t = out / "timeline" / ("run-" + std::to_string(i) + ".json");
+    const auto j = nlohmann::json::parse(slurp(t), nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << t;
+    EXPECT_TRUE(j["traceEvents"].is_array() && !j["traceEvents"].empty()) << t;
+  }
+  EXPECT_NE(html.find("href=\"timeline/run-0.json\""), std::string::npos);
   EXPECT_EQ(html.find("src=\"pull_grid.png\""), std::string::npos);
   // --json: one document on stdout naming what was drawn and what was skipped.
   EXPECT_EQ(r.out.front(), '{');
@@ -183,7 +199,7 @@ TEST_F(ReportTest, CpuValidateResultsSkipTimingFiguresWithReasons) {
   const std::string html = slurp(out / "index.html");
   EXPECT_NE(html.find("<code>total_vs_m.png</code> not drawn: no run carries a time"), std::string::npos);
   EXPECT_NE(html.find("<code>rank_spread.png</code> not drawn: no run carries per_rank_time_us"), std::string::npos);
-  EXPECT_NE(html.find("no measured phases (phases_us)"), std::string::npos);
+  EXPECT_NE(html.find("model phases (hatched; no measured phases in the inputs)"), std::string::npos);
   EXPECT_NE(html.find("WIRE_NOT_USED"), std::string::npos);
   EXPECT_NE(html.find("validate results"), std::string::npos);
   EXPECT_NE(html.find("h200-1gpu"), std::string::npos);  // the profile object of results.json
@@ -290,7 +306,7 @@ TEST_F(ReportTest, ModelDocumentBesideBenchmarkLogDrawsTheModelBarOfItsConfig) {
   const std::string html = slurp(out / "index.html");
   EXPECT_NE(html.find("the model of 1 config group(s)"), std::string::npos);
   // The benchmark has no measured phases: the caption (the figure's title) says model only.
-  EXPECT_NE(html.find("Model phase breakdown per config (hatched; no measured phases"), std::string::npos);
+  EXPECT_NE(html.find("model phases (hatched; no measured phases in the inputs)"), std::string::npos);
   EXPECT_EQ(html.find("measured (solid) beside model"), std::string::npos);
   // And the config's row carries the model total.
   EXPECT_NE(html.find("<td class=\"num\">819.5</td>"), std::string::npos);
@@ -323,7 +339,7 @@ TEST_F(ReportTest, ThousandRunsGiveBoundedFiguresAndOneRowPerConfig) {
   }
   const std::string html = slurp(out / "index.html");
   size_t rows = 0;
-  for (size_t p = 0; (p = html.find("</td><td class=\"cfg\">", p)) != std::string::npos; ++p) ++rows;
+  for (size_t p = 0; (p = html.find("<a href=\"phases.html#g", p)) != std::string::npos; ++p) ++rows;
   EXPECT_EQ(rows, 12u) << "3 configs x 4 values of M";
   EXPECT_LT(html.size(), 200000u);
   EXPECT_NE(html.find("<b>1000</b> run(s) in <b>12</b>"), std::string::npos);
@@ -411,6 +427,73 @@ TEST(ReportEnvironmentTest, InterpreterWithoutMatplotlibExitsThree) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_FALSE(fs::exists(dir / "out"));
   fs::remove_all(dir);
+}
+
+TEST_F(ReportTest, RunsOfTwoMachinesAreTwoRowsNeverOneMedian) {
+  const fs::path out = root_ / "two";
+  const Result r = run_gemmar({"report", data("bench_mi355x.log"), data("h200_1gpu_runs.log"), "--out", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_figures(out, {"phases_by_mode.png", "total_vs_m.png"});
+  const std::string html = slurp(out / "index.html");
+  // gemm-only at M=16384: 369.4 us on the MI355X, 17563 us on the H200, each its own row and median.
+  EXPECT_NE(html.find("MI355X (mi355x)"), std::string::npos);
+  EXPECT_NE(html.find("NVIDIA H200 (h200-1gpu)"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"num\">369.4</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"num\">17563.0</td>"), std::string::npos);
+  EXPECT_EQ(html.find("[369"), std::string::npos) << "a range spanning both machines";
+  EXPECT_NE(html.find("<h2>Machines and profiles</h2>"), std::string::npos);
+  EXPECT_NE(html.find("named by the log at "), std::string::npos);
+  // The figures name the machine beside the config when there are two.
+  EXPECT_NE(slurp(out / "phases.html").find("gemm-only/blockscale @ NVIDIA H200 (h200-1gpu)"), std::string::npos);
+}
+
+TEST_F(ReportTest, TraceBecomesItsRunsTimelineLinkedFromTheIndex) {
+  const fs::path out = root_ / "trace";
+  const std::string trace = (kData.parent_path() / "check" / "rocprof_fused_sdma_bf16.csv").string();
+  const Result r = run_gemmar({"report", data("gemmar_run.log"), "--trace", trace, "--out", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string html = slurp(out / "index.html");
+  const size_t at = html.find("the kernels of iteration 1 of 3 of <code>" + trace + "</code> on 8 device(s)");
+  ASSERT_NE(at, std::string::npos) << "the traced run is listed under Timelines";
+  const size_t href = html.rfind("href=\"timeline/run-", at);
+  ASSERT_NE(href, std::string::npos);
+  const std::string file = html.substr(href + 6, html.find('"', href + 6) - href - 6);
+  const auto t = nlohmann::json::parse(slurp(out / file));
+  size_t ranks = 0, kernels = 0;
+  for (const auto& e : t["traceEvents"]) {
+    ranks +=
+        e["ph"] == "M" && e["name"] == "process_name" && e["args"]["name"].get<std::string>().rfind("rank ", 0) == 0;
+    kernels += e["ph"] == "X" && e["cat"] == "measured kernel";
+  }
+  EXPECT_EQ(ranks, 8u);
+  EXPECT_EQ(kernels, 32u) << "4 phases on each of 8 devices, one iteration";
+  // A trace that fits no run is exit 2 naming it, and nothing is written.
+  const Result bad =
+      run_gemmar({"report", data("bench_mi355x.log"), "--trace", "nope.csv", "--out", (root_ / "bad").string()});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--trace nope.csv: cannot open"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(root_ / "bad"));
+}
+
+// gemmar validate draws its report from its own results: the model beside each run is that run's shape's.
+TEST_F(ReportTest, ValidateReportModelsTheShapeItRan) {
+  const fs::path out = root_ / "val";
+  const Result r = run_gemmar({"validate", "--backend", "cpu", "-m", "512", "-n", "1024", "-k", "256", "--world", "4",
+                               "--iterations", "1", "--out", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto doc = nlohmann::json::parse(slurp(out / "report" / "report.json"));
+  ASSERT_EQ(doc["groups"].size(), 11u);
+  for (const auto& g : doc["groups"]) {
+    EXPECT_EQ(g["shape"], (nlohmann::json{{"m", 512}, {"n", 1024}, {"k", 256}, {"world", 4}}));
+    ASSERT_TRUE(g["model"].is_object()) << g["series"];
+    EXPECT_NE(g["model"]["from"].get<std::string>().find("gemmar's model"), std::string::npos);
+    EXPECT_FALSE(g["model"]["phases"].empty());
+  }
+  const auto results = nlohmann::json::parse(slurp(out / "results.json"));
+  for (const auto& p : results["model_predictions"])
+    EXPECT_EQ(p["shape"], (nlohmann::json{{"m", 512}, {"n", 1024}, {"k", 256}, {"world", 4}}));
+  EXPECT_TRUE(read_png(out / "report" / "phases_by_mode.png").valid);
+  EXPECT_EQ(slurp(out / "report" / "index.html").find("match no run"), std::string::npos);
 }
 
 }  // namespace

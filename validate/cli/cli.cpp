@@ -1,8 +1,9 @@
 #include "validate/cli/cli.hpp"
 
-#include <cstdlib>
+#include <algorithm>
 #include <iostream>
 
+#include "common/config_fields.hpp"
 #include "common/errors.hpp"
 
 namespace gemmar::cli {
@@ -16,28 +17,31 @@ void add_shape_options(po::options_description& d) {
 }
 
 int pull_blocks_from_env() {
-  const char* v = std::getenv("MORI_GEMM_AR_PULL_BLOCKS");
-  if (!v || !*v) return Config{}.pull_blocks;
-  char* end = nullptr;
-  const long b = std::strtol(v, &end, 10);
-  GEMMAR_USAGE_CHECK(end && *end == '\0' && b >= 1 && b <= 65536, "MORI_GEMM_AR_PULL_BLOCKS: '", v,
-                     "' is not an integer in [1, 65536]");
-  return int(b);
+  Config c;
+  set_field_from_env(*find_config_field("pull_blocks"), c);
+  return c.pull_blocks;
 }
 
-void add_config_options(po::options_description& d) {
+void add_config_options(po::options_description& d, const std::vector<std::string>& only) {
   const Config c;
-  d.add_options()("mode", po::value<std::string>()->default_value(to_string(c.mode)), mode_spellings())(
-      "quant", po::value<std::string>()->default_value(to_string(c.quant)), quant_spellings())(
-      "gather-dtype", po::value<std::string>()->default_value(to_string(c.gather_dtype)), "bf16|fp8")(
-      "gather-transport", po::value<std::string>()->default_value(to_string(c.gather_transport)), "sdma|lsa")(
-      "pull-blocks", po::value<int>(), "pull kernel grid per rank (default: $MORI_GEMM_AR_PULL_BLOCKS, else 64)")(
-      "fuse-quantize", po::bool_switch()->default_value(false), "fold the fp8 narrowing into the reduce")(
-      "fuse-reduce-push", po::bool_switch()->default_value(false),
-      "the reduce fires the bf16 gather's copy-engine puts band by band (bf16 gather over sdma)")(
-      "gather-bands", po::value<int>()->default_value(c.gather_bands), "bands of --fuse-reduce-push")(
-      "publish", po::value<std::string>()->default_value(to_string(c.publish)),
-      "writethrough|fence: how --fuse-reduce-push releases a band to the copy engine");
+  for (const ConfigField& f : config_fields()) {
+    if (!only.empty() && std::find(only.begin(), only.end(), f.flag) == only.end()) continue;
+    switch (f.kind) {
+      case FieldKind::Enum:
+        d.add_options()(f.flag, po::value<std::string>()->default_value(field_text(f, c)),
+                        (f.spellings() + ": " + f.help).c_str());
+        break;
+      case FieldKind::Bool:
+        d.add_options()(f.flag, po::bool_switch()->default_value(false), f.help);
+        break;
+      case FieldKind::Int:
+        if (*f.env)  // the default is the environment's, read when the option is absent
+          d.add_options()(f.flag, po::value<int64_t>(), f.help);
+        else
+          d.add_options()(f.flag, po::value<int64_t>()->default_value(f.get_int(c)), f.help);
+        break;
+    }
+  }
 }
 
 void add_common_options(po::options_description& d) {
@@ -56,24 +60,24 @@ Shape read_shape(const po::variables_map& vm) {
 
 Config read_config(const po::variables_map& vm) {
   Config c;
-  c.mode = parse_mode(vm["mode"].as<std::string>());
-  c.quant = parse_quant(vm["quant"].as<std::string>());
-  c.gather_dtype = parse_wire(vm["gather-dtype"].as<std::string>());
-  c.gather_transport = parse_transport(vm["gather-transport"].as<std::string>());
-  c.pull_blocks = vm.count("pull-blocks") ? vm["pull-blocks"].as<int>() : pull_blocks_from_env();
-  c.fuse_quantize = vm["fuse-quantize"].as<bool>();
-  c.fuse_reduce_push = vm["fuse-reduce-push"].as<bool>();
-  c.gather_bands = vm["gather-bands"].as<int>();
-  c.publish = parse_publish(vm["publish"].as<std::string>());
+  for (const ConfigField& f : config_fields()) {
+    if (!vm.count(f.flag)) {
+      set_field_from_env(f, c);
+      continue;
+    }
+    if (f.kind == FieldKind::Int)
+      set_field_option(f, c, vm[f.flag].as<int64_t>());
+    else if (f.kind == FieldKind::Bool)
+      set_field_option(f, c, vm[f.flag].as<bool>() ? "1" : "0");
+    else
+      set_field_option(f, c, vm[f.flag].as<std::string>());
+  }
   GEMMAR_USAGE_CHECK(!c.fuse_reduce_push || effective_config(c).fuse_reduce_push,
                      "--fuse-reduce-push: needs a reduce feeding the bf16 gather over sdma (--gather-dtype bf16 "
                      "--gather-transport sdma, not gemm-only or split-lsa)");
-  GEMMAR_USAGE_CHECK(c.gather_bands >= 1 && c.gather_bands <= 4096, "--gather-bands: ", c.gather_bands,
-                     " is out of range [1, 4096]");
-  GEMMAR_USAGE_CHECK(!(has_collective(c.mode) && !traits(c.mode).fp8_wire && c.gather_dtype == WireDtype::Fp8),
-                     "--gather-dtype: ", to_string(c.mode), " has no fp8 wire (a bf16-only all-reduce)");
   GEMMAR_USAGE_CHECK(!(c.fuse_quantize && c.gather_dtype != WireDtype::Fp8),
                      "--fuse-quantize: only meaningful with --gather-dtype fp8");
+  validate_gather_wire(c);
   return c;
 }
 

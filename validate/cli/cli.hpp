@@ -1,5 +1,5 @@
 // The CLI's shared parts: one option vocabulary (docs/spec.md section 4) used by every subcommand, and the
-// subcommand entry points. Each subcommand lives in its own validate/cmd_*.cpp.
+// subcommand entry points. Each subcommand lives in its own validate/cli/cmd_*.cpp.
 #pragma once
 #include <boost/program_options.hpp>
 #include <iosfwd>
@@ -16,13 +16,17 @@ using Args = std::vector<std::string>;
 
 // Adds -m -n -k --world with the defaults of docs/spec.md section 4.
 void add_shape_options(po::options_description&);
-// Adds --mode --quant --gather-dtype --gather-transport --pull-blocks --fuse-quantize.
-// The pull-blocks default comes from MORI_GEMM_AR_PULL_BLOCKS when set (as in the benchmark), else 64.
-void add_config_options(po::options_description&);
+// Adds one option per row of the config field table (common/config_fields.hpp): --mode --quant --gather-dtype
+// --gather-transport --pull-blocks --fuse-quantize --fuse-reduce-push --gather-bands --publish --scatter-dtype
+// --chunk-rule --schedule --chunks --chunk-bands --relaxed-rows --logical-m --sdma-queues, or only the flags in
+// `only`. The pull-blocks default comes from MORI_GEMM_AR_PULL_BLOCKS when set (as in the benchmark), else 64.
+void add_config_options(po::options_description&, const std::vector<std::string>& only = {});
 // Adds --json and --help.
 void add_common_options(po::options_description&);
 
 Shape read_shape(const po::variables_map&);
+// The config of the options add_config_options added (the others keep Config{}'s defaults), with the checks
+// that need no shape; validate_shape_config (common/config.hpp) checks the rest before any work.
 Config read_config(const po::variables_map&);
 // MORI_GEMM_AR_PULL_BLOCKS, validated; 64 when unset. Throws UsageError naming the variable.
 int pull_blocks_from_env();

@@ -223,8 +223,7 @@ void read_input(const std::string& path, const CheckOptions& o, ReadInputs& in) 
     not_validated =
         not_validated || !e.rank_failures.empty() || (e.record && e.record->validated && !*e.record->validated);
   }
-  if (!st.failures.empty()) in.log_verdicts.push_back(benchmark_failed_verdict(st.failures, not_validated));
-  if (st.context.sweep.seen()) in.log_verdicts.push_back(sweep_verdict(st.context.sweep, name));
+  for (auto& v : log_level_verdicts(st, name, not_validated)) in.log_verdicts.push_back(std::move(v));
   if (in.unread_gemm_ar == 0) in.first_unread = st.context.first_unread_gemm_ar;
   in.unread_gemm_ar += st.context.unread_gemm_ar_lines;
   in.quoted_records += st.context.embedded_records;

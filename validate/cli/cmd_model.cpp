@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/config_fields.hpp"
 #include "common/errors.hpp"
 #include "common/json_text.hpp"
 #include "model/model.hpp"
@@ -40,18 +41,11 @@ nlohmann::json shape_json(const Shape& s, Quant q) {
           {"slice_rows", slice_rows(s, q)}};
 }
 
+// Every field of the table (common/config_fields.hpp) and the label.
 nlohmann::json config_json(const Config& c) {
-  return {{"mode", to_string(c.mode)},
-          {"quant", to_string(c.quant)},
-          {"gather_dtype", to_string(c.gather_dtype)},
-          {"gather_transport", to_string(c.gather_transport)},
-          {"pull_blocks", c.pull_blocks},
-          {"fuse_quantize", c.fuse_quantize},
-          {"fuse_reduce_push", c.fuse_reduce_push},
-          {"gather_bands", c.gather_bands},
-          {"publish", to_string(c.publish)},
-          {"chunks", c.chunks},
-          {"label", config_label(c)}};
+  nlohmann::json j = config_to_json(c);
+  j["label"] = config_label(c);
+  return j;
 }
 
 std::string fmt(const char* f, double a) {
@@ -137,9 +131,6 @@ int cmd_model(const Args& args_in) {
         "values", po::value<std::string>(), "comma-separated values (default 8,12,16,...,1024)");
   add_shape_options(desc);
   add_config_options(desc);
-  desc.add_options()("chunks", po::value<int>()->default_value(0),
-                     "fused-sdma: pushes per destination (mori's --chunks); 0: mori's default, 8 halved until it "
-                     "divides the M-tiles per destination");
   add_common_options(desc);
   po::variables_map vm;
   const std::string usage = sweep ? "gemmar model sweep --param pull-blocks [--values 16,24,...] [options]"
@@ -148,7 +139,6 @@ int cmd_model(const Args& args_in) {
 
   const Shape s = read_shape(vm);
   Config c = read_config(vm);
-  c.chunks = vm["chunks"].as<int>();
   if (sweep) choose_sweep_wire(vm, c);
   validate_shape_config(s, c);
   const model::Profile prof = model::load_profile(vm["profile"].as<std::string>());

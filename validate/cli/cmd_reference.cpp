@@ -22,7 +22,7 @@ namespace ref = gemmar::reference;
 
 constexpr const char* kUsage =
     "gemmar reference floors|quant-study|gemm-bench [options]\n"
-    "  floors       emulate the pipeline on sampled rows; predicted relL2 of the bf16 and fp8 wires\n"
+    "  floors       emulate the pipeline on sampled rows; predicted relL2 of every scatter x gather wire pair\n"
     "  quant-study  e4m3 quantize-dequantize of a standard normal payload, one amax scale per column group\n"
     "  gemm-bench   GFLOP/s of the fp32 reference GEMM (Eigen) on this machine";
 
@@ -32,36 +32,77 @@ ref::DataKind parse_data(const std::string& s) {
   throw UsageError("--data: unknown value '" + s + "' (accepted: normal|bench)");
 }
 
+// Every scatter x gather pair, with mori's published relL2 beside where mori published one (docs/reference.md).
+json pairs_json(const ref::FloorRequest& req, const ref::FloorResult& r) {
+  json pairs = json::array();
+  for (WireDtype scatter : {WireDtype::Bf16, WireDtype::Fp8})
+    for (WireDtype gather : {WireDtype::Bf16, WireDtype::Fp8}) {
+      const ref::PairFloor f = r.pair(scatter, gather);
+      json p{
+          {"scatter", to_string(scatter)}, {"gather", to_string(gather)}, {"rel_l2", f.value}, {"stderr", f.stderr_}};
+      if (const auto m = ref::published_floor(req.shape, req.quant, scatter, gather)) {
+        p["mori_published"] = m->value;
+        p["mori_ratio"] = f.value / m->value;
+        p["mori_source"] = m->source;
+      }
+      pairs.push_back(p);
+    }
+  return pairs;
+}
+
+void print_floors_text(std::ostream& os, const ref::FloorRequest& req, const ref::FloorResult& r,
+                       const std::string& data, WireDtype chosen) {
+  os << "predicted relL2 floors, " << to_string(req.quant) << ", data " << data << ", M=" << req.shape.m
+     << " N=" << req.shape.n << " K=" << req.shape.k << " W=" << req.shape.world << ", " << r.rows_evaluated
+     << " sampled rows (" << std::fixed << std::setprecision(1) << r.seconds << " s)\n";
+  const char* source = nullptr;
+  os << "  scatter  gather  relL2        stderr       mori (published, x predicted/published)\n";
+  for (WireDtype scatter : {WireDtype::Bf16, WireDtype::Fp8})
+    for (WireDtype gather : {WireDtype::Bf16, WireDtype::Fp8}) {
+      const ref::PairFloor f = r.pair(scatter, gather);
+      os << (scatter == chosen ? "* " : "  ") << std::left << std::setw(9) << to_string(scatter) << std::setw(8)
+         << to_string(gather) << std::right << std::scientific << std::setprecision(3) << f.value << "    "
+         << f.stderr_;
+      if (const auto m = ref::published_floor(req.shape, req.quant, scatter, gather)) {
+        os << "    " << m->value << " (x" << std::fixed << std::setprecision(3) << f.value / m->value << ")";
+        source = m->source;
+      }
+      os << "\n";
+    }
+  os << "  (* --scatter-dtype " << to_string(chosen) << ": the pairs of the \"floors\" object)\n";
+  if (source) os << "  mori: " << source << "; rank 0's view on the benchmark's data\n";
+}
+
 int floors(const Args& args) {
   po::options_description d("gemmar reference floors");
   add_shape_options(d);
   d.add_options()("quant", po::value<std::string>()->default_value("blockscale"), "blockscale|ptpc|mxfp8")(
+      "scatter-dtype", po::value<std::string>()->default_value("bf16"),
+      "bf16|fp8: the scatter leg of the \"floors\" object (every pair is printed)")(
       "data", po::value<std::string>()->default_value("normal"), "normal|bench")(
       "rows", po::value<int64_t>()->default_value(256), "sampled output rows (stratified over the slices)")(
       "seed", po::value<uint64_t>()->default_value(1234), "operand seed")(
-      "fp8-format", po::value<std::string>()->default_value("e4m3fn"), "e4m3fn|e4m3fnuz (mxfp8: e4m3fn only)")(
-      "scatter-dtype", po::value<std::string>()->default_value("bf16"),
-      "bf16|fp8: the reduce-scatter leg's wire (fp8: mori's fp8 scatter experiment, fused-sdma's epilogue)");
+      "fp8-format", po::value<std::string>()->default_value("e4m3fn"), "e4m3fn|e4m3fnuz (mxfp8: e4m3fn only)");
   add_common_options(d);
   po::variables_map vm;
   if (!parse(args, d, vm, std::cout,
-             "gemmar reference floors [-m -n -k --world] [--quant] [--data normal|bench] "
-             "[--rows R] [--seed S] [--fp8-format] [--scatter-dtype] [--json]"))
+             "gemmar reference floors [-m -n -k --world] [--quant] [--scatter-dtype bf16|fp8] [--data normal|bench] "
+             "[--rows R] [--seed S] [--fp8-format] [--json]"))
     return kExitOk;
   ref::FloorRequest req;
   req.shape = read_shape(vm);
   req.quant = parse_quant(vm["quant"].as<std::string>());
+  const WireDtype scatter = parse_scatter_wire(vm["scatter-dtype"].as<std::string>());
   req.data = parse_data(vm["data"].as<std::string>());
   req.rows = vm["rows"].as<int64_t>();
   req.seed = vm["seed"].as<uint64_t>();
   req.fp8_format = parse_fp8_format(vm["fp8-format"].as<std::string>());
-  req.scatter_dtype = parse_scatter_wire(vm["scatter-dtype"].as<std::string>());
   validate_fp8_format(req.quant, req.fp8_format);
-  // Floors evaluate the fp8 wire, so its constraints (N a multiple of 1024) apply.
+  // Floors evaluate the fp8 wires (fused-sdma), so their constraints (N a multiple of 1024) apply.
   Config c;
   c.quant = req.quant;
   c.gather_dtype = WireDtype::Fp8;
-  c.scatter_dtype = req.scatter_dtype;
+  c.scatter_dtype = WireDtype::Fp8;
   validate_shape_config(req.shape, c);
   GEMMAR_USAGE_CHECK(req.rows >= req.shape.world, "--rows: ", req.rows, " must be at least --world (", req.shape.world,
                      ")");
@@ -69,30 +110,24 @@ int floors(const Args& args) {
   GEMMAR_USAGE_CHECK(req.rows <= (int64_t(1) << 16), "--rows: ", req.rows, " is absurd (limit 65536)");
 
   const ref::FloorResult r = ref::predict_floors(req);
-  const bool as_json = vm["json"].as<bool>();
-  if (as_json) {
+  if (vm["json"].as<bool>()) {
+    const ref::PairFloor bf16 = r.pair(scatter, WireDtype::Bf16), fp8 = r.pair(scatter, WireDtype::Fp8);
     json j;
-    j["floors"] = {{"bf16", r.bf16}, {"fp8", r.fp8}};
-    j["stderr"] = {{"bf16", r.bf16_stderr}, {"fp8", r.fp8_stderr}};
+    j["floors"] = {{"bf16", bf16.value}, {"fp8", fp8.value}};  // by gather wire, for --scatter-dtype
+    j["stderr"] = {{"bf16", bf16.stderr_}, {"fp8", fp8.stderr_}};
+    j["scatter_dtype"] = to_string(scatter);
+    j["pairs"] = pairs_json(req, r);
     j["rows_evaluated"] = r.rows_evaluated;
     j["shape"] = {{"m", req.shape.m}, {"n", req.shape.n}, {"k", req.shape.k}, {"world", req.shape.world}};
     j["quant"] = to_string(req.quant);
     j["data"] = vm["data"].as<std::string>();
     j["fp8_format"] = to_string(req.fp8_format);
-    j["scatter_dtype"] = to_string(req.scatter_dtype);
     j["seed"] = req.seed;
     j["compared_against"] = "fp32 sum over ranks of the dequantized partials, every rank's view";
     j["seconds"] = r.seconds;
     std::cout << json_text(j) << "\n";
   } else {
-    std::cout << "predicted relL2 floors, " << to_string(req.quant) << ", data " << vm["data"].as<std::string>()
-              << ", M=" << req.shape.m << " N=" << req.shape.n << " K=" << req.shape.k << " W=" << req.shape.world
-              << ", " << r.rows_evaluated << " sampled rows (" << std::fixed << std::setprecision(1) << r.seconds
-              << " s)\n";
-    std::cout << std::scientific << std::setprecision(3);
-    std::cout << "  wire   relL2        stderr\n";
-    std::cout << "  bf16   " << r.bf16 << "    " << r.bf16_stderr << "\n";
-    std::cout << "  fp8    " << r.fp8 << "    " << r.fp8_stderr << "\n";
+    print_floors_text(std::cout, req, r, vm["data"].as<std::string>(), scatter);
   }
   return kExitOk;
 }

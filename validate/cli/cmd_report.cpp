@@ -23,6 +23,7 @@
 #include "validate/cli/cli.hpp"
 #include "validate/cli/data_dir.hpp"
 #include "validate/cli/report_inputs.hpp"
+#include "validate/cli/report_timeline.hpp"
 #include "validate/record/python_json.hpp"
 #include "validate/record/run_record.hpp"
 
@@ -126,7 +127,10 @@ po::options_description report_options_description() {
       "report directory to write (new, empty, or a previous gemmar output with --force)")(
       "force", po::bool_switch()->default_value(false), "replace --out when it holds a previous gemmar output")(
       "max-line-bytes", po::value<size_t>()->default_value(size_t(1) << 20), "longest log line read as a record")(
-      "quiet", po::bool_switch()->default_value(false), "print nothing on success (used by gemmar validate)");
+      "quiet", po::bool_switch()->default_value(false), "print nothing on success (used by gemmar validate)")(
+      "trace", po::value<std::vector<std::string>>(),
+      "kernel trace ([RUN=]FILE, repeatable): rocprofv3 CSV or Chrome-trace JSON; its kernels become the run's "
+      "timeline (RUN: the run's source or 1-based index)");
   add_common_options(desc);
   return desc;
 }
@@ -218,7 +222,7 @@ int cmd_report(const Args& args) {
   po::variables_map vm;
   if (!parse(
           args, desc, vm, std::cout,
-          "gemmar report RESULTS... --out DIR [--force] [--json]\n"
+          "gemmar report RESULTS... --out DIR [--force] [--trace [RUN=]FILE]... [--json]\n"
           "  env GEMMAR_PYTHON (default /usr/bin/python3), GEMMAR_REPORTS_DIR (default <exe>/../share/gemmar/reports)",
           &pos))
     return kExitOk;
@@ -236,16 +240,20 @@ int cmd_report(const Args& args) {
   OutputDirCheck oc;
   oc.force = vm["force"].as<bool>();
   for (const auto& r : results) oc.inputs.emplace_back(r);
+  if (vm.count("trace"))
+    for (const auto& t : vm["trace"].as<std::vector<std::string>>()) oc.inputs.emplace_back(t.substr(t.find('=') + 1));
   check_output_dir(out, oc);
   const std::string python = env_or("GEMMAR_PYTHON", "/usr/bin/python3");
   const fs::path runner = report_runner(python);
 
   ro.display_names = display_names(results, out);
+  if (vm.count("trace")) ro.traces = vm["trace"].as<std::vector<std::string>>();
   // Every input read and normalised here; bad records are skipped and listed, unreadable files are exit 2.
   const nlohmann::json doc = report::build_report_document(results, ro);
   AtomicDirectory dir(out, "gemmar report");
   const fs::path doc_path = dir.path() / "report.json";
   write_file_atomic(doc_path, dump_python_json(doc) + "\n");
+  report::write_timelines(doc, dir.path());
   const nlohmann::json manifest = draw_report(python, runner, doc_path, dir.path());
   dir.commit();
 

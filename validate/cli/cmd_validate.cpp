@@ -1,12 +1,14 @@
 // gemmar validate: the main job. Runs every mode and wire the machine supports (the CPU emulation without a
 // GPU), checks each against the reference and the model, prints the verdict table, writes results.json,
 // the RESULT_JSON log and the report into --out (built in a temp directory and renamed into place).
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
 
 #include "common/atomic_file.hpp"
+#include "common/config_fields.hpp"
 #include "common/errors.hpp"
 #include "common/json_text.hpp"
 #include "model/model.hpp"
@@ -64,19 +66,20 @@ int selftest_failed(const po::variables_map& vm, const RunPlan& plan, const std:
   return kExitCheckFailed;
 }
 
-// The model beside the runs: predictions at the reference shape for the profile the runs were judged against
-// (default_profile of their backend and device), and the pull-grid curve.
+// The model beside the runs: predictions at the shape the runs ran (their N, K, W at the plan's largest M) for the
+// profile the runs were judged against (default_profile of their backend and device), and the pull-grid curve.
 void add_model_context(nlohmann::json& results, const RunPlan& plan, const std::vector<RunOutcome>& outcomes) {
   const std::string profile_name = !plan.request.profile.empty() ? plan.request.profile
                                    : !outcomes.empty() && outcomes[0].record.profile
                                        ? *outcomes[0].record.profile
                                        : default_profile(plan.backend, "", 1);
-  const nlohmann::json reference_shape = {
-      {"m", Shape{}.m}, {"n", Shape{}.n}, {"k", Shape{}.k}, {"world", Shape{}.world}};
+  Shape shape = plan.request.shape;
+  if (!plan.m_values.empty()) shape.m = *std::max_element(plan.m_values.begin(), plan.m_values.end());
+  const nlohmann::json reference_shape = {{"m", shape.m}, {"n", shape.n}, {"k", shape.k}, {"world", shape.world}};
   const model::Profile profile = model::load_profile(profile_name);
   nlohmann::json predictions = nlohmann::json::array();
   for (const Config& c : plan.configs) {
-    nlohmann::json p = model::to_json(model::predict(profile, Shape{}, c));
+    nlohmann::json p = model::to_json(model::predict(profile, shape, c));
     p["config"] = config_label(c);
     p["shape"] = reference_shape;
     predictions.push_back(p);
@@ -88,11 +91,9 @@ void add_model_context(nlohmann::json& results, const RunPlan& plan, const std::
   results["profile"] = profile_name;
   results["model_predictions"] = predictions;
   results["model_sweeps"] = nlohmann::json::array(
-      {model::to_json(model::sweep_pull_blocks(profile, Shape{}, pull, model::default_pull_grid()))});
-  results["model_sweeps"][0]["config"] = {{"mode", to_string(pull.mode)},
-                                          {"gather_dtype", to_string(pull.gather_dtype)},
-                                          {"gather_transport", to_string(pull.gather_transport)},
-                                          {"label", config_label(pull)}};
+      {model::to_json(model::sweep_pull_blocks(profile, shape, pull, model::default_pull_grid()))});
+  results["model_sweeps"][0]["config"] = config_to_json(pull);
+  results["model_sweeps"][0]["config"]["label"] = config_label(pull);
   results["model_sweeps"][0]["shape"] = reference_shape;
   results["model_sweeps"][0]["param"] = "pull-blocks";
 }

@@ -14,11 +14,15 @@
 #include <utility>
 
 #include "common/config.hpp"
+#include "common/config_fields.hpp"
 #include "common/errors.hpp"
 #include "common/stats.hpp"
+#include "validate/cli/report_model.hpp"
+#include "validate/cli/report_timeline.hpp"
 #include "validate/record/log_reader.hpp"
 #include "validate/record/python_json.hpp"
 #include "validate/record/run_record.hpp"
+#include "validate/record/trace_reader.hpp"
 
 namespace gemmar::report {
 namespace {
@@ -105,6 +109,7 @@ struct Model {
   Phases phases;
   std::string from;  // where it came from, shown on the page
   std::string profile;
+  json extra = json::object();  // gemmar's own model: phase_detail, in_server_us, notes
 };
 
 std::optional<Model> read_model(const json& m, const std::string& where, const std::string& field,
@@ -115,6 +120,7 @@ std::optional<Model> read_model(const json& m, const std::string& where, const s
   out.total_us = opt_number(m, "total_us", where, field + ".");
   out.lower_bound_us = opt_number(m, "lower_bound_us", where, field + ".");
   if (m.contains("phases")) out.phases = read_phases(m.at("phases"), where, field + ".phases");
+  if (m.contains("phases") && m.at("phases").is_array()) out.extra["phase_detail"] = m.at("phases");
   out.profile = opt_string(m, "profile").value_or("");
   out.from = from;
   return out;
@@ -126,6 +132,7 @@ json model_json(const Model& m) {
             {"phases", phases_json(m.phases)},
             {"from", m.from}};
   if (!m.profile.empty()) j["profile"] = m.profile;
+  for (auto it = m.extra.begin(); it != m.extra.end(); ++it) j[it.key()] = it.value();
   return j;
 }
 
@@ -178,10 +185,12 @@ struct Run {
   std::optional<double> floor, floor_stderr;
   std::string floor_from;
   std::optional<double> band_lo, band_hi;
-  std::string profile;
+  std::string profile, profile_from;
+  std::string machine, machine_from;  // the device the run ran on ("" when no input names it)
   Config eff;
   std::string label;
   size_t group = 0;
+  json trace;  // trace_iteration() of the --trace attached to it
 };
 
 struct ModelDoc {
@@ -192,6 +201,10 @@ struct ModelDoc {
   int pull_blocks = 64;        // the grid it was predicted for (matters on the pull wire only)
   json config;
   size_t used_by = 0;
+  // A `gemmar model --json` file the user gave (it wins over gemmar's model of the runs), not the predictions a
+  // results document carries beside its runs (validate's model_predictions: gemmar's model of each run wins).
+  bool given = true;
+  size_t covers = 0;  // groups of its config and shape whose model gemmar computed instead (not given)
 };
 
 struct Sweep {
@@ -206,25 +219,38 @@ struct Group {
   std::optional<int> pull;
   Shape shape;
   std::vector<size_t> runs;
+  std::string machine, profile;
 };
+
+// A trace fits a config when every phase it shows is one the config runs and every phase only a kernel can run is
+// there (copy-engine legs may be missing from a kernel trace): the rule `gemmar check --trace` attaches by.
+bool trace_fits(const std::set<std::string>& trace, const std::vector<std::string>& config) {
+  if (trace.empty()) return false;
+  for (const auto& p : trace)
+    if (std::find(config.begin(), config.end(), p) == config.end()) return false;
+  for (const char* k : {"gemm", "reduce", "quantize", "dequantize", "pull", "allreduce"})
+    if (std::find(config.begin(), config.end(), k) != config.end() && !trace.count(k)) return false;
+  return true;
+}
+
+std::string join_names(const std::set<std::string>& s) {
+  std::string out;
+  for (const auto& x : s) out += (out.empty() ? "" : ", ") + x;
+  return out.empty() ? "none" : out;
+}
 
 std::string strip_source(const std::string& msg, const std::string& source) {
   if (msg.rfind(source + ": ", 0) == 0) return msg.substr(source.size() + 2);
   return msg;
 }
 
+// A config document's fields through the field table (common/config_fields.hpp); none when it names no mode or
+// holds a field the table refuses.
 std::optional<Config> config_from_json(const json& c) {
   if (!c.is_object() || !present(c, "mode") || !c.at("mode").is_string()) return std::nullopt;
   Config cfg;
   try {
-    cfg.mode = parse_mode(c.at("mode").get<std::string>());
-    if (auto q = opt_string(c, "quant")) cfg.quant = parse_quant(*q);
-    if (auto w = opt_string(c, "gather_dtype")) cfg.gather_dtype = parse_wire(*w);
-    if (auto t = opt_string(c, "gather_transport")) cfg.gather_transport = parse_transport(*t);
-    if (present(c, "fuse_quantize") && c.at("fuse_quantize").is_boolean())
-      cfg.fuse_quantize = c.at("fuse_quantize").get<bool>();
-    if (present(c, "pull_blocks") && c.at("pull_blocks").is_number_integer())
-      cfg.pull_blocks = c.at("pull_blocks").get<int>();
+    gemmar::config_from_json(c, "config", cfg);
   } catch (const UsageError&) {
     return std::nullopt;
   }
@@ -297,14 +323,19 @@ class Builder {
   // The steps of finish().
   void borrow_floors();
   std::vector<Group> make_groups() const;
-  ModelDoc* model_for(const Group&);
+  ModelDoc* doc_model_for(const Group&, bool given);
+  void attach_traces();
+  std::string series(const std::string& machine, const std::string& profile, const std::string& label) const;
+  json speedup(const std::vector<Group>&, const json& jgroups, size_t index) const;
   json aggregate(const std::vector<size_t>& runs) const;
   json group_phases(const Group&) const;
   std::optional<Model> group_model(const Group&);
   json group_json(const Group&, size_t index);
+  void put_where_the_time_went(json& jg, const Group&) const;
   json configs_json(const std::vector<Group>&, const std::vector<size_t>& order) const;
   json run_json(size_t index) const;
   json models_json();
+  json placements_json() const;
 
   void add_skipped(const std::string& source, const std::string& reason) {
     skipped_.push_back({{"source", source}, {"reason", strip_source(reason, source)}});
@@ -314,6 +345,7 @@ class Builder {
     // The record layer's reader strips colours and merges the lines every rank printed for one run.
     LogReadOptions lo;
     lo.max_line_bytes = opt_.max_line_bytes;
+    hint_ = machine_hint(in, path);
     size_t runs = 0, skipped = 0;
     const LogReadStats st = gemmar::read_log(
         in, path,
@@ -329,6 +361,7 @@ class Builder {
             ++skipped;
         },
         lo);
+    hint_.reset();
     const size_t duplicates = size_t(st.rank_duplicates);
     if (runs == 0 && skipped == 0 && duplicates == 0)
       throw UsageError(path + ": no RESULT_JSON lines and no JSON run objects (not a results file)");
@@ -376,7 +409,7 @@ class Builder {
         for (size_t i = 0; i < mp.size(); ++i) {
           const std::string where = path + ": model_predictions[" + std::to_string(i) + "]";
           try {
-            add_model(mp[i], where, profile);
+            add_model(mp[i], where, profile, false);
             ++models;
           } catch (const UsageError& e) {
             add_skipped(where, e.what());
@@ -502,9 +535,7 @@ class Builder {
           }
         }
       }
-      run.profile = rec.profile.value_or("");
-      if (run.profile.empty()) run.profile = opt_string(ctx, "profile").value_or("");
-      if (run.profile.empty() && run.model) run.profile = run.model->profile;
+      place_run(run, rec, opt_string(ctx, "profile").value_or(""));
     } catch (const UsageError& e) {
       add_skipped(shown.empty() ? source : shown, e.what());
       return false;
@@ -513,17 +544,24 @@ class Builder {
     run.eff = effective_config(rec.config);
     run.label = config_label(rec.config);
     if (rec.pull_blocks && has_pull(run.eff)) run.label += " pull=" + std::to_string(*rec.pull_blocks);
+    if (rec.chunks && run.eff.mode == Mode::FusedSdma) {  // a chunks sweep: each count is a config of its own
+      Config mori_default = rec.config;
+      mori_default.chunks = 0;
+      if (*rec.chunks != effective_chunks(rec.shape, mori_default))
+        run.label += " chunks=" + std::to_string(*rec.chunks);
+    }
     run.rec = std::move(rec);
     runs_.push_back(std::move(run));
     return true;
   }
 
-  void add_model(const json& doc, const std::string& where, const std::string& profile) {
+  void add_model(const json& doc, const std::string& where, const std::string& profile, bool given = true) {
     if (!doc.is_object()) throw UsageError(where + ": a model must be a JSON object");
     auto m = read_model(doc, where, "model", "model document " + where);
     if (m->phases.empty()) throw UsageError(where + ": field 'phases': a model needs at least one phase");
     if (m->profile.empty()) m->profile = profile;
     ModelDoc d;
+    d.given = given;
     d.source = where;
     d.model = *m;
     d.shape = shape_from_json(doc.contains("shape") ? doc.at("shape") : json());
@@ -593,7 +631,30 @@ class Builder {
     sweeps_.push_back({s});
   }
 
+  // The machine a run ran on (its record's device, else the one its log's text names) and the profile it is
+  // modelled with (report_model.hpp profile_for_run: check's rule).
+  void place_run(Run& run, const RunRecord& rec, const std::string& context_profile) {
+    if (rec.device) {
+      run.machine = *rec.device;
+      run.machine_from = "the record's device";
+    } else if (hint_) {
+      run.machine = hint_->machine;
+      run.machine_from = "named by the log at " + hint_->where;
+    } else if (rec.backend && *rec.backend == "cpu-emulation") {
+      run.machine = "CPU emulation";
+      run.machine_from = "the record's backend";
+    }
+    run.profile = profile_for_run(rec, context_profile, run.machine);
+    run.profile_from = rec.profile                ? "the record's"
+                       : !context_profile.empty() ? "the verdict's context"
+                       : run.machine.empty()      ? "gemmar's default (no machine named)"
+                                                  : "gemmar's default for " + run.machine;
+  }
+
   ReadOptions opt_;
+  std::optional<MachineHint> hint_;  // of the log being read
+  size_t machine_keys_ = 0;          // distinct (machine, profile) of the runs
+  std::vector<json> group_models_;   // per group (document order), for its runs' entries
   std::vector<Run> runs_;
   std::vector<ModelDoc> models_;
   std::vector<Sweep> sweeps_;
@@ -663,10 +724,13 @@ std::vector<Group> Builder::make_groups() const {
   std::map<std::string, size_t> by_key;
   for (size_t i = 0; i < runs_.size(); ++i) {
     const Run& r = runs_[i];
-    const std::string key = r.label + "|" + std::to_string(r.rec.shape.m) + "|" + std::to_string(r.rec.shape.n) + "|" +
-                            std::to_string(r.rec.shape.k) + "|" + std::to_string(r.rec.shape.world);
+    // Runs of two machines, or judged against two profiles, never share a median.
+    const std::string key = r.machine + "|" + r.profile + "|" + r.label + "|" + std::to_string(r.rec.shape.m) + "|" +
+                            std::to_string(r.rec.shape.n) + "|" + std::to_string(r.rec.shape.k) + "|" +
+                            std::to_string(r.rec.shape.world);
     auto [it, fresh] = by_key.emplace(key, groups.size());
-    if (fresh) groups.push_back({r.label, r.eff, r.rec.config, r.rec.pull_blocks, r.rec.shape, {}});
+    if (fresh)
+      groups.push_back({r.label, r.eff, r.rec.config, r.rec.pull_blocks, r.rec.shape, {}, r.machine, r.profile});
     groups[it->second].runs.push_back(i);
   }
   return groups;
@@ -689,13 +753,13 @@ std::vector<size_t> group_order(const std::vector<Group>& groups) {
 }
 
 // Model documents become the model of every group with the same config and shape whose runs carry none.
-ModelDoc* Builder::model_for(const Group& g) {
+ModelDoc* Builder::doc_model_for(const Group& g, bool given) {
   const std::string base = config_label(g.cfg);
   for (auto& d : models_)
-    if (d.label == base && d.shape && d.shape->m == g.shape.m && d.shape->n == g.shape.n && d.shape->k == g.shape.k &&
-        d.shape->world == g.shape.world &&
+    if (d.given == given && d.label == base && d.shape && d.shape->m == g.shape.m && d.shape->n == g.shape.n &&
+        d.shape->k == g.shape.k && d.shape->world == g.shape.world &&
         (!has_pull(g.eff) || d.pull_blocks == g.pull.value_or(64)))  // runs without a grid: the default 64
-      return &d;
+      if (d.model.profile.empty() || d.model.profile == g.profile) return &d;
   return nullptr;
 }
 
@@ -774,28 +838,163 @@ json Builder::group_phases(const Group& g) const {
   return phases_json(p);
 }
 
-// The model: a run's own (or its verdict's context), else a model document of this config and shape.
+// The group's model: a model document of its config, shape and profile (an input the user gave), else gemmar's
+// model of its shape and config under its profile (what `gemmar check` judges it against), else, when gemmar's
+// cannot be computed (an unknown profile), a results document's prediction for it or the runs' own (their
+// record's or their verdict's context).
 std::optional<Model> Builder::group_model(const Group& g) {
-  std::optional<Model> model;
-  for (size_t i : g.runs)
-    if (runs_[i].model) {
-      model = runs_[i].model;
-      break;
-    }
-  for (size_t i : g.runs)
-    if (runs_[i].model && !runs_[i].model->phases.empty()) {
-      model = runs_[i].model;
-      break;
-    }
-  if (!model || model->phases.empty()) {
-    if (ModelDoc* d = model_for(g)) {
-      Model m = d->model;
-      if (model && model->total_us && !m.total_us) m.total_us = model->total_us;
-      model = m;
-      ++d->used_by;
-    }
+  if (ModelDoc* d = doc_model_for(g, true)) {
+    ++d->used_by;
+    return d->model;
   }
-  return model;
+  Config cfg = g.cfg;
+  cfg.pull_blocks = g.pull.value_or(Config{}.pull_blocks);
+  const ModelResult mr = report::model_for(g.profile, g.shape, cfg);
+  if (!mr.model.is_null()) {
+    Model m;
+    m.total_us = mr.model["total_us"].get<double>();
+    m.lower_bound_us = mr.model["lower_bound_us"].get<double>();
+    for (const auto& ph : mr.model["phases"]) m.phases.emplace_back(ph[0].get<std::string>(), ph[1].get<double>());
+    m.from = mr.model["from"].get<std::string>();
+    m.profile = g.profile;
+    m.extra = {{"phase_detail", mr.model["phase_detail"]},
+               {"in_server_us", mr.model["in_server_us"]},
+               {"notes", mr.model["notes"]},
+               {"fused_engaged", mr.model["fused_engaged"]},
+               {"one_device", mr.one_device}};
+    if (ModelDoc* d = doc_model_for(g, false)) ++d->covers;
+    return m;
+  }
+  std::optional<Model> own;
+  if (ModelDoc* d = doc_model_for(g, false)) {
+    ++d->used_by;
+    own = d->model;
+  }
+  for (size_t i : g.runs)
+    if (runs_[i].model && (!own || (own->phases.empty() && !runs_[i].model->phases.empty()))) own = runs_[i].model;
+  notes_.push_back(series(g.machine, g.profile, g.label) + " M=" + std::to_string(g.shape.m) +
+                   ": gemmar's model could not be computed (" + mr.error + ")" +
+                   (own ? "; " + own->from + " is drawn" : "; no model is drawn"));
+  return own;
+}
+
+// The group's machine and series name, its table of each phase and its lanes (report_model.hpp,
+// report_timeline.hpp). The measured total is the median of the passing runs (of all runs when none passed).
+void Builder::put_where_the_time_went(json& jg, const Group& g) const {
+  jg["machine"] = g.machine;
+  jg["profile"] = g.profile;
+  jg["series"] = series(g.machine, g.profile, g.label);
+  const json& ok = jg["time_ok_us"];
+  const json& t = ok.is_object() && ok.value("n", 0) > 0 ? ok : jg["time_us"];
+  std::optional<double> total;
+  if (t.is_object() && t.value("n", 0) > 0) total = t["median"].get<double>();
+  const json& model = jg["model"];
+  const bool one_device = model.is_object() && model.value("one_device", false);
+  Config cfg = g.cfg;
+  cfg.pull_blocks = g.pull.value_or(Config{}.pull_blocks);
+  jg["phase_table"] = phase_table(jg["phases_us"], total, model, g.shape, g.eff, one_device ? g.shape.world : 1);
+  jg["lanes"] = group_lanes(jg["phases_us"], total, model, g.profile, g.shape, cfg);
+}
+
+// A group's name on the figures: its config, and its machine and profile when the inputs hold more than one.
+std::string Builder::series(const std::string& machine, const std::string& profile, const std::string& label) const {
+  if (machine_keys_ <= 1) return label;
+  // "NVIDIA H200 (8 ranks on 1 device)" is named "NVIDIA H200" here: its profile (h200-1gpu) says the rest.
+  const std::string shown = machine.empty() ? std::string("machine not named") : machine.substr(0, machine.find(" ("));
+  return label + " @ " + shown + " (" + profile + ")";
+}
+
+namespace {
+
+std::optional<double> passing_median(const json& jg) {
+  const json& ok = jg["time_ok_us"];
+  if (ok.is_object() && ok.value("n", 0) > 0) return ok["median"].get<double>();
+  return std::nullopt;
+}
+
+json speedup_entry(double baseline_us, double us, json extra) {
+  extra["baseline_us"] = baseline_us;
+  extra["us"] = us;
+  extra["x"] = baseline_us / us;
+  extra["margin_pct"] = (1.0 - us / baseline_us) * 100.0;  // mori's "fused is +21.8% against split"
+  return extra;
+}
+
+}  // namespace
+
+// Against the split baseline (report_model.hpp split_baseline): the measured medians of passing runs when the inputs
+// hold the baseline's group on the same machine, profile and shape; gemmar's model of both; and the unfused
+// baseline the runs measured themselves (gemmar run's unfused_baseline_us).
+json Builder::speedup(const std::vector<Group>& groups, const json& jgroups, size_t gi) const {
+  const Group& g = groups[gi];
+  const auto b = split_baseline(g.eff);
+  if (!b) return nullptr;
+  json out = {{"baseline", config_label(*b)}, {"measured", nullptr}, {"model", nullptr}, {"in_run", nullptr}};
+  std::optional<size_t> best;
+  for (size_t j = 0; j < groups.size(); ++j) {
+    const Group& h = groups[j];
+    if (h.machine != g.machine || h.profile != g.profile || config_label(h.cfg) != config_label(*b) ||
+        std::tie(h.shape.m, h.shape.n, h.shape.k, h.shape.world) !=
+            std::tie(g.shape.m, g.shape.n, g.shape.k, g.shape.world) ||
+        !passing_median(jgroups[j]))
+      continue;
+    if (!best || h.pull == g.pull) best = j;
+  }
+  const std::optional<double> us = passing_median(jgroups[gi]);
+  if (us && best) out["measured"] = speedup_entry(*passing_median(jgroups[*best]), *us, {{"group", *best}});
+  Config cfg = g.cfg, base = *b;
+  cfg.pull_blocks = base.pull_blocks = g.pull.value_or(Config{}.pull_blocks);
+  const ModelResult mine = report::model_for(g.profile, g.shape, cfg),
+                    theirs = report::model_for(g.profile, g.shape, base);
+  if (!mine.model.is_null() && !theirs.model.is_null())
+    out["model"] = speedup_entry(theirs.model["total_us"].get<double>(), mine.model["total_us"].get<double>(),
+                                 {{"profile", g.profile}});
+  std::vector<double> unfused;
+  std::string what;
+  for (size_t i : g.runs)
+    if (runs_[i].rec.unfused_baseline_us) {
+      unfused.push_back(*runs_[i].rec.unfused_baseline_us);
+      what = runs_[i].rec.unfused_baseline.value_or(what);
+    }
+  if (us && !unfused.empty()) out["in_run"] = speedup_entry(median(unfused), *us, {{"what", what}});
+  return out;
+}
+
+// "[RUN=]FILE" of --trace: the kernels of one iteration beside the run they belong to (RUN: its source "log:12" or
+// 1-based index; a plain FILE: the one run whose config runs every phase the trace shows, as `gemmar check --trace`
+// picks it). A run without phases takes the trace's (per iteration, max over devices), as check does.
+void Builder::attach_traces() {
+  std::set<size_t> taken;
+  for (const auto& spec : opt_.traces) {
+    const size_t eq = spec.find('=');
+    const std::string who = eq == std::string::npos ? "" : spec.substr(0, eq);
+    const std::string file = eq == std::string::npos ? spec : spec.substr(eq + 1);
+    std::vector<TraceKernel> kernels;
+    const TracePhases tp = read_trace(file, default_phase_patterns(), &kernels);
+    std::set<std::string> phases;
+    for (const auto& [phase, us] : tp.phases_us) phases.insert(phase);
+    std::vector<size_t> hits;
+    for (size_t i = 0; i < runs_.size(); ++i) {
+      const Run& r = runs_[i];
+      const bool named = !who.empty() && (r.source == who || who == std::to_string(i + 1));
+      if (named || (who.empty() && !taken.count(i) && trace_fits(phases, phase_names(r.eff)))) hits.push_back(i);
+    }
+    if (hits.size() != 1) {
+      std::string list;
+      for (size_t n = 0; n < hits.size() && n < 5; ++n) list += (n ? ", " : "") + runs_[hits[n]].source;
+      if (hits.size() > 5) list += ", ...";
+      throw UsageError("--trace " + spec + ": " +
+                       (who.empty()
+                            ? "its kernels (phases " + join_names(phases) + ") match " + std::to_string(hits.size()) +
+                                  " runs" + (list.empty() ? "" : " (" + list + ")") +
+                                  "; name the run with --trace RUN=" + file + " (RUN = a run's source or 1-based index)"
+                            : "no run has source or index '" + who + "'"));
+    }
+    Run& r = runs_[hits[0]];
+    taken.insert(hits[0]);
+    if (r.rec.phases_us.empty()) r.rec.phases_us = tp.phases_us;
+    r.trace = trace_iteration(kernels, file, tp.format);
+  }
 }
 
 // The group's entry of the document; its runs learn their group's index.
@@ -814,6 +1013,9 @@ json Builder::group_json(const Group& g, size_t index) {
   jg["phases_runs"] = with_phases;
   const std::optional<Model> model = group_model(g);
   jg["model"] = model ? model_json(*model) : json(nullptr);
+  if (group_models_.size() <= index) group_models_.resize(index + 1);
+  group_models_[index] = jg["model"];
+  put_where_the_time_went(jg, g);
   json members = json::array();
   for (size_t i : g.runs) members.push_back(i);
   jg["members"] = members;
@@ -827,8 +1029,9 @@ json Builder::configs_json(const std::vector<Group>& groups, const std::vector<s
   std::map<std::string, std::pair<Config, std::vector<size_t>>> by_config;
   for (size_t oi : order) {
     const Group& g = groups[oi];
-    auto [it, fresh] = by_config.try_emplace(g.label, g.eff, std::vector<size_t>{});
-    if (fresh) config_order.push_back(g.label);
+    // Per machine and profile too: relL2 and rank spread of two machines are not one distribution.
+    auto [it, fresh] = by_config.try_emplace(series(g.machine, g.profile, g.label), g.eff, std::vector<size_t>{});
+    if (fresh) config_order.push_back(it->first);
     it->second.second.insert(it->second.second.end(), g.runs.begin(), g.runs.end());
   }
   json jconfigs = json::array();
@@ -836,7 +1039,10 @@ json Builder::configs_json(const std::vector<Group>& groups, const std::vector<s
     const auto& [eff, idx] = by_config.at(config_order[ci]);
     json jc = aggregate(idx);
     jc["index"] = ci;
-    put_config_fields(jc, eff, config_order[ci]);
+    put_config_fields(jc, eff, runs_[idx.front()].label);
+    jc["series"] = config_order[ci];
+    jc["machine"] = runs_[idx.front()].machine;
+    jc["profile"] = runs_[idx.front()].profile;
     std::set<int64_t> ms;
     for (size_t i : idx) ms.insert(runs_[i].rec.shape.m);
     jc["m_values"] = std::vector<int64_t>(ms.begin(), ms.end());
@@ -853,36 +1059,54 @@ json Builder::run_json(size_t i) const {
     t = *std::max_element(rec.per_rank_time_us.begin(), rec.per_rank_time_us.end());
   Phases ph(rec.phases_us.begin(), rec.phases_us.end());
   sort_phases(ph);
-  return {{"index", i},
-          {"source", r.source},
-          {"group", r.group},
-          {"config", r.label},
-          {"mode", to_string(r.eff.mode)},
-          {"quant", to_string(r.eff.quant)},
-          {"wire", has_collective(r.eff.mode) ? to_string(r.eff.gather_dtype) : ""},
-          {"transport", has_collective(r.eff.mode) ? to_string(r.eff.gather_transport) : ""},
-          {"fuse_quantize", rec.config.fuse_quantize},
-          {"pull_blocks", rec.pull_blocks ? json(*rec.pull_blocks) : json(nullptr)},
-          {"m", rec.shape.m},
-          {"n", rec.shape.n},
-          {"k", rec.shape.k},
-          {"world", rec.shape.world},
-          {"time_us", t ? json(*t) : json(nullptr)},
-          {"per_rank_time_us", rec.per_rank_time_us},
-          {"rel_l2", rec.rel_l2 ? json(*rec.rel_l2) : json(nullptr)},
-          {"per_rank_rel_l2", rec.per_rank_rel_l2},
-          {"validated", rec.validated ? json(*rec.validated) : json(nullptr)},
-          {"phases_us", phases_json(ph)},
-          {"model", r.model ? model_json(*r.model) : json(nullptr)},
-          {"floor", r.floor ? json(*r.floor) : json(nullptr)},
-          {"floor_stderr", r.floor_stderr ? json(*r.floor_stderr) : json(nullptr)},
-          {"floor_from", r.floor_from},
-          {"band", r.band_hi ? json::array({r.band_lo ? json(*r.band_lo) : json(nullptr), *r.band_hi}) : json(nullptr)},
-          {"verdict", r.verdict ? json(*r.verdict) : json(nullptr)},
-          {"findings", r.findings},
-          {"profile", r.profile},
-          {"backend", rec.backend.value_or("")},
-          {"timing", rec.timing}};
+  // The run's model is its group's (the phases are there); its own, when it carried one, is kept beside.
+  auto compact = [](const json& m) {
+    if (!m.is_object()) return json(nullptr);
+    json c = json::object();
+    for (const char* k : {"total_us", "lower_bound_us", "from", "profile"})
+      if (m.contains(k)) c[k] = m.at(k);
+    return c;
+  };
+  const json model = r.group < group_models_.size() ? compact(group_models_[r.group]) : json(nullptr);
+  json j = {
+      {"index", i},
+      {"source", r.source},
+      {"group", r.group},
+      {"config", r.label},
+      {"mode", to_string(r.eff.mode)},
+      {"quant", to_string(r.eff.quant)},
+      {"wire", has_collective(r.eff.mode) ? to_string(r.eff.gather_dtype) : ""},
+      {"transport", has_collective(r.eff.mode) ? to_string(r.eff.gather_transport) : ""},
+      {"fuse_quantize", rec.config.fuse_quantize},
+      {"pull_blocks", rec.pull_blocks ? json(*rec.pull_blocks) : json(nullptr)},
+      {"m", rec.shape.m},
+      {"n", rec.shape.n},
+      {"k", rec.shape.k},
+      {"world", rec.shape.world},
+      {"time_us", t ? json(*t) : json(nullptr)},
+      {"per_rank_time_us", rec.per_rank_time_us},
+      {"rel_l2", rec.rel_l2 ? json(*rec.rel_l2) : json(nullptr)},
+      {"per_rank_rel_l2", rec.per_rank_rel_l2},
+      {"validated", rec.validated ? json(*rec.validated) : json(nullptr)},
+      {"phases_us", phases_json(ph)},
+      {"model", model},
+      {"own_model", r.model ? compact(model_json(*r.model)) : json(nullptr)},
+      {"floor", r.floor ? json(*r.floor) : json(nullptr)},
+      {"floor_stderr", r.floor_stderr ? json(*r.floor_stderr) : json(nullptr)},
+      {"floor_from", r.floor_from},
+      {"band", r.band_hi ? json::array({r.band_lo ? json(*r.band_lo) : json(nullptr), *r.band_hi}) : json(nullptr)},
+      {"verdict", r.verdict ? json(*r.verdict) : json(nullptr)},
+      {"findings", r.findings},
+      {"profile", r.profile},
+      {"profile_from", r.profile_from},
+      {"machine", r.machine},
+      {"machine_from", r.machine_from},
+      {"series", series(r.machine, r.profile, r.label)},
+      {"backend", rec.backend.value_or("")},
+      {"timing", rec.timing},
+      {"timeline", "timeline/run-" + std::to_string(i) + ".json"}};
+  if (r.trace.is_object()) j["trace"] = r.trace;
+  return j;
 }
 
 // The model documents, each with how many groups it became the model of; a note per file whose models match
@@ -895,8 +1119,9 @@ json Builder::models_json() {
                        {"config", d.label},
                        {"shape", d.shape ? shape_json(*d.shape) : json(nullptr)},
                        {"model", model_json(d.model)},
-                       {"used_by_groups", d.used_by}});
-    if (!d.used_by && !runs_.empty())
+                       {"used_by_groups", d.used_by},
+                       {"covers_groups", d.covers}});
+    if (!d.used_by && !d.covers && !runs_.empty())
       unmatched[d.source.substr(0, d.source.find(": "))].push_back(
           (d.label.empty() ? std::string("an unnamed config") : d.label) +
           (d.shape ? " M=" + std::to_string(d.shape->m) : std::string(" (no shape given)")));
@@ -905,18 +1130,45 @@ json Builder::models_json() {
     std::string list;
     for (size_t i = 0; i < configs.size() && i < 3; ++i) list += (i ? ", " : "") + configs[i];
     if (configs.size() > 3) list += " and " + std::to_string(configs.size() - 3) + " more";
-    notes_.push_back(file + ": " + std::to_string(configs.size()) + " model(s) match no run's config and shape (" +
-                     list + "); drawn as model-only bars");
+    // Beside runs, each group already has the model of its own shape: a model at another shape would stand beside
+    // runs it does not describe (validate's predictions at the reference shape beside runs at 2048).
+    notes_.push_back(file + ": " + std::to_string(configs.size()) + " model(s) match no run's config, shape and " +
+                     "profile (" + list + "); listed with the model documents, not drawn beside the runs");
   }
   return jmodels;
 }
 
+// The machines and profiles the runs were placed on, with how each was chosen and how many runs each holds.
+json Builder::placements_json() const {
+  std::vector<std::string> keys;
+  std::map<std::string, json> by_key;
+  for (const auto& r : runs_) {
+    const std::string key = r.machine + "|" + r.profile;
+    auto [it, fresh] = by_key.try_emplace(key, json{{"machine", r.machine},
+                                                    {"profile", r.profile},
+                                                    {"machine_from", r.machine_from},
+                                                    {"profile_from", r.profile_from},
+                                                    {"runs", 0}});
+    if (fresh) keys.push_back(key);
+    it->second["runs"] = it->second["runs"].get<size_t>() + 1;
+  }
+  json out = json::array();
+  for (const auto& k : keys) out.push_back(by_key.at(k));
+  return out;
+}
+
 json Builder::finish() {
+  attach_traces();
   borrow_floors();
+  const json placements = placements_json();
+  machine_keys_ = placements.size();
   const std::vector<Group> groups = make_groups();
   const std::vector<size_t> order = group_order(groups);
+  std::vector<Group> ordered;
+  for (size_t oi : order) ordered.push_back(groups[oi]);
   json jgroups = json::array();
-  for (size_t gi = 0; gi < order.size(); ++gi) jgroups.push_back(group_json(groups[order[gi]], gi));
+  for (size_t gi = 0; gi < ordered.size(); ++gi) jgroups.push_back(group_json(ordered[gi], gi));
+  for (size_t gi = 0; gi < ordered.size(); ++gi) jgroups[gi]["speedup"] = speedup(ordered, jgroups, gi);
   const json jconfigs = configs_json(groups, order);
   json jruns = json::array();
   for (size_t i = 0; i < runs_.size(); ++i) jruns.push_back(run_json(i));
@@ -946,6 +1198,7 @@ json Builder::finish() {
             {"models", models_.size()},
             {"sweeps", sweeps_.size()}}},
           {"phase_order", all_phase_names()},
+          {"placements", placements},
           {"groups", jgroups},
           {"configs", jconfigs},
           {"runs", jruns},

@@ -47,9 +47,8 @@ void add_run_options(po::options_description& d, RunCommand cmd) {
     d.add_options()("m,m", po::value<int64_t>(), "rows (default: 2048 on cpu; 4096 and 16384 on gpu)")(
         "n,n", po::value<int64_t>(), "columns (default: 2048 on cpu, 7168 on gpu)")(
         "k,k", po::value<int64_t>(), "reduction length per rank (default: 512 on cpu, 2048 on gpu)")(
-        "world", po::value<int>()->default_value(Shape{}.world), "ranks (W)")(
-        "quant", po::value<std::string>()->default_value(to_string(Config{}.quant)), quant_spellings())(
-        "pull-blocks", po::value<int>(), "pull kernel grid per rank (default: $MORI_GEMM_AR_PULL_BLOCKS, else 64)");
+        "world", po::value<int>()->default_value(Shape{}.world), "ranks (W)");
+    add_config_options(d, {"quant", "pull-blocks"});
   }
   d.add_options()("backend", po::value<std::string>(),
                   "gpu|cpu (default: gpu in a GPU build, else cpu = the CPU emulation)")(
@@ -85,6 +84,9 @@ void add_run_options(po::options_description& d, RunCommand cmd) {
                           "4, ..., 128; 1 = every row, the full guard; docs/guard.md)")(
       "ranks-per-device", po::value<int>()->default_value(0),
       "GPU: ranks emulated per device (0: one per device when W devices exist, else all on one)")(
+      "eager", po::bool_switch()->default_value(false),
+      "GPU: launch every iteration eagerly instead of capturing the run once as a graph and replaying it (the "
+      "record's device says which ran; default: graph)")(
       "baseline", po::value<std::vector<std::string>>(),
       "FILE: earlier runs (a previous validate's results.json or runs.log, or a benchmark log); a run slower "
       "than the baseline's of the same shape and config beyond the run-to-run spread fails with REGRESSION, "
@@ -115,10 +117,7 @@ RunPlan read_run_plan(const po::variables_map& vm, RunCommand cmd) {
     p.m_values = vm.count("m") ? std::vector<int64_t>{vm["m"].as<int64_t>()}
                                : (gpu ? std::vector<int64_t>{4096, 16384} : std::vector<int64_t>{kCpuM});
     req.shape.m = p.m_values.front();
-    Config base;
-    base.quant = parse_quant(vm["quant"].as<std::string>());
-    base.pull_blocks = vm.count("pull-blocks") ? vm["pull-blocks"].as<int>() : pull_blocks_from_env();
-    p.configs = all_configs(base);
+    p.configs = all_configs(read_config(vm));
     req.check_rows = gpu ? 512 : 0;  // the CPU emulation checks every row; the GPU a stratified sample
   }
   if (vm.count("m-list")) p.m_values = parse_int_list(vm["m-list"].as<std::string>(), "--m-list");
@@ -140,6 +139,8 @@ RunPlan read_run_plan(const po::variables_map& vm, RunCommand cmd) {
   GEMMAR_USAGE_CHECK(guard_sample::valid_stride(req.guard_sample), "--guard-sample: must divide ",
                      guard_sample::kMaxStride, " (1, 2, 4, ..., 128), got ", req.guard_sample);
   GEMMAR_USAGE_CHECK(req.ranks_per_device >= 0, "--ranks-per-device: must be >= 0");
+  req.eager = vm["eager"].as<bool>();
+  GEMMAR_USAGE_CHECK(!req.eager || gpu, "--eager: only the GPU backend launches kernels (--backend gpu)");
   if (vm.count("dump")) {
     req.dump_dir = vm["dump"].as<std::string>();
     GEMMAR_USAGE_CHECK(!req.dump_dir.empty(), "--dump: empty directory name");

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "common/config_fields.hpp"
 #include "common/errors.hpp"
 #include "reference/formats.hpp"
 #include "reference/operands.hpp"
@@ -28,13 +29,10 @@ void write_rank_dump(const std::string& path, const RankDump& d) {
   meta["m"] = std::to_string(d.shape.m);
   meta["n"] = std::to_string(N);
   meta["k"] = std::to_string(K);
-  meta["mode"] = to_string(d.config.mode);
-  meta["quant"] = to_string(q);
-  meta["gather_dtype"] = to_string(d.config.gather_dtype);
-  meta["gather_transport"] = to_string(d.config.gather_transport);
-  meta["fuse_quantize"] = d.config.fuse_quantize ? "1" : "0";
+  // Every config field through the table (common/config_fields.hpp); a backend's own pull grid stands.
+  for (const auto& [key, value] : config_to_metadata(d.config))
+    if (key != "pull_blocks" || !meta.count(key)) meta[key] = value;
   meta["fp8_format"] = to_string(d.fp8_format);
-  if (!meta.count("pull_blocks")) meta["pull_blocks"] = std::to_string(d.config.pull_blocks);
   const std::string code_dtype = d.fp8_format == Fp8Format::E4M3FN ? "F8_E4M3" : "U8";
   std::vector<safetensors::TensorOut> t;
   t.push_back({"a", code_dtype, {R, K}, d.a_codes->data(), d.a_codes->size()});

@@ -71,7 +71,9 @@ void record_numerics(RunRecord& rec, const ViewRelL2& v, const Config& cfg, int6
   rec.rel_l2 = any_nan ? std::numeric_limits<double>::quiet_NaN() : worst;
   // `validated` as the benchmark's: every rank inside its acceptance window (a NaN anywhere fails it).
   bool ok = !v.per_rank.empty() && nonfinite == 0;
-  for (double x : v.per_rank) ok = ok && verdict_rules::benchmark_accepts(x, uses_fp8_wire(cfg));
+  // The benchmark's two-sided fp8 gate covers an fp8 gather or an fp8 scatter (bench_gemm_ar.py @d5443336 :530-543).
+  const bool fp8_leg = uses_fp8_wire(cfg) || (has_collective(cfg.mode) && cfg.scatter_dtype == WireDtype::Fp8);
+  for (double x : v.per_rank) ok = ok && verdict_rules::benchmark_accepts(x, fp8_leg);
   rec.validated = ok;
   rec.rel_l2_all_views = v.all_views;
   rec.rel_l2_all_views_stderr = v.all_views_stderr;
@@ -206,13 +208,18 @@ ElementChecks::ElementChecks(const Shape& shape, const Config& cfg, Fp8Format wi
       listed_(listed),
       collective_(has_collective(cfg.mode)),
       fp8_wire_(collective_ && uses_fp8_wire(cfg) && shape.world > 1),
-      S_(slice_rows(shape, cfg.quant)),
+      fp8_scatter_(collective_ && cfg.scatter_dtype == WireDtype::Fp8),
+      S_(slice_rows(shape, cfg)),  // the run's row plan (relaxed rows own M / W rows each)
       codes_(size_t(shape.n)),
       deq_(size_t(shape.n)),
       reduced_(size_t(shape.n)),
       acc_(size_t(shape.n)),
+      wide_(fp8_scatter_ ? size_t(shape.world) * size_t(shape.n) : 0),
+      scodes_(size_t(shape.n)),
+      sscales_(size_t(shape.n / numerics::kScatterScaleCols + 1)),
       wire_leg_(wire_leg) {
   const size_t W = size_t(shape.world);
+  scatter_wrong_by_rank.assign(W, 0);
   wrong_by_rank.assign(W, 0);
   wrong_by_slice.assign(W, 0);
   disagreeing_by_rank.assign(W, 0);
@@ -240,9 +247,14 @@ void ElementChecks::add(const Chunk& c) {
     nonfinite += bad;
   }
   checked += int64_t(R) * N * W;
+  const bool scatter_codes = fp8_scatter_ && !c.scatter_codes.empty();
+  if (scatter_codes)
+    GEMMAR_CHECK(int(c.scatter_codes.size()) == W && int(c.scatter_scales.size()) == W,
+                 "a chunk's scatter codes need every rank's");
   for (size_t i = 0; i < R; ++i) {
     const int owner = slice_of((*c.rows)[i]);
-    if (!c.partials.empty()) {
+    row_reduced_ = collective_ && (!c.partials.empty() || scatter_codes);
+    if (!c.partials.empty() || scatter_codes) {
       reduce_row(c, i, owner);
       compare_rows(c, i, owner);
     }
@@ -253,12 +265,131 @@ void ElementChecks::add(const Chunk& c) {
 
 void ElementChecks::reduce_row(const Chunk& c, size_t i, int owner) {
   if (!collective_) return;  // gemm-only: each rank's own partial
+  if (fp8_scatter_) {
+    scatter_reduce_row(c, i, owner);
+    return;
+  }
   const int64_t N = shape_.n;
   const size_t at = i * size_t(N);
   for (int64_t col = 0; col < N; ++col) {
     acc_[size_t(col)] =
         nm::reduce_sum(owner, shape_.world, [&](int p) { return c.partials[size_t(p)][at + size_t(col)]; });
     reduced_[size_t(col)] = nm::f32_to_bf16(acc_[size_t(col)]);
+  }
+}
+
+// The fp8 scatter's reduce over the widened contributions in wide_ (every rank's, [W x N]).
+void ElementChecks::widened_sum(int owner) {
+  const int64_t N = shape_.n;
+  for (int64_t col = 0; col < N; ++col) {
+    acc_[size_t(col)] = nm::reduce_sum_f32(owner, shape_.world, [&](int p) { return wide_[size_t(p * N + col)]; });
+    reduced_[size_t(col)] = nm::f32_to_bf16(acc_[size_t(col)]);
+  }
+}
+
+// The fp8 scatter's reduce of one row. With the dumped codes: what arrived, widened (and the codes judged against
+// the partials, when known). Without them: each recipe applied to every rank's partial, mori's first, until one
+// reproduces the owner's row; if none does, mori's is the expected reduce and compare_rows counts what differs.
+void ElementChecks::scatter_reduce_row(const Chunk& c, size_t i, int owner) {
+  const int W = shape_.world;
+  const int64_t N = shape_.n, per_row = N / nm::kScatterScaleCols;
+  const size_t at = i * size_t(N);
+  if (!c.scatter_codes.empty()) {
+    scatter_from_codes = true;
+    for (int p = 0; p < W; ++p)
+      reference::scatter_widen_row(c.scatter_codes[size_t(p)] + at, c.scatter_scales[size_t(p)] + int64_t(i) * per_row,
+                                   N, wide_.data() + p * N, wire_format_);
+    widened_sum(owner);
+    if (!c.partials.empty()) scatter_codes_row(c, i);
+    return;
+  }
+  const uint16_t* got = c.views[size_t(owner)] + at;
+  for (reference::ScatterRecipe w : reference::kScatterRecipes) {
+    for (int p = 0; p < W; ++p) {
+      reference::scatter_quantize_row(c.partials[size_t(p)] + at, N, scodes_.data(), sscales_.data(), wire_format_, w);
+      reference::scatter_widen_row(scodes_.data(), sscales_.data(), N, wide_.data() + p * N, wire_format_);
+    }
+    widened_sum(owner);
+    if (std::memcmp(got, reduced_.data(), size_t(N) * 2) == 0) {
+      ++scatter_by_recipe[size_t(w)];
+      return;
+    }
+  }
+  ++scatter_rows_unexplained;
+  for (int p = 0; p < W; ++p) {
+    reference::scatter_quantize_row(c.partials[size_t(p)] + at, N, scodes_.data(), sscales_.data(), wire_format_);
+    reference::scatter_widen_row(scodes_.data(), sscales_.data(), N, wide_.data() + p * N, wire_format_);
+  }
+  widened_sum(owner);
+}
+
+namespace {
+// mori's tolerance for one rank's dumped scatter codes of one row (tests/python/cco/gemm_ar_wire_reference.py
+// check_wire): the reference is x / scale's codes with scale = amax / max per 256 columns; each scale within
+// kWireScaleRelTol relative of the reference's (bit-equal NaN included), each code equal to the reference's or
+// adjacent to it (a byte apart) where x / scale lies within kWireMidpointRelTol (+ kWireMidpointAbsTol) of their
+// midpoint. Returns the codes (and scales) it does not explain; `flips` counts the midpoint codes it does.
+int64_t scatter_outside_tolerance(const uint16_t* partial, const uint8_t* codes, const float* scales,
+                                  const uint8_t* ref_codes, const float* ref_scales, int64_t n, bool fnuz,
+                                  int64_t& flips) {
+  int64_t bad = 0;
+  const int64_t per = nm::kScatterScaleCols;
+  for (int64_t s = 0; s < n / per; ++s) {
+    const float sr = ref_scales[s], sd = scales[s];
+    const bool scale_ok = std::memcmp(&sr, &sd, 4) == 0 ||
+                          std::fabs(double(sd) - double(sr)) <= reference::kWireScaleRelTol * std::fabs(double(sr));
+    bad += !scale_ok;
+    for (int64_t e = s * per; e < (s + 1) * per; ++e) {
+      if (codes[e] == ref_codes[e]) continue;
+      const float scaled = nm::div_rn(nm::bf16_to_f32(partial[e]), sr);
+      const float mid = 0.5f * (nm::e4m3_to_f32(codes[e], fnuz) + nm::e4m3_to_f32(ref_codes[e], fnuz));
+      const bool near = std::fabs(scaled - mid) <=
+                        reference::kWireMidpointRelTol * std::fabs(scaled) + reference::kWireMidpointAbsTol;
+      if (std::abs(int(codes[e]) - int(ref_codes[e])) == 1 && near && scale_ok)
+        ++flips;
+      else
+        ++bad;
+    }
+  }
+  return bad;
+}
+}  // namespace
+
+// Every rank's dumped scatter codes and scales of one row, against the recipes applied to its own bf16 partial:
+// a recipe reproducing them exactly, else mori's tolerance, else wrong elements (a code or a scale each).
+void ElementChecks::scatter_codes_row(const Chunk& c, size_t i) {
+  const int64_t N = shape_.n, per_row = N / nm::kScatterScaleCols, row = (*c.rows)[i];
+  const size_t at = i * size_t(N);
+  for (int p = 0; p < shape_.world; ++p) {
+    const uint16_t* partial = c.partials[size_t(p)] + at;
+    const uint8_t* codes = c.scatter_codes[size_t(p)] + at;
+    const float* scales = c.scatter_scales[size_t(p)] + int64_t(i) * per_row;
+    bool exact = false;
+    for (reference::ScatterRecipe w : reference::kScatterRecipes) {
+      reference::scatter_quantize_row(partial, N, scodes_.data(), sscales_.data(), wire_format_, w);
+      if (std::memcmp(scodes_.data(), codes, size_t(N)) == 0 &&
+          std::memcmp(sscales_.data(), scales, size_t(per_row) * 4) == 0) {
+        ++scatter_by_recipe[size_t(w)];
+        exact = true;
+        break;
+      }
+    }
+    if (exact) continue;
+    reference::scatter_quantize_row(partial, N, scodes_.data(), sscales_.data(), wire_format_,
+                                    reference::ScatterRecipe::DivCodes);
+    int64_t flips = 0;
+    const int64_t bad = scatter_outside_tolerance(partial, codes, scales, scodes_.data(), sscales_.data(), N,
+                                                  wire_format_ == Fp8Format::E4M3FNUZ, flips);
+    if (bad == 0) {
+      ++scatter_within_tolerance;
+      scatter_tolerance_codes += flips;
+      continue;
+    }
+    scatter_wrong_codes += bad;
+    scatter_wrong_by_rank[size_t(p)] += bad;
+    wrong += bad;
+    wrong_by_rank[size_t(p)] += bad;
+    wrong_by_slice[size_t(slice_of(row))] += bad;
   }
 }
 
@@ -286,7 +417,7 @@ void ElementChecks::wire_row(const Chunk& c, size_t i, int owner) {
   const int W = shape_.world;
   const int64_t N = shape_.n, row = (*c.rows)[i];
   const bool fnuz = wire_format_ == Fp8Format::E4M3FNUZ;
-  const bool known = !c.partials.empty();
+  const bool known = row_reduced_;
   const uint16_t* reduced = known ? reduced_.data() : c.views[size_t(owner)] + i * size_t(N);
   const float* acc = known ? acc_.data() : nullptr;
   if (acc) has_acc_ = true;
@@ -422,6 +553,41 @@ std::string ElementChecks::wire_recipe() const {
       mixed += (mixed.empty() ? "" : ", ") + std::string(reference::to_string(w)) + ": " +
                std::to_string(rows_by_recipe[size_t(w)]) + " rows";
   return "mixed: " + mixed + failing;
+}
+
+std::string ElementChecks::scatter_recipe() const {
+  if (!fp8_scatter_) return "";
+  int64_t exact = 0;
+  for (int64_t x : scatter_by_recipe) exact += x;
+  const std::string unit = scatter_from_codes ? " rank rows" : " rows";
+  if (exact + scatter_within_tolerance + scatter_wrong_codes + scatter_rows_unexplained == 0)
+    return scatter_from_codes ? "not judged: the reduce was rebuilt from the dumped scatter codes (the partials are "
+                                "needed to judge the codes themselves)"
+                              : "";
+  std::string named;
+  int recipes = 0;
+  for (reference::ScatterRecipe w : reference::kScatterRecipes)
+    if (scatter_by_recipe[size_t(w)]) {
+      ++recipes;
+      named += (named.empty() ? "" : ", ") + std::string(reference::to_string(w)) + ": " +
+               std::to_string(scatter_by_recipe[size_t(w)]) + unit;
+    }
+  std::string out = recipes == 1 && scatter_within_tolerance + scatter_wrong_codes + scatter_rows_unexplained == 0
+                        ? named.substr(0, named.rfind(": "))
+                        : (named.empty() ? "" : "mixed: " + named);
+  char tol[16];
+  std::snprintf(tol, sizeof tol, "%g", reference::kWireScaleRelTol);
+  if (scatter_within_tolerance)
+    out += (out.empty() ? "" : "; ") + std::string("within mori's tolerance: ") +
+           std::to_string(scatter_tolerance_codes) + " codes in " + std::to_string(scatter_within_tolerance) + unit +
+           " differ from every recipe (adjacent at a rounding midpoint, scales within " + tol + " relative)";
+  if (scatter_wrong_codes)
+    out += (out.empty() ? "" : "; ") + std::to_string(scatter_wrong_codes) +
+           " codes or scales no recipe explains, nor mori's tolerance";
+  if (scatter_rows_unexplained)
+    out += (out.empty() ? "" : "; ") + std::to_string(scatter_rows_unexplained) +
+           " owned rows no recipe's reduce reproduces (mori's is expected)";
+  return out;
 }
 
 WireRecipe ElementChecks::first_recipe() const {

@@ -57,11 +57,17 @@ struct Mismatch {
 // bf16 partial of the same rows. The collective's result follows from them row by row: the reduce is
 // numerics::reduce_sum in peer order (owner + j) % W, stored bf16 (what reference::emulate_collective computes
 // with no fault injected: every mode reduces so), its fp32 accumulator feeding fuse_quantize's amax; gemm-only's
-// output is the rank's own partial.
+// output is the rank's own partial. On the fp8 scatter the reduce sums every rank's codes widened by their scales
+// (numerics::reduce_sum_f32): the codes the chunk carries when dumped (what arrived), else the recipes
+// (reference::ScatterRecipe, mori's first) applied to the partials, the one that reproduces the owner's row named.
 struct Chunk {
   const std::vector<int64_t>* rows = nullptr;  // global rows of the chunk
   std::vector<const uint16_t*> views;          // per rank, [rows x N]
   std::vector<const uint16_t*> partials;       // per rank, [rows x N]; empty when unknown
+  // fp8 scatter, when the run dumped what each rank's scatter leg carried (its whole narrowed partial, its own slice
+  // included: mori's input region): per rank, codes [rows x N] and scales [rows x N/256]; empty when unknown.
+  std::vector<const uint8_t*> scatter_codes;
+  std::vector<const float*> scatter_scales;
 };
 
 // Accumulates the element checks over chunks.
@@ -71,8 +77,13 @@ class ElementChecks {
   // partials may be absent); `run` compares them bit for bit against the emulation itself and passes false.
   ElementChecks(const Shape&, const Config& effective, Fp8Format wire_format, size_t listed = 10, bool wire_leg = true);
   void add(const Chunk&);
-  // Into the record: checked/wrong/nonfinite/disagreeing elements, wire_recipe.
+  // Into the record: checked/wrong/nonfinite/disagreeing elements (the scatter's unexplained codes among the wrong
+  // ones), wire_recipe.
   void record(RunRecord&) const;
+  // The fp8 scatter's recipe, as wire_recipe() names the gather's: the one that reproduced the dumped codes (or the
+  // owner's reduced rows, from the partials), "within mori's tolerance: ...", "mixed: ..."; empty when the scatter is
+  // bf16 or nothing was compared.
+  std::string scatter_recipe() const;
   // The recipe that reproduced the gathered views: the expected one ("mori (...)"), else the recipes that
   // reproduce every other row ("true-division scale (...) = x / scale codes (...)", joined where identical),
   // "within mori's tolerance: ..." or "mixed: ..."; empty off the fp8 wire or when nothing was compared.
@@ -93,9 +104,23 @@ class ElementChecks {
   int64_t rows_acc_window = 0, acc_window_elements = 0;
   int64_t wrong_wire_rows = 0;  // rows whose gathered views hold elements nothing explains (wrong)
   bool compared = false;        // an element check ran (the bit-exact comparison or the wire leg)
+  // fp8 scatter, per (rank, row) of the scatter leg: the recipe that reproduces it exactly (from the dumped codes
+  // and the partials), else within mori's tolerance (tests/python/cco/gemm_ar_wire_reference.py check_wire: codes
+  // adjacent to x / scale's at a rounding midpoint, each 256-column scale within 1e-6 relative), else its codes
+  // nothing explains are wrong elements (scatter_wrong_codes, counted in `wrong` too). Without the dumped codes, per
+  // owned row: the recipe whose reduce reproduces the owner's row (scatter_rows_unexplained: none did, mori's is
+  // then the expected one).
+  std::array<int64_t, 3> scatter_by_recipe{};
+  int64_t scatter_within_tolerance = 0, scatter_tolerance_codes = 0, scatter_wrong_codes = 0,
+          scatter_rows_unexplained = 0;
+  std::vector<int64_t> scatter_wrong_by_rank;
+  bool scatter_from_codes = false;  // the reduce was rebuilt from the dumped codes
 
  private:
   void reduce_row(const Chunk&, size_t i, int owner);
+  void scatter_reduce_row(const Chunk&, size_t i, int owner);
+  void scatter_codes_row(const Chunk&, size_t i);
+  void widened_sum(int owner);
   void compare_rows(const Chunk&, size_t i, int owner);
   void wire_row(const Chunk&, size_t i, int owner);
   void agreement_row(const Chunk&, size_t i, int owner);
@@ -106,12 +131,16 @@ class ElementChecks {
   Config cfg_;
   Fp8Format wire_format_;
   size_t listed_;
-  bool collective_, fp8_wire_;
-  bool has_acc_ = false;  // the reduce's accumulator rows were given (partials known)
+  bool collective_, fp8_wire_, fp8_scatter_;
+  bool has_acc_ = false;      // the reduce's accumulator rows were given (partials known)
+  bool row_reduced_ = false;  // the current row's reduce is known (from the partials or the dumped scatter codes)
   int64_t S_;
   std::vector<uint8_t> codes_;
   std::vector<uint16_t> deq_, reduced_;  // reduced_: the current row's reduce output (partials known)
   std::vector<float> acc_;               // its fp32 accumulator
+  std::vector<float> wide_;              // fp8 scatter: every rank's contribution widened, [W x N]
+  std::vector<uint8_t> scodes_;          // fp8 scatter: one rank's codes by a recipe
+  std::vector<float> sscales_;           // and their scales
   bool wire_leg_;
 };
 

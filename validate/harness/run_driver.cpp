@@ -116,9 +116,9 @@ std::shared_ptr<const reference::Bf16Outputs> emulate_collective_once(const refe
                "emulate_collective_once: a replay or a stale output is not a pure function of its inputs");
   std::ostringstream key;
   key << cr.shape.m << ',' << cr.shape.n << ',' << cr.shape.k << ',' << cr.shape.world << '|' << config_label(cr.config)
-      << '|' << cr.config.fuse_quantize << '|' << int(cr.wire_format) << '|' << cr.faults.label() << '|' << cr.seed
-      << '|' << cr.rows.size() << '|' << (cr.rows.empty() ? -1 : cr.rows.front()) << '|'
-      << (cr.rows.empty() ? -1 : cr.rows.back()) << '|' << partials_hash(partials);
+      << '|' << cr.config.fuse_quantize << '|' << int(cr.config.scatter_dtype) << '|' << int(cr.wire_format) << '|'
+      << cr.faults.label() << '|' << cr.seed << '|' << cr.rows.size() << '|' << (cr.rows.empty() ? -1 : cr.rows.front())
+      << '|' << (cr.rows.empty() ? -1 : cr.rows.back()) << '|' << partials_hash(partials);
   struct Entry {
     std::string key;
     std::vector<int64_t> rows;
@@ -309,7 +309,7 @@ class CpuBackend final : public Backend {
 
 // The emulation allocates and frees buffers of 8-16 MiB per rank for every config; glibc's defaults return
 // them to the kernel (mmap above its threshold, trim at the heap's top), so every config page-faults them back
-// in: half of `gemmar validate`'s CPU time went to the kernel (perf, 2026-12-03). Keeping freed memory in the
+// in: half of `gemmar validate`'s CPU time went to the kernel (measured with perf). Keeping freed memory in the
 // heap costs no more than the peak the run already reaches.
 void keep_freed_buffers() {
 #ifdef __GLIBC__
@@ -452,10 +452,12 @@ RunRecord run_record(const RunRequest& req, const Config& cfg, const std::vector
 
 RunOutcome run_and_check(Backend& backend, const RunRequest& req) {
   validate_shape_config(req.shape, req.config);
-  // Issue 45: the knobs whose numerics or row layout the backends do not follow yet are refused here, not run as
-  // something else. Remove a line when reference/emulation.cpp and kernels/gemm_ar.cu follow its knob.
-  GEMMAR_USAGE_CHECK(req.config.scatter_dtype == WireDtype::Bf16,
-                     "--scatter-dtype fp8: gemmar's backends do not run mori's fp8 scatter yet (issue 45)");
+  // Issue 45: the knobs whose numerics or row layout a backend does not follow yet are refused here, not run as
+  // something else. Remove a line when reference/emulation.cpp and kernels/gemm_ar.cu follow its knob. The CPU
+  // emulation runs the fp8 scatter (reference/emulation.cpp); gemmar's GPU kernels do not yet.
+  GEMMAR_USAGE_CHECK(req.config.scatter_dtype == WireDtype::Bf16 || backend.name() == "cpu-emulation",
+                     "--scatter-dtype fp8: gemmar's GPU kernels do not run mori's fp8 scatter yet (issue 45); "
+                     "--backend cpu emulates it");
   GEMMAR_USAGE_CHECK(!row_plan(req.shape, req.config).relaxed_rows,
                      "--relaxed-rows: gemmar's backends pad M to W * BLOCK_M; relaxed rows are not run yet (issue 45)");
   const Config cfg = effective_config(req.config);

@@ -64,7 +64,7 @@ class Backend {
 };
 
 std::unique_ptr<Backend> make_cpu_backend();
-// Defined in validate/run_gpu.cpp when built with GEMMAR_HIP or GEMMAR_CUDA; throws EnvironmentError
+// Defined in validate/harness/run_gpu.cpp when built with GEMMAR_HIP or GEMMAR_CUDA; throws EnvironmentError
 // (exit 3) when no GPU is present or the build has no kernels.
 std::unique_ptr<Backend> make_gpu_backend();
 bool gpu_backend_built();

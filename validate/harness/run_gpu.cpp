@@ -28,11 +28,9 @@ namespace {
 
 // The device run of `req`: the padded shape, every iteration on its own inputs (its per-rank input scales),
 // every check_every-th read back, stragglers per replay.
-kernels::DeviceRun device_plan(const RunRequest& req, const std::vector<int64_t>& rows_to_return,
-                               const kernels::KernelOptions& kernel_options) {
+kernels::DeviceRun device_plan(const RunRequest& req, const std::vector<int64_t>& rows_to_return) {
   kernels::DeviceRun plan;
   static_cast<RunRequest&>(plan) = req;
-  plan.kernels = kernel_options;
   plan.shape.m = padded_m(req.shape, req.config.quant);
   plan.iterations = std::max(1, req.iterations);
   plan.check_every = std::max(1, req.check_every);
@@ -63,8 +61,8 @@ void attach_guard(const RunRequest& req, kernels::DeviceRun& plan, std::optional
 }
 
 // What the driver judges: the sampled rows, the GPU's partials, the per-phase timings and where the ranks ran.
-BackendResult backend_result(const RunRequest& req, const std::vector<int64_t>& rows_to_return,
-                             const kernels::RunOutput& o, const std::optional<GuardReport>& guard) {
+BackendResult backend_result(const std::vector<int64_t>& rows_to_return, const kernels::RunOutput& o,
+                             const std::optional<GuardReport>& guard) {
   BackendResult res;
   res.backend = "gpu";
   res.rows = rows_to_return;
@@ -78,10 +76,7 @@ BackendResult backend_result(const RunRequest& req, const std::vector<int64_t>& 
   res.per_rank_time_us = o.per_rank_time_us;
   res.total_us = o.total_us;
   res.device = o.device + (o.launch == "graph" ? "" : ", " + o.launch);
-  // As kernels/gemm_ar.cu places them: one rank per device when W devices exist, else all on one.
-  res.ranks_per_device = req.ranks_per_device > 0                     ? req.ranks_per_device
-                         : kernels::device_count() >= req.shape.world ? 1
-                                                                      : req.shape.world;
+  res.ranks_per_device = o.ranks_per_device;
   res.poisoned_elements = o.unwritten_outputs;
   res.gemm_impl = to_string(o.gemm_impl);
   res.guard = guard;
@@ -100,7 +95,7 @@ kernels::DeviceRun unfused_baseline_plan(const RunRequest& req, const kernels::D
   base.straggle_us = 0;
   base.straggle_schedule_us.clear();
   base.check_every = 1 << 30;  // timed only: no read-back
-  // The pipeline's vendor GEMM is blockscale's (ptpc / mxfp8 run ours: kernels/gemm_ar.cu, issue 25).
+  // The pipeline's vendor GEMM is blockscale's (ptpc / mxfp8 run ours: kernels/pipeline/engine.cu, issue 25).
   const bool lt = kernels::vendor_gemm_available() && req.config.quant == Quant::Blockscale;
   base.gemm_impl = lt ? GemmImpl::Cublaslt : GemmImpl::Gemmar;
   return base;
@@ -111,13 +106,13 @@ class GpuBackend final : public Backend {
   std::string name() const override { return "gpu"; }
 
   BackendResult execute(const RunRequest& req, const std::vector<int64_t>& rows_to_return) override {
-    kernels::DeviceRun plan = device_plan(req, rows_to_return, kernel_options_);
+    kernels::DeviceRun plan = device_plan(req, rows_to_return);
     load_operands(req);
     const auto operands = [&](int rank, kernels::RankOperands& dst) { dst = cache_[rank]; };
     std::optional<GuardReport> guard;
     attach_guard(req, plan, guard);
     const kernels::RunOutput o = kernels::run_gemm_ar(plan, operands);
-    BackendResult res = backend_result(req, rows_to_return, o, guard);
+    BackendResult res = backend_result(rows_to_return, o, guard);
     if (is_fused(effective_config(req.config).mode) && req.inject.label() == "none" && !req.selftest_fill)
       add_unfused_baseline(req, plan, operands, res);
     return res;
@@ -158,8 +153,6 @@ class GpuBackend final : public Backend {
     res.unfused_baseline = what;
   }
 
-  // The kernel variants, read from the environment once per backend (README.md lists the variables).
-  const kernels::KernelOptions kernel_options_ = kernels::kernel_options_from_env();
   std::tuple<int64_t, int64_t, int64_t, int, uint64_t> cache_key_{-1, -1, -1, -1, 0};
   std::vector<reference::RankOperands> cache_;
   std::map<std::tuple<int64_t, int64_t, int64_t, int, std::string, int>, double> baselines_;

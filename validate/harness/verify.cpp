@@ -51,8 +51,7 @@ Ctx context(const DumpRun& run) {
   const Shape shape{f0.m, f0.n, f0.k, f0.world};
   const Config cfg = effective_config(f0.config);
   const bool collective = has_collective(cfg.mode);
-  return Ctx{
-      run, f0, shape, cfg, f0.world, f0.n, slice_rows(shape, cfg.quant), collective, collective && uses_fp8_wire(cfg)};
+  return Ctx{run, f0, shape, cfg, f0.world, f0.n, slice_rows(shape, cfg), collective, collective && uses_fp8_wire(cfg)};
 }
 
 // ---- numerics on the sampled rows: the fp32 reference from the dumped operands ---------------------------------
@@ -188,9 +187,16 @@ output_check::ElementChecks stream_elements(const Ctx& c, const VerifyOptions& o
     for (int64_t i = i0; i < i1; ++i) rows.push_back(res.row_subset ? c.f0.rows[size_t(i)] : i);
     output_check::Chunk chunk;
     chunk.rows = &rows;
+    const int64_t per_row = c.n / numerics::kScatterScaleCols;
     for (int r = 0; r < c.W; ++r) {
-      chunk.views.push_back(bf16_rows(c.run.rank(r), "out", i0, c.n));
-      if (res.has_partials) chunk.partials.push_back(bf16_rows(c.run.rank(r), "partial", i0, c.n));
+      const RankFile& f = c.run.rank(r);
+      chunk.views.push_back(bf16_rows(f, "out", i0, c.n));
+      if (res.has_partials) chunk.partials.push_back(bf16_rows(f, "partial", i0, c.n));
+      if (res.has_scatter) {
+        chunk.scatter_codes.push_back(f.file.data(f.file.tensor("scatter")) + i0 * c.n);
+        chunk.scatter_scales.push_back(reinterpret_cast<const float*>(f.file.data(f.file.tensor("scatter_scale"))) +
+                                       i0 * per_row);
+      }
     }
     checks.add(chunk);
     // The chunk's pages leave this process's resident set (they stay in the page cache).
@@ -198,6 +204,10 @@ output_check::ElementChecks stream_elements(const Ctx& c, const VerifyOptions& o
       const RankFile& f = c.run.rank(r);
       for (const char* t : {"out", "partial"})
         if (f.file.has(t)) f.file.release(f.file.tensor(t), uint64_t(i0 * c.n * 2), uint64_t(i1 * c.n * 2));
+      if (res.has_scatter) {
+        f.file.release(f.file.tensor("scatter"), uint64_t(i0 * c.n), uint64_t(i1 * c.n));
+        f.file.release(f.file.tensor("scatter_scale"), uint64_t(i0 * per_row * 4), uint64_t(i1 * per_row * 4));
+      }
     }
   }
   return checks;
@@ -315,6 +325,12 @@ void add_diagnoses(const Ctx& c, const Sampled& s, VerifyResult& res) {
     res.diagnoses.push_back(std::to_string(*res.wire_gather_mismatches) +
                             " peer output elements differ from the dequantized wire codes: the gather or the "
                             "dequantize of the fp8 wire is wrong (codes that never landed, a stale read).");
+  if (res.scatter_wrong_codes)
+    res.diagnoses.push_back(std::to_string(res.scatter_wrong_codes) +
+                            " of the fp8 scatter's dumped codes or scales match no recipe of their rank's partial nor "
+                            "mori's tolerance (" +
+                            rank_list(res.scatter_wrong_by_rank, "rank") +
+                            "): the scatter's quantizer is wrong (amax, scale or rounding) before any put.");
   int64_t wrong = 0;
   for (int64_t x : res.wrong_by_rank) wrong += x;
   if (wrong) {
@@ -426,6 +442,7 @@ VerifyResult verify_dump(const std::vector<std::string>& paths, const VerifyOpti
   const Ctx c = context(run);
   res.has_partials = c.f0.partial;
   res.has_wire = c.f0.wire;
+  res.has_scatter = c.f0.scatter;
   res.row_subset = !c.f0.rows.empty();
 
   const Sampled s = sampled_numerics(c, rell2_rows(c, opt, res), res);
@@ -445,6 +462,9 @@ VerifyResult verify_dump(const std::vector<std::string>& paths, const VerifyOpti
   }
   res.nonfinite_elements = checks.nonfinite;
   res.wire_recipe = checks.wire_recipe();
+  res.scatter_recipe = checks.scatter_recipe();
+  res.scatter_wrong_codes = checks.scatter_wrong_codes;
+  if (c.cfg.scatter_dtype == WireDtype::Fp8) res.scatter_wrong_by_rank = checks.scatter_wrong_by_rank;
   add_diagnoses(c, s, res);
 
   res.record = make_record(c, res, s, checks);

@@ -49,6 +49,7 @@ struct VerifyResult {
   RunRecord record;
   Verdict verdict;
   bool has_partials = false, has_wire = false, row_subset = false;
+  bool has_scatter = false;   // the fp8 scatter's codes and scales were dumped
   std::vector<int64_t> rows;  // the global rows of the fp32-reference relL2
   int64_t element_rows = 0;   // rows the element checks covered (every row the dump holds)
   // Bit-exactness against the collective over the dumped partials (the fp8 wire's gathered views: against the
@@ -56,7 +57,10 @@ struct VerifyResult {
   // reduce's, never quantized). Empty when no element comparison ran.
   std::vector<int64_t> wrong_by_rank, wrong_by_slice;
   std::vector<Mismatch> first_mismatches;
-  std::string wire_recipe;             // the fp8 wire's recipe that matched (output_check::ElementChecks)
+  std::string wire_recipe;          // the fp8 wire's recipe that matched (output_check::ElementChecks)
+  std::string scatter_recipe;       // the fp8 scatter's (ElementChecks::scatter_recipe)
+  int64_t scatter_wrong_codes = 0;  // dumped scatter codes and scales nothing explains (among the wrong elements)
+  std::vector<int64_t> scatter_wrong_by_rank;
   std::vector<double> partial_rel_l2;  // each rank's dumped partial against its own fp32 reference partial
   // Elements where a rank disagrees with the others although the collective makes them equal (every view on a
   // bf16 wire; every view but the owner's on an fp8 wire), per rank and per slice; the first ones.

@@ -5,7 +5,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/config_fields.hpp"
 #include "common/errors.hpp"
+#include "reference/numerics_inline.hpp"
 #include "validate/harness/dump_write.hpp"
 
 namespace gemmar::dump {
@@ -83,21 +85,10 @@ void read_run_metadata(RankFile& f, const std::string& path) {
   if (!fmt.empty() && fmt != kDumpFormat) bad(path, "metadata format='" + fmt + "' is not a gemmar dump");
   f.world = int(meta_int(f, "world", meta_get(f, "world", true), 1, 512));
   f.rank = int(meta_int(f, "rank", meta_get(f, "rank", true), 0, f.world - 1));
-  f.config.mode = meta_parse(f, "mode", meta_get(f, "mode", true), parse_mode);
-  f.config.quant = meta_parse(f, "quant", meta_get(f, "quant", true), parse_quant);
-  f.config.gather_dtype = meta_parse(f, "gather_dtype", meta_get(f, "gather_dtype", true), parse_wire);
-  f.config.gather_transport = meta_parse(f, "gather_transport", meta_get(f, "gather_transport", true), parse_transport);
-  const std::string fq = meta_get(f, "fuse_quantize", false);
-  if (!fq.empty()) {
-    if (fq != "0" && fq != "1" && fq != "true" && fq != "false" && fq != "True" && fq != "False")
-      bad(path, "metadata fuse_quantize='" + fq + "' is not a boolean (0|1|true|false)");
-    f.config.fuse_quantize = fq == "1" || fq == "true" || fq == "True";
-  }
-  const std::string pb = meta_get(f, "pull_blocks", false);
-  if (!pb.empty()) {
-    f.pull_blocks = int(meta_int(f, "pull_blocks", pb, 1, 65536));
-    f.config.pull_blocks = *f.pull_blocks;
-  }
+  for (const char* key : {"mode", "quant", "gather_dtype", "gather_transport"}) meta_get(f, key, true);
+  // Every config key the metadata holds, through the field table (common/config_fields.hpp); absent: the default.
+  config_from_metadata(f.meta, path, f.config);
+  if (f.meta.count("pull_blocks")) f.pull_blocks = f.config.pull_blocks;
 }
 
 // A and B: codes, [M, K] and [N, K], in the metadata's fp8 format; the sizes M, N, K the file holds.
@@ -118,6 +109,7 @@ void read_operands(RankFile& f, const std::string& path) {
   if (a.dtype == "F8_E4M3" && f.fp8 != Fp8Format::E4M3FN)
     bad(path, "tensor 'a' has dtype F8_E4M3 (e4m3fn) but metadata fp8_format='" + ff +
                   "' (store e4m3fnuz codes as U8 with fp8_format=e4m3fnuz)");
+  validate_fp8_format(f.config.quant, f.fp8, path + ": metadata fp8_format");
   const std::string wf = meta_get(f, "wire_format", false);
   f.wire_format = wf.empty() ? f.fp8 : meta_parse(f, "wire_format", wf, parse_fp8_format);
 
@@ -162,10 +154,24 @@ void check_tensors(RankFile& f, const std::string& path) {
   if (f.wire || f.file.has("wire_scale")) {
     if (!f.rows.empty()) bad(path, "wire tensors are only read from full dumps (no 'rows' tensor)");
     const Shape s{f.m, f.n, f.k, f.world};
-    const int64_t S = slice_rows(s, q);
+    const int64_t S = slice_rows(s, f.config);
     expect_tensor(f, "wire", {"U8", "F8_E4M3"}, {S, f.n}, "the owned slice's fp8 codes, [padded M / W, N]");
     expect_tensor(f, "wire_scale", {"F32"}, {S}, "one fp32 scale per row of the owned slice");
     f.wire = true;
+  }
+  f.scatter = f.file.has("scatter");
+  if (f.scatter || f.file.has("scatter_scale")) {
+    if (f.config.scatter_dtype != WireDtype::Fp8)
+      bad(path, "tensors 'scatter'/'scatter_scale' belong to an fp8-scatter run, but metadata scatter_dtype is " +
+                    to_string(f.config.scatter_dtype) + " (give scatter_dtype=fp8)");
+    if (f.n % numerics::kScatterScaleCols)
+      bad(path,
+          "the fp8 scatter narrows 256 columns per scale; N=" + std::to_string(f.n) + " is not a multiple of 256");
+    expect_tensor(f, "scatter", {"U8", "F8_E4M3"}, {f.file_rows, f.n},
+                  "the scatter leg's fp8 codes of this rank's whole partial, [M, N]");
+    expect_tensor(f, "scatter_scale", {"F32"}, {f.file_rows, f.n / numerics::kScatterScaleCols},
+                  "one fp32 scale per row per 256 columns, [M, N/256]");
+    f.scatter = true;
   }
 }
 
@@ -194,8 +200,9 @@ void check_consistent(const RankFile& f0, const RankFile& f) {
     bad(f.file.path(), what + " " + b + " differs from " + f0.file.path() + "'s " + a);
   };
   if (f.world != f0.world) differ("metadata world", std::to_string(f0.world), std::to_string(f.world));
-  if (config_label(f.config) != config_label(f0.config))
-    differ("config", config_label(f0.config), config_label(f.config));
+  const auto c0 = config_to_metadata(f0.config), c = config_to_metadata(f.config);
+  for (const auto& [key, value] : c)
+    if (value != c0.at(key)) differ("metadata " + key, c0.at(key), value);
   if (f.fp8 != f0.fp8) differ("fp8_format", to_string(f0.fp8), to_string(f.fp8));
   if (f.m != f0.m) differ("M", std::to_string(f0.m), std::to_string(f.m));
   for (const char* t : {"a", "b", "a_scale", "b_scale", "out"})
@@ -209,6 +216,11 @@ void check_consistent(const RankFile& f0, const RankFile& f) {
   if (f.wire != f0.wire)
     bad(f.file.path(), std::string(f.wire ? "has" : "has no") + " wire tensors but " + f0.file.path() +
                            (f0.wire ? " has" : " has not") + ": dump them on every rank or on none");
+  if (f.scatter != f0.scatter)
+    bad(f.file.path(), std::string(f.scatter ? "has" : "has no") + " scatter tensors but " + f0.file.path() +
+                           (f0.scatter ? " has" : " has not") + ": dump them on every rank or on none");
+  if (f.config.scatter_dtype != f0.config.scatter_dtype)
+    differ("metadata scatter_dtype", to_string(f0.config.scatter_dtype), to_string(f.config.scatter_dtype));
 }
 
 // Reads the A rows (their codes and scales in the quant's A layout over the held rows) and the whole of B.

@@ -30,6 +30,7 @@ struct RankFile {
   int64_t file_rows = 0;
   std::vector<int64_t> rows;  // row-subset dumps: the global rows held
   bool partial = false, wire = false;
+  bool scatter = false;  // the fp8 scatter's codes and scales ('scatter', 'scatter_scale')
 };
 
 [[noreturn]] void bad(const std::string& path, const std::string& what);

@@ -84,6 +84,9 @@ nlohmann::json verify_results_to_json(const std::vector<VerifyResult>& results) 
       e["wrong_by_slice"] = r.wrong_by_slice;
     }
     if (!r.wire_recipe.empty()) e["wire_recipe"] = r.wire_recipe;
+    e["scatter"] = r.has_scatter;
+    if (!r.scatter_recipe.empty()) e["scatter_recipe"] = r.scatter_recipe;
+    if (!r.scatter_wrong_by_rank.empty()) e["scatter_wrong_codes_by_rank"] = r.scatter_wrong_by_rank;
     if (r.has_partials) {
       nlohmann::json pr = nlohmann::json::array();
       for (double x : r.partial_rel_l2) pr.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr));
@@ -117,11 +120,15 @@ std::string verify_text(const VerifyResult& r) {
                 r.seconds_read, r.seconds_reference, r.seconds_elements, r.seconds_total);
   os << buf;
   if (!r.wrong_by_rank.empty()) {
-    os << "  collective vs the emulation" << (r.has_partials ? " over the dumped partials" : " of the fp8 gather")
+    os << "  collective vs the emulation"
+       << (r.has_partials  ? " over the dumped partials"
+           : r.has_scatter ? " over the dumped fp8 scatter codes"
+                           : " of the fp8 gather")
        << ": " << rec.wrong_elements.value_or(0) << " wrong elements; per rank [" << list(r.wrong_by_rank)
        << "], per slice [" << list(r.wrong_by_slice) << "]\n";
     print_mismatches(os, r.first_mismatches, "expected");
   }
+  if (!r.scatter_recipe.empty()) os << "  fp8 scatter recipe: " << r.scatter_recipe << "\n";
   if (!r.wire_recipe.empty()) os << "  fp8 wire recipe: " << r.wire_recipe << "\n";
   if (!r.disagreeing_by_rank.empty()) {
     os << "  rank agreement: " << rec.disagreeing_elements.value_or(0) << " disagreeing elements; per rank ["

@@ -97,6 +97,7 @@ bool read_context_line(const std::string& payload, std::optional<int> rank, cons
     ctx.pending_rank_failures.push_back(*f);
     return true;
   }
+  if (read_mori_line(payload, source, ctx.mori)) return true;
   if (rank) return false;  // sweep.py's lines are its own, never a rank's
   if (starts_with(payload, "# preset ")) {
     const size_t colon = payload.find(':', 9);

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "validate/record/mori_lines.hpp"
+
 namespace gemmar {
 
 // One `[rank R] (GEMM )VALIDATION FAILED relL2=X` line.
@@ -52,6 +54,7 @@ struct LogContext {
   std::string first_unread_gemm_ar;  // its source and text
   int64_t embedded_records = 0;      // RESULT_JSON inside another line (a repr), skipped
   bool in_failed_summary = false;    // after `K of N points FAILED:`: the indented lines name the points
+  MoriLog mori;                      // mori's other lines (mori_lines.hpp): refusals, pytest's gate, wire checks
 };
 
 // Reads one line (colour-stripped, rank prefix removed) into `ctx`; true when the line was one of the shapes

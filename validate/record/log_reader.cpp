@@ -240,6 +240,15 @@ bool opens_json_block(const std::string& payload) {
   return t == "{" || t == "[" || t.rfind("[{", 0) == 0 || t.rfind("[ {", 0) == 0;
 }
 
+// gemmar's own results document (`gemmar validate --out DIR`'s results.json, `check --json`): {"runs": [{"record":
+// {...}, ...}, ...], "summary": {...}}; its runs' records, as --baseline reads them. Entries without a record (log
+// findings, other producers' records) judged nothing of a run and are not read again.
+const nlohmann::json* gemmar_results_runs(const nlohmann::json& j) {
+  if (!j.is_object() || looks_like_run(j) || !j.contains("summary")) return nullptr;
+  const auto it = j.find("runs");
+  return it != j.end() && it->is_array() ? &*it : nullptr;
+}
+
 // The run records a finished block holds: the object itself, or each object of an array (source
 // "file:line[i]"). Objects without the benchmark's keys are not records; a block mentioning "mode" that does
 // not parse is one broken record.
@@ -304,6 +313,10 @@ std::vector<LogEntry> json_block_entries(const JsonBlock& b, const LogReadOption
   };
   if (j.is_array()) {
     for (size_t i = 0; i < j.size(); ++i) one(j[i], b.source + "[" + std::to_string(i) + "]");
+  } else if (const nlohmann::json* runs = gemmar_results_runs(j)) {
+    for (size_t i = 0; i < runs->size(); ++i)
+      if ((*runs)[i].is_object() && (*runs)[i].contains("record"))
+        one((*runs)[i]["record"], b.source + ":runs[" + std::to_string(i) + "]");
   } else {
     one(j, b.source);
   }
@@ -324,6 +337,27 @@ bool ends_traceback(const std::string& payload) {
   for (const char* skip : {"Traceback (most recent call last)", "During handling of", "The above exception"})
     if (payload.rfind(skip, 0) == 0) return false;
   return true;
+}
+
+// A record object built from a print that is not JSON (test_gemm_ar_bench.py's lines): an entry of `kind`.
+LogEntry printed_entry(const char* kind, nlohmann::json raw, const std::string& source, const LogReadOptions& opt) {
+  LogEntry e;
+  e.source = source;
+  e.kind = kind;
+  e.raw = std::move(raw);
+  try {
+    e.record = run_record_from_json(e.raw, source, opt.defaults);
+  } catch (const UsageError& err) {
+    e.error = err.what();
+  }
+  return e;
+}
+
+// test_gemm_ar_bench.py's `-s` line of one mode (mori_lines.hpp), or nullopt.
+std::optional<LogEntry> pytest_entry(const std::string& line, const std::string& source, const LogReadOptions& opt) {
+  auto j = pytest_bench_record(line);
+  if (!j) return std::nullopt;
+  return printed_entry("pytest", std::move(*j), source, opt);
 }
 
 }  // namespace
@@ -406,7 +440,7 @@ std::optional<LogEntry> parse_log_line(const std::string& raw_line, const std::s
   bool marked = false;
   const size_t start = candidate_start(line, marked);
   const bool human = start == std::string::npos && is_human_line(line);
-  if (start == std::string::npos && !human) return std::nullopt;
+  if (start == std::string::npos && !human) return pytest_entry(line, source, opt);
   LogEntry e;
   e.source = source;
   e.rank = rank;
@@ -606,6 +640,7 @@ class LineReader {
     st_.failures.push_back(std::move(*f));
   }
   void read_candidate(const std::string& clean, const std::string& payload, const std::string& source);
+  bool pytest_block_line(const std::string& payload, const std::string& source);
 
   const std::string& name_;
   const std::function<void(LogEntry&&)>& sink_;
@@ -618,7 +653,33 @@ class LineReader {
   std::deque<Recent> recent_;
   JsonBlock block_;
   std::map<int, OpenTraceback> open_tracebacks_;  // by rank (-1: no prefix)
+  struct ModelShapeBlock {                        // test_gemm_ar_bench.py's model-shape block, open after its header
+    ModelShapeHeader header;
+    std::map<std::string, double> times;  // by mode
+  };
+  std::optional<ModelShapeBlock> model_shape_;
 };
+
+// test_gemm_ar_bench.py @e7606746 :122-136: `[gemm_ar] model shape m= n= k=`, a row per mode (each a record), then
+// `fused is +x% against split`; the test asserts fused < split, and a block where it is not is mori's gate failing.
+bool LineReader::pytest_block_line(const std::string& payload, const std::string& source) {
+  if (auto h = pytest_model_shape_header(payload)) {
+    model_shape_ = ModelShapeBlock{*h, {}};
+    return true;
+  }
+  if (!model_shape_) return false;
+  if (auto j = pytest_model_shape_row(payload, model_shape_->header)) {
+    model_shape_->times[(*j)["mode"].get<std::string>()] = (*j)["max_rank_time_us"].get<double>();
+    sink_record(printed_entry("pytest", std::move(*j), source, opt_));
+    return true;
+  }
+  const bool end = pytest_model_shape_end(payload);
+  const auto& t = model_shape_->times;
+  if (end && t.count("fused-sdma") && t.count("split-sdma") && !(t.at("fused-sdma") < t.at("split-sdma")))
+    st_.context.mori.ordering.push_back({t.at("fused-sdma"), t.at("split-sdma"), source, false});
+  model_shape_.reset();
+  return end;
+}
 
 void LineReader::finish_line() {
   ++lineno_;
@@ -641,7 +702,8 @@ void LineReader::finish_line() {
   } else {
     traceback_line(payload, prefix_rank);
     // sweep.py's and the ranks' own lines first: a point's `  FAILED: <last line>` is the sweep's finding.
-    if (overflow_ || !read_context_line(payload, prefix_rank, source, st_.context)) {
+    if (overflow_ ||
+        (!pytest_block_line(payload, source) && !read_context_line(payload, prefix_rank, source, st_.context))) {
       note_failure(source, prefix_rank);
       if (!overflow_ && !prefix_rank && opens_json_block(payload)) {
         block_.active = true;

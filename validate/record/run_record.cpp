@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "common/config_fields.hpp"
 #include "common/errors.hpp"
 #include "validate/record/python_json.hpp"
 
@@ -73,16 +74,6 @@ std::vector<double> get_number_array(const nlohmann::json& j, const std::string&
 }
 
 bool present(const nlohmann::json& j, const char* key) { return j.contains(key) && !j.at(key).is_null(); }
-
-template <typename Parse>
-auto parse_enum_field(const nlohmann::json& j, const std::string& key, const std::string& source, Parse parse) {
-  const std::string s = get_string(j, key, source);
-  try {
-    return parse(s, key);
-  } catch (const UsageError& e) {
-    throw UsageError(source + ": field " + e.what());
-  }
-}
 
 // A time a run took: finite and positive, else the record cannot describe a real run.
 void check_time(double t, const std::string& source, const std::string& field) {
@@ -198,7 +189,6 @@ void read_shape_and_mode(const nlohmann::json& j, const std::string& source, con
   for (const char* key : {"mode", "m", "n", "k"})
     if (!present(j, key)) bad_field(source, key, "is missing (required: mode, m, n, k)");
 
-  r.config.mode = parse_enum_field(j, "mode", source, parse_mode);
   r.shape.m = get_int(j, "m", source);
   r.shape.n = get_int(j, "n", source);
   r.shape.k = get_int(j, "k", source);
@@ -219,11 +209,13 @@ void read_shape_and_mode(const nlohmann::json& j, const std::string& source, con
   r.shape.world = int(*world);
 }
 
-// quant (printed, inferred from the benchmark's own keys, or unknown) and the wire's knobs.
+// Every config key through the field table (common/config_fields.hpp), old keys too; then quant when not
+// printed (inferred from the benchmark's own keys, or unknown). `chunks` is the resolved count: read_benchmark_run.
 void read_config(const nlohmann::json& j, const std::string& source, RunRecord& r) {
-  if (present(j, "quant")) {
-    r.config.quant = parse_enum_field(j, "quant", source, parse_quant);
-  } else if (has_benchmark_keys(j)) {
+  config_from_json(j, source, r.config, {"chunks"});
+  if (present(j, "pull_blocks")) r.pull_blocks = r.config.pull_blocks;
+  if (present(j, "quant")) return;
+  if (has_benchmark_keys(j)) {
     r.config.quant = Quant::Ptpc;
     r.quant_inference =
         "quant not printed: ptpc inferred (bench_gemm_ar.py before its --quant flag, e.g. ROCm/mori "
@@ -234,19 +226,6 @@ void read_config(const nlohmann::json& j, const std::string& source, RunRecord& 
         "quant not printed and not inferable from the record's keys: quant unknown (floors taken "
         "at blockscale; no baseline matches it)";
   }
-  if (present(j, "gather_dtype")) r.config.gather_dtype = parse_enum_field(j, "gather_dtype", source, parse_wire);
-  if (present(j, "gather_transport"))
-    r.config.gather_transport = parse_enum_field(j, "gather_transport", source, parse_transport);
-  if (present(j, "fuse_quantize")) r.config.fuse_quantize = get_bool(j, "fuse_quantize", source);
-  // mori's fuse_reduce_push with its gather_bands and publish (the benchmark prints all three on every run).
-  if (present(j, "fuse_reduce_push")) r.config.fuse_reduce_push = get_bool(j, "fuse_reduce_push", source);
-  if (present(j, "gather_bands")) {
-    const double b = get_number(j, "gather_bands", source);
-    if (!(b >= 1 && b <= 4096 && b == std::floor(b)))
-      throw UsageError(source + ": gather_bands: must be an integer in [1, 4096]");
-    r.config.gather_bands = int(b);
-  }
-  if (present(j, "publish")) r.config.publish = parse_enum_field(j, "publish", source, parse_publish);
 }
 
 // max_rank_time_us, per_rank_time_us (one per rank, its maximum max_rank_time_us) and critical_rank (the slowest).
@@ -312,7 +291,7 @@ void read_benchmark_run(const nlohmann::json& j, const std::string& source, RunR
   r.stop_after = choice_field(j, "stop_after", source, {"all", "scatter"});
   r.chunks = optional_int(j, "chunks", source, 1, 4096);
   // The model's chunk pipeline (fused-sdma's overlap) follows the run's own pushes per destination.
-  if (r.chunks) r.config.chunks = *r.chunks;
+  if (r.chunks) apply_resolved_chunks(r.config, *r.chunks);
   if (present(j, "fence")) r.fence = get_string(j, "fence", source);
   r.block_m = optional_int(j, "block_m", source, 1, 1 << 16);
   r.block_n = optional_int(j, "block_n", source, 1, 1 << 16);
@@ -320,12 +299,6 @@ void read_benchmark_run(const nlohmann::json& j, const std::string& source, RunR
   check_knob(j, "swap_ab", source, false, true, true, false);
   check_knob(j, "permlane", source, true, true, true, false);
   check_knob(j, "tile", source, true, false, true, true);
-  if (present(j, "pull_blocks")) {
-    const int64_t b = get_int(j, "pull_blocks", source);
-    if (b < 1 || b > 65536) bad_field(source, "pull_blocks", "is " + std::to_string(b) + ", not in [1, 65536]");
-    r.pull_blocks = int(b);
-    r.config.pull_blocks = int(b);
-  }
 }
 
 // gemmar's optional fields that need more than a type check, each read when present (not null).
@@ -472,11 +445,10 @@ void read_optional_field(const nlohmann::json& j, const OptionalField& f, const 
 void check_runnable(const std::string& source, const RunRecord& r) {
   try {
     validate_shape_config(r.shape, r.config, false);
+    validate_gather_wire(r.config);
   } catch (const UsageError& e) {
     throw UsageError(source + ": " + e.what());
   }
-  if (has_collective(r.config.mode) && !traits(r.config.mode).fp8_wire && r.config.gather_dtype == WireDtype::Fp8)
-    bad_field(source, "gather_dtype", "is fp8 but " + to_string(r.config.mode) + " is a bf16-only all-reduce");
 }
 
 }  // namespace
@@ -498,20 +470,20 @@ RunRecord run_record_from_json(const nlohmann::json& j, const std::string& sourc
 
 nlohmann::json run_record_to_json(const RunRecord& r) {
   nlohmann::json j = r.raw.is_object() ? r.raw : nlohmann::json::object();
-  j["mode"] = to_string(r.config.mode);
+  // Every config field under its key (the table: common/config_fields.hpp), but quant when it was not known and
+  // chunks, which a record holds as the resolved count (mori's: the fused modes' pushes per destination, null
+  // otherwise).
+  for (const ConfigField& f : config_fields())
+    if (std::string(f.key) != "chunks" && (r.quant_known || std::string(f.key) != "quant"))
+      j[f.key] = field_json(f, r.config);
+  if (r.chunks)
+    j["chunks"] = *r.chunks;
+  else if (traits(r.config.mode).fused && r.quant_known)  // chunks beside no quant would read as a ptpc-era log
+    j["chunks"] = effective_chunks(r.shape, r.config);
   j["world_size"] = r.shape.world;
   j["m"] = r.shape.m;
   j["n"] = r.shape.n;
   j["k"] = r.shape.k;
-  if (r.quant_known) j["quant"] = to_string(r.config.quant);
-  j["gather_dtype"] = to_string(r.config.gather_dtype);
-  j["gather_transport"] = to_string(r.config.gather_transport);
-  j["fuse_quantize"] = r.config.fuse_quantize;
-  if (r.config.fuse_reduce_push) {  // otherwise the input's own fields (kept in raw) stand
-    j["fuse_reduce_push"] = true;
-    j["gather_bands"] = r.config.gather_bands;
-    j["publish"] = to_string(r.config.publish);
-  }
   if (r.max_rank_time_us) j["max_rank_time_us"] = *r.max_rank_time_us;
   if (!r.per_rank_time_us.empty()) j["per_rank_time_us"] = r.per_rank_time_us;
   if (r.rel_l2) j["rel_l2"] = *r.rel_l2;

@@ -50,7 +50,7 @@ struct RunRecord {
   std::optional<double> rel_l2;  // the benchmark's (minimum over ranks when validated)
   std::optional<bool> validated;
   std::string timing;                     // "graph" | "eager" (empty: not printed, graph assumed)
-  std::optional<std::string> stop_after;  // "all", or the last phase run ("scatter"): a partial run
+  std::optional<std::string> stop_after;  // "all", or the last phase run ("scatter"): a run that stopped early
   std::optional<int> critical_rank;       // the slowest rank (argmax of per_rank_time_us)
   // The benchmark's kernel knobs (bench_gemm_ar.py prints them; null or absent when they do not apply).
   std::optional<int> chunks;         // pushes per destination in a fused epilogue (> 1: known racy)

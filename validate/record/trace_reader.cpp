@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <unordered_map>
@@ -73,7 +74,10 @@ struct Event {
   std::string device;
   std::string name;
   double dur_us;
+  std::string stream;   // rocprofv3's Queue_Id, a Chrome trace's tid ("0" when absent)
+  double start_us = 0;  // the trace's own clock
 };
+using EventSink = std::function<void(const Event&)>;
 
 struct Accumulator {
   const std::vector<PhasePattern>& patterns;
@@ -83,6 +87,7 @@ struct Accumulator {
   std::map<std::string, std::map<std::string, double>> per_device;  // device -> phase -> summed us
   std::map<std::string, int> gemm_count;
   TracePhases out;
+  std::vector<TraceKernel>* kernels = nullptr;  // every kernel, when the caller asked for them
 
   int match(const std::string& name) {
     const auto hit = phase_of_name.find(name);
@@ -95,7 +100,10 @@ struct Accumulator {
   }
 
   void add(const Event& e) {
-    if (const int i = match(e.name); i >= 0) {
+    const int i = match(e.name);
+    if (kernels)
+      kernels->push_back({e.device, e.stream, e.name, i >= 0 ? patterns[size_t(i)].phase : "", e.start_us, e.dur_us});
+    if (i >= 0) {
       const std::string& phase = patterns[size_t(i)].phase;
       per_device[e.device][phase] += e.dur_us;
       if (phase == "gemm") gemm_count[e.device]++;
@@ -125,7 +133,7 @@ struct Accumulator {
   }
 };
 
-void read_csv(std::istream& in, const std::string& path, Accumulator& acc) {
+void read_csv(std::istream& in, const std::string& path, const EventSink& sink) {
   std::string line;
   std::getline(in, line);
   const auto header = split_csv(line);
@@ -135,7 +143,7 @@ void read_csv(std::istream& in, const std::string& path, Accumulator& acc) {
     return -1;
   };
   const int name_c = col("Kernel_Name"), start_c = col("Start_Timestamp"), end_c = col("End_Timestamp");
-  const int dev_c = col("Agent_Id");
+  const int dev_c = col("Agent_Id"), queue_c = col("Queue_Id");
   if (name_c < 0 || start_c < 0 || end_c < 0)
     throw UsageError(path +
                      ":1: not a rocprofv3 kernel trace (needs columns Kernel_Name, Start_Timestamp, "
@@ -145,7 +153,7 @@ void read_csv(std::istream& in, const std::string& path, Accumulator& acc) {
     ++lineno;
     if (trim(line).empty()) continue;
     const auto f = split_csv(line);
-    const int need = std::max({name_c, start_c, end_c, dev_c});
+    const int need = std::max({name_c, start_c, end_c, dev_c, queue_c});
     if (int(f.size()) <= need)
       throw UsageError(path + ":" + std::to_string(lineno) + ": " + std::to_string(f.size()) +
                        " columns, the header names " + std::to_string(header.size()));
@@ -157,11 +165,12 @@ void read_csv(std::istream& in, const std::string& path, Accumulator& acc) {
       throw UsageError(path + ":" + std::to_string(lineno) + ": Start_Timestamp/End_Timestamp are not numbers");
     }
     if (t1 < t0) throw UsageError(path + ":" + std::to_string(lineno) + ": End_Timestamp is before Start_Timestamp");
-    acc.add({dev_c >= 0 ? f[size_t(dev_c)] : "0", f[size_t(name_c)], (t1 - t0) * 1e-3});
+    sink({dev_c >= 0 ? f[size_t(dev_c)] : "0", f[size_t(name_c)], (t1 - t0) * 1e-3,
+          queue_c >= 0 ? f[size_t(queue_c)] : "0", t0 * 1e-3});
   }
 }
 
-void read_chrome(std::istream& in, const std::string& path, Accumulator& acc) {
+void read_chrome(std::istream& in, const std::string& path, const EventSink& sink) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(in);
@@ -183,9 +192,12 @@ void read_chrome(std::istream& in, const std::string& path, Accumulator& acc) {
     if (lcat.find("kernel") == std::string::npos && lcat.find("memcpy") == std::string::npos) continue;
     if (!e.contains("name") || !e["name"].is_string() || !e.contains("dur") || !e["dur"].is_number())
       throw UsageError(path + ": traceEvents[" + std::to_string(i) + "] needs a string name and a numeric dur");
-    std::string dev = "0";
-    if (e.contains("pid")) dev = e["pid"].is_string() ? e["pid"].get<std::string>() : e["pid"].dump();
-    acc.add({dev, e["name"].get<std::string>(), e["dur"].get<double>()});
+    auto id = [&](const char* key) {
+      if (!e.contains(key)) return std::string("0");
+      return e[key].is_string() ? e[key].get<std::string>() : e[key].dump();
+    };
+    const double ts = e.contains("ts") && e["ts"].is_number() ? e["ts"].get<double>() : 0.0;
+    sink({id("pid"), e["name"].get<std::string>(), e["dur"].get<double>(), id("tid"), ts});
   }
 }
 
@@ -263,12 +275,18 @@ void apply_phase_override(std::vector<PhasePattern>& patterns, const std::string
 }
 
 TracePhases read_trace(const std::string& path, const std::vector<PhasePattern>& patterns) {
+  return read_trace(path, patterns, nullptr);
+}
+
+TracePhases read_trace(const std::string& path, const std::vector<PhasePattern>& patterns,
+                       std::vector<TraceKernel>* kernels) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw UsageError("--trace " + path + ": is a directory, not a trace file");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw UsageError("--trace " + path + ": cannot open (" + std::strerror(errno) + ")");
-  Accumulator acc{patterns, {}, {}, {}, {}, {}};
+  Accumulator acc{patterns, {}, {}, {}, {}, {}, kernels};
+  const EventSink sink = [&acc](const Event& e) { acc.add(e); };
   for (const auto& p : patterns) acc.res.push_back(compile(p, "--trace " + path));
   // Sniff the first non-space byte: '{' or '[' is a Chrome trace, anything else a CSV header.
   char c = 0;
@@ -278,10 +296,10 @@ TracePhases read_trace(const std::string& path, const std::vector<PhasePattern>&
   f.unget();
   if (c == '{' || c == '[') {
     acc.out.format = "chrome-trace";
-    read_chrome(f, path, acc);
+    read_chrome(f, path, sink);
   } else {
     acc.out.format = "rocprofv3-csv";
-    read_csv(f, path, acc);
+    read_csv(f, path, sink);
   }
   if (acc.out.kernels_matched == 0)
     throw UsageError("--trace " + path + ": no kernel matched any phase pattern (" +

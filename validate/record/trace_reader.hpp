@@ -10,7 +10,7 @@ namespace gemmar {
 
 struct PhasePattern {
   std::string phase;
-  std::string regex;  // validate/phase_regex.hpp syntax (linear time), case-insensitive, searched anywhere
+  std::string regex;  // validate/record/phase_regex.hpp syntax (linear time), case-insensitive, searched anywhere
 };
 
 // The documented defaults (docs/check.md), most specific first.
@@ -32,5 +32,15 @@ struct TracePhases {
 
 // UsageError naming the file (and line for CSV) when it cannot be read or has neither format.
 TracePhases read_trace(const std::string& path, const std::vector<PhasePattern>& patterns);
+
+// One kernel of a trace, on its own clock: rocprofv3's Agent_Id / Queue_Id and Start_Timestamp (ns, read as us),
+// a Chrome trace's pid / tid and ts (us). `phase` is the first matching pattern's ("" when none matched).
+struct TraceKernel {
+  std::string device, stream, name, phase;
+  double start_us = 0, dur_us = 0;
+};
+// The same, and every kernel (matched or not) in file order into `kernels` (gemmar report's timeline).
+TracePhases read_trace(const std::string& path, const std::vector<PhasePattern>& patterns,
+                       std::vector<TraceKernel>* kernels);
 
 }  // namespace gemmar

@@ -35,7 +35,7 @@ std::string pct(double frac) {
 
 // A run the benchmark stopped early (--stop-after scatter): only a fused or split run with a reduce-scatter
 // stops anywhere; gemm-only and split-lsa run whole whatever the flag says.
-bool is_partial(const RunRecord& r) {
+bool stopped_early(const RunRecord& r) {
   return r.stop_after && *r.stop_after != "all" && has_collective(r.config.mode) &&
          !traits(r.config.mode).two_stage_allreduce;
 }
@@ -45,6 +45,21 @@ bool is_partial(const RunRecord& r) {
 // --skip-validation. gemmar's own records (backend set) are validated in every mode.
 bool benchmark_skips_validation(const RunRecord& r, const NumericsBasis& n) {
   return !has_collective(r.config.mode) && !r.backend && !n.rel_ok && r.validated && *r.validated;
+}
+
+bool printed_by_test(const RunRecord& r) { return r.raw.is_object() && r.raw.contains("printed_by"); }
+
+// bench_gemm_ar.py @d5443336's keys that change the run and are not in the config label yet, where they differ from
+// its defaults (scatter_dtype bf16, chunk_bands 0, relaxed_rows false), so records of older versions still match.
+std::string time_knobs(const RunRecord& r) {
+  std::string s;
+  if (!r.raw.is_object()) return s;
+  for (const char* knob : {"scatter_dtype", "chunk_bands", "relaxed_rows"}) {
+    const auto it = r.raw.find(knob);
+    if (it == r.raw.end() || it->is_null() || *it == "bf16" || *it == 0 || *it == false) continue;
+    s += std::string("|") + knob + "=" + it->dump();
+  }
+  return s;
 }
 
 namespace {
@@ -63,17 +78,22 @@ void worst_rank_error(const RunRecord& r, NumericsBasis& n) {
 
 // The floors for this run's own shape, quant and wire, and the band around the expected one.
 void floor_band(const RunRecord& r, const Expectations& e, NumericsBasis& n) {
+  const WireDtype scatter = n.scatter_fp8 ? WireDtype::Fp8 : WireDtype::Bf16;
+  const WireDtype gather = n.gather_fp8 ? WireDtype::Fp8 : WireDtype::Bf16;
+  const auto pair = n.collective ? wire_floor(e, scatter, gather) : std::nullopt;
   if (n.collective && e.floors) {
-    const FloorExpectation& fl = *e.floors;
-    n.floor_bf16 = fl.bf16;
-    n.floor_fp8 = fl.fp8;
-    n.expected = n.fp8 ? fl.fp8 : fl.bf16;
+    n.floor_bf16 = e.floors->bf16;
+    n.floor_fp8 = e.floors->fp8;
+    if (n.scatter_fp8) n.without_leg = wire_floor(e, WireDtype::Bf16, gather)->rel_l2;
+  }
+  if (pair) {
+    n.expected = pair->rel_l2;
     // The floor is estimated on rows_evaluated sampled rows; the run's own relL2 averages over M rows, so
     // its row-to-row noise is the floor's stderr scaled by sqrt(rows/M).
-    const double se = n.fp8 ? fl.fp8_stderr : fl.bf16_stderr;
-    const double rows = double(std::max<int64_t>(fl.rows_evaluated, 1));
-    n.sigma = se * std::sqrt(1.0 + rows / double(std::max<int64_t>(r.shape.m, 1)));
+    const double rows = double(std::max<int64_t>(e.floors ? e.floors->rows_evaluated : 1, 1));
+    n.sigma = pair->stderr_ * std::sqrt(1.0 + rows / double(std::max<int64_t>(r.shape.m, 1)));
   }
+  // The benchmark's fp8 gate covers an fp8 gather or an fp8 scatter (bench_gemm_ar.py @d5443336 :530-543).
   n.accept_max = n.fp8 ? kFp8AcceptMax : kBf16AcceptMax;
   n.upper = n.accept_max;
   n.tol = kFloorMargin;
@@ -81,8 +101,10 @@ void floor_band(const RunRecord& r, const Expectations& e, NumericsBasis& n) {
     n.tol = std::max(kFloorMargin, kFloorSigmas * *n.sigma / *n.expected);
     n.upper = std::min(n.upper, *n.expected * (1.0 + n.tol));
   }
-  n.floor_txt =
-      n.expected ? ("the " + n.wire + " floor " + sci(*n.expected)) : ("the benchmark's bound " + sci(n.accept_max));
+  n.floor_txt = n.expected ? ("the " + n.wire + " floor " + sci(*n.expected))
+                : n.scatter_fp8 && e.floors
+                    ? "mori's fp8 gate " + sci(n.accept_max) + " (no " + n.wire + " floor is derived in this build)"
+                    : ("the benchmark's bound " + sci(n.accept_max));
 }
 
 // SILENT_TRANSFER's signatures: slices at relL2 >= kSliceOffRelL2 (NaN is not "never arrived": a slice of
@@ -116,7 +138,8 @@ void rank_spread(const RunRecord& r, const Config& cfg, NumericsBasis& n) {
   std::vector<double>& pr = n.rank_rel;
   for (double x : r.per_rank_rel_l2)
     if (std::isfinite(x)) pr.push_back(x);
-  if (n.fp8 && n.floor_bf16 && n.floor_fp8 && pr.size() == r.per_rank_rel_l2.size() &&
+  // Only the gather's fp8 spares the owner's rows; an fp8 scatter rounds every row's peer partials alike.
+  if (n.gather_fp8 && !n.scatter_fp8 && n.floor_bf16 && n.floor_fp8 && pr.size() == r.per_rank_rel_l2.size() &&
       int(pr.size()) == r.shape.world && r.shape.world > 1) {
     const double world = r.shape.world, fb2 = *n.floor_bf16 * *n.floor_bf16, f82 = *n.floor_fp8 * *n.floor_fp8;
     const double e82 = std::max(fb2, (f82 - fb2 / world) * world / (world - 1.0));
@@ -138,10 +161,14 @@ void rank_spread(const RunRecord& r, const Config& cfg, NumericsBasis& n) {
 NumericsBasis numerics_basis(const RunRecord& r, const Expectations& e, const Config& cfg, const Config& eff) {
   NumericsBasis n;
   n.collective = has_collective(eff.mode);
-  n.fp8 = n.collective && uses_fp8_wire(eff);
-  n.wire = n.fp8 ? "fp8" : "bf16";
+  n.gather_fp8 = n.collective && uses_fp8_wire(eff);
+  n.scatter_fp8 = n.collective && scatter_fp8(r);
+  n.fp8 = n.gather_fp8 || n.scatter_fp8;
+  n.wire = n.scatter_fp8  ? std::string("fp8-scatter/") + (n.gather_fp8 ? "fp8" : "bf16") + "-gather"
+           : n.gather_fp8 ? "fp8"
+                          : "bf16";
   n.rel_ok = r.rel_l2 && std::isfinite(*r.rel_l2);
-  n.judged = !is_partial(r);
+  n.judged = !stopped_early(r);
   if (!n.judged) return n;
   worst_rank_error(r, n);
   floor_band(r, e, n);
@@ -150,8 +177,8 @@ NumericsBasis numerics_basis(const RunRecord& r, const Expectations& e, const Co
   return n;
 }
 
-// The phases a partial run ran: up to and including the reduce-scatter (scatter, or the fused drain), plus the
-// launch skew every multi-rank timing carries; its total and lower bound are theirs.
+// The phases a run that stopped early ran: up to and including the reduce-scatter (scatter, or the fused drain), plus
+// the launch skew every multi-rank timing carries; its total and lower bound are theirs.
 model::Prediction prefix_prediction(const model::Prediction& full) {
   model::Prediction p = full;
   p.phases.clear();
@@ -171,8 +198,8 @@ model::Prediction prefix_prediction(const model::Prediction& full) {
 
 TimingBasis timing_basis(const RunRecord& r, const Expectations& e) {
   TimingBasis tb;
-  tb.partial = is_partial(r);
-  tb.pred = tb.partial ? prefix_prediction(*e.prediction) : *e.prediction;
+  tb.stopped_early = stopped_early(r);
+  tb.pred = tb.stopped_early ? prefix_prediction(*e.prediction) : *e.prediction;
   // Eager timing: every kernel pays its launch (graph replay hides it), so the model gets one launch-to-
   // completion cost per kernel on top.
   tb.eager = r.timing == "eager";
@@ -204,6 +231,7 @@ std::string match_key(const RunRecord& r, const Config& cfg, bool with_quant) {
   os << r.shape.m << ',' << r.shape.n << ',' << r.shape.k << ',' << r.shape.world << '|' << config_label(c);
   if (with_quant && !r.quant_known) os << "|quant?";  // matches no baseline of a known quant, nor one unknown
   if (has_pull(eff)) os << "|pull=" << cfg.pull_blocks;
+  os << time_knobs(r);
   // Eager and graph times do not compare, nor does a run that stopped after the scatter with a full one.
   os << '|' << (r.timing.empty() ? "graph" : r.timing) << '|' << r.stop_after.value_or("all");
   return os.str();
@@ -229,7 +257,7 @@ std::optional<BaselineBasis> baseline_basis(const RunRecord& r, const Expectatio
   return b;
 }
 
-// "NVIDIA H200 (8 ranks on 1 device)" (kernels/gemm_ar.cu's device string): more ranks than devices.
+// "NVIDIA H200 (8 ranks on 1 device)" (kernels/pipeline/engine.cu's device string): more ranks than devices.
 bool device_string_shared(const std::optional<std::string>& device) {
   if (!device) return false;
   const std::string& d = *device;

@@ -65,6 +65,19 @@ model::Sweep sweep_cached(const std::string& pname, const model::Profile& p, con
 
 }  // namespace
 
+std::optional<WireFloor> wire_floor(const Expectations& e, WireDtype scatter, WireDtype gather) {
+  const bool fp8_gather = gather == WireDtype::Fp8;
+  if (scatter == WireDtype::Fp8) return fp8_gather ? e.fp8_scatter_floors.fp8_gather : e.fp8_scatter_floors.bf16_gather;
+  if (!e.floors) return std::nullopt;
+  const FloorExpectation& fl = *e.floors;
+  return fp8_gather ? WireFloor{fl.fp8, fl.fp8_stderr} : WireFloor{fl.bf16, fl.bf16_stderr};
+}
+
+bool scatter_fp8(const RunRecord& r) {
+  return r.config.scatter_dtype == WireDtype::Fp8 ||
+         (r.raw.is_object() && r.raw.contains("scatter_dtype") && r.raw["scatter_dtype"] == "fp8");
+}
+
 // The profiles say which devices they are the default for ("devices" in model/profiles/*.json).
 std::string default_profile(const std::string& backend, const std::string& device, int ranks_per_device) {
   return model::default_profile_for(backend, device, ranks_per_device);
@@ -86,12 +99,20 @@ Expectations expectations_for(const RunRecord& r, const JudgeOptions& o) {
       if (!o.floors_at_run_m) fs.m = verdict_rules::kFloorCanonicalM;
       const auto& fl = reference::cached_floors(fs, e.config.quant);
       e.floors = FloorExpectation{fl.bf16, fl.fp8, fl.bf16_stderr, fl.fp8_stderr, fl.rows_evaluated, fs.m};
+      // The fp8 scatter's pairs (reference::FloorResult::pair): its floor, and the bf16 scatter's beside it for the
+      // scatter leg's WIRE_NOT_USED.
+      for (const WireDtype g : {WireDtype::Bf16, WireDtype::Fp8}) {
+        const reference::PairFloor p = fl.pair(WireDtype::Fp8, g);
+        (g == WireDtype::Bf16 ? e.fp8_scatter_floors.bf16_gather : e.fp8_scatter_floors.fp8_gather) =
+            WireFloor{p.value, p.stderr_};
+      }
     } catch (const Error& err) {
       e.floor_error = err.what();
     }
   }
 
   e.profile_from_options = o.profile.has_value();
+  e.profile_defaulted = !o.profile && !r.profile && !r.device;
   e.profile_name = o.profile   ? *o.profile
                    : r.profile ? *r.profile
                                : default_profile(r.backend.value_or("gpu"), r.device.value_or(""), 1);
@@ -102,6 +123,9 @@ Expectations expectations_for(const RunRecord& r, const JudgeOptions& o) {
     e.profile_error = err.what();
     return e;
   }
+  // A record that names its fp8 scatter only in the raw line (scatter_dtype) is priced with it: the model charges
+  // the scatter leg its e4m3 codes and scales and the epilogue's quantize (docs/model.md "fp8 scatter").
+  if (scatter_fp8(r)) e.config.scatter_dtype = WireDtype::Fp8;
   try {
     e.prediction = predict_cached(e.profile_name, *e.profile, r.shape, e.config);
     if (has_pull(eff)) {

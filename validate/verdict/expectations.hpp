@@ -24,21 +24,35 @@ struct JudgeOptions {
 };
 
 struct FloorExpectation {
-  double bf16 = 0, fp8 = 0;
+  double bf16 = 0, fp8 = 0;  // the bf16 scatter's floors: bf16 and fp8 gather
   double bf16_stderr = 0, fp8_stderr = 0;
   int64_t rows_evaluated = 0;
   int64_t derived_at_m = 0;
+};
+
+// The floor of one (scatter, gather) wire pair and its sampling error.
+struct WireFloor {
+  double rel_l2 = 0, stderr_ = 0;
+};
+// An fp8 scatter's floors (bench_gemm_ar.py --scatter-dtype fp8), with a bf16 and with an fp8 gather: unset until the
+// reference emulates the fp8 scatter's tile quantization (reference/floors.hpp); the rules then judge such a run by
+// mori's own gate alone, and say so.
+struct Fp8ScatterFloors {
+  std::optional<WireFloor> bf16_gather, fp8_gather;
 };
 
 struct Expectations {
   Config config;  // the record's config with the pull grid it was judged at
   // Floors: nullopt for gemm-only (no wire) or when they could not be derived (floor_error says why).
   std::optional<FloorExpectation> floors;
+  Fp8ScatterFloors fp8_scatter_floors;
   std::string floor_error;
   // Timing model: profile nullptr when the name is unusable (profile_error); prediction nullopt when the
   // model rejects the config (model_error).
   std::string profile_name;
   bool profile_from_options = false;  // --profile (a bad one is the user's error, not the record's)
+  // Neither --profile nor the record named one (no profile field, no device string): mi355x by default.
+  bool profile_defaulted = false;
   std::shared_ptr<const model::Profile> profile;
   std::string profile_error;
   std::optional<model::Prediction> prediction;
@@ -49,6 +63,13 @@ struct Expectations {
   bool judge_timing = true;
   std::vector<RunRecord> baseline;
 };
+
+// The floor of the run's (scatter, gather) pair; nullopt when it was not derived (no floors, or an fp8 scatter's).
+std::optional<WireFloor> wire_floor(const Expectations&, WireDtype scatter, WireDtype gather);
+
+// bench_gemm_ar.py @d5443336's --scatter-dtype (RESULT_JSON "scatter_dtype"): true when the reduce-scatter leg
+// carried fp8. Read from the record as printed until the config's field table carries it.
+bool scatter_fp8(const RunRecord&);
 
 // The profile a run is judged against when none is named: by backend and device. CPU emulation: mi355x (its
 // times are not judged). A GPU: h200 for NVIDIA H100/H200 with one rank per device, h200-1gpu for W ranks on

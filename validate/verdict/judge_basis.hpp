@@ -17,12 +17,16 @@ namespace gemmar::verdict_detail {
 // The numerics of the record against the floors of its wire.
 struct NumericsBasis {
   bool judged = false;  // false for a run that stopped early: the numerics of an incomplete output mean nothing
-  bool collective = false, fp8 = false;
-  bool rel_ok = false;          // rel_l2 present and finite
-  std::string wire;             // "fp8" | "bf16"
+  bool collective = false, fp8 = false;  // fp8: either leg carried fp8 (mori's two-sided gate applies)
+  bool scatter_fp8 = false, gather_fp8 = false;
+  bool rel_ok = false;  // rel_l2 present and finite
+  // "bf16" | "fp8" (the gather) | "fp8-scatter/bf16-gather" | "fp8-scatter/fp8-gather"
+  std::string wire;
   std::optional<double> worst;  // the worst rank's relL2 (the benchmark's rel_l2 is the minimum over ranks)
   int worst_rank = -1;
-  std::optional<double> floor_bf16, floor_fp8, expected, sigma;
+  // floor_bf16 / floor_fp8: the bf16 scatter's floors (bf16 and fp8 gather); expected: this run's wire pair's floor;
+  // without_leg: the floor the run would sit at had its fp8 scatter crossed as bf16 (WIRE_NOT_USED of that leg).
+  std::optional<double> floor_bf16, floor_fp8, expected, sigma, without_leg;
   double accept_max = 0, upper = 0, tol = 0;
   std::string floor_txt;  // "the bf16 floor 2.35e-3" or "the benchmark's bound 3e-3"
   // SILENT_TRANSFER's two signatures: slices whose relL2 says they never arrived, or an error of sqrt(j/W).
@@ -38,8 +42,8 @@ struct NumericsBasis {
 
 // The model's view of the run.
 struct TimingBasis {
-  model::Prediction pred;  // a partial run's: the prefix of phases it ran
-  bool partial = false;
+  model::Prediction pred;      // a run that stopped early: the prefix of phases it ran
+  bool stopped_early = false;  // stop_after before the end (stopped_early(record))
   bool eager = false;
   int launches = 0;         // kernels the model counts (eager: each paid its launch)
   double launch_extra = 0;  // eager: launches x the launch cost, added to the model
@@ -80,10 +84,15 @@ struct Hit {
 std::string sci(double);
 std::string us(double);
 std::string pct(double frac);
-bool is_partial(const RunRecord&);
+bool stopped_early(const RunRecord&);
 // A benchmark gemm-only run that its benchmark left unvalidated (rel_l2 NaN or absent, validated true).
 bool benchmark_skips_validation(const RunRecord&, const NumericsBasis&);
 std::string ratio(double x);  // "2.5x"
+// A record read from test_gemm_ar_bench.py's -s print (log_reader: "printed_by"), which carries no validated.
+bool printed_by_test(const RunRecord&);
+// The record's knobs that change its run but are not in config_label yet (scatter_dtype, chunk_bands, relaxed_rows),
+// "|k=v" each where it differs from bench_gemm_ar.py's default: baselines and repeats match on them.
+std::string time_knobs(const RunRecord&);
 // The run's quant as a reader should see it: "quant unknown" when the record did not say and it cannot be
 // inferred; its config label with "/quant?" then.
 std::string quant_label(const RunRecord&, const Config&);

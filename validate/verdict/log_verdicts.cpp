@@ -5,6 +5,8 @@
 #include <set>
 #include <utility>
 
+#include "validate/verdict/mori_verdicts.hpp"
+
 namespace gemmar {
 
 namespace {
@@ -73,9 +75,13 @@ Verdict benchmark_failed_verdict(const std::vector<LogFailure>& failures, bool r
                      "false, and torchrun reports that exit (ChildFailedError). No exception was raised; the run's "
                      "NOT_VALIDATED finding says what failed.");
   const LogFailure& first = headline(failures);
-  std::string what = first.what;
+  // mori's exception, with the cause its own words leave out (or get wrong: the self-test's SDMA hint on a NaN).
+  const ExceptionReading ex = read_mori_exception(first.exception);
+  std::string what =
+      first.kind == "traceback" && !first.exception.empty() ? "the benchmark raised " + ex.quoted : first.what;
   while (!what.empty() && (what.back() == '.' || what.back() == ' ')) what.pop_back();  // an exception's own period
   std::string msg = "The benchmark run failed: " + what + (first.exception.empty() ? " ('" + first.line + "')" : "");
+  if (!ex.cause.empty()) msg += " (" + ex.cause + ")";
   std::set<std::string> kinds{first.kind};
   for (const auto& f : failures) {
     if (!kinds.insert(f.kind).second) continue;
@@ -83,6 +89,15 @@ Verdict benchmark_failed_verdict(const std::vector<LogFailure>& failures, bool r
   }
   msg += ". Its RESULT_JSON lines (if any) do not describe a finished run: fix the failure and rerun.";
   return log_entry(first.source, false, "BENCHMARK_FAILED", Severity::Error, msg);
+}
+
+std::vector<Verdict> log_level_verdicts(const LogReadStats& st, const std::string& name, bool run_not_validated) {
+  std::vector<Verdict> out;
+  const std::vector<LogFailure> failures = failures_unexplained(st.failures, st.context.mori);
+  if (!failures.empty()) out.push_back(benchmark_failed_verdict(failures, run_not_validated));
+  if (st.context.sweep.seen()) out.push_back(sweep_verdict(st.context.sweep, name));
+  for (auto& v : mori_log_verdicts(st.context.mori, name)) out.push_back(std::move(v));
+  return out;
 }
 
 Verdict sweep_verdict(const SweepLog& sw, const std::string& name) {
@@ -137,6 +152,47 @@ std::pair<std::string, std::string> route_producer(const std::string& route) {
           "a route row as bench_mori_gemm_1p.py, bench_sglang_wob.py and bench_aiter_blockscale.py write"};
 }
 
+// An op worker case (gemm_ar_op_worker.py @54e74a02) as test_gemm_ar_op.py @1531cfe8 judges it: every top-level
+// boolean true, every relL2 (a float) below FP8_FLOOR; the `<label>_rows` diagnostics name the cause.
+void op_worker_case(const LogEntry& e, const std::string& c, Verdict& v) {
+  std::string bad, rows;
+  for (const auto& [k, val] : e.raw.items()) {
+    if (val.is_boolean() && !val.get<bool>()) bad += (bad.empty() ? "" : ", ") + k + "=false";
+    // A relL2 is a Python float; an integer (mxfp8's "m": 512, @54e74a02) is a shape, never gated.
+    if (val.is_number_float() && !(val.get<double>() < kOpWorkerFloor))
+      bad += (bad.empty() ? "" : ", ") + k + "=" + num(val.get<double>()) + " (>= " + short_sci(kOpWorkerFloor) + ")";
+    if (val.is_object() && k.size() > 5 && k.compare(k.size() - 5, 5, "_rows") == 0)
+      rows += " " + op_worker_rows_cause(k, val) + ".";
+  }
+  if (bad.empty()) {
+    v.context.notes = std::vector<std::string>(
+        {"op worker case " + c + ": every check passes (booleans true, relL2 below test_gemm_ar_op.py's FP8_FLOOR " +
+         short_sci(kOpWorkerFloor) + ")"});
+    return;
+  }
+  std::string msg = "op worker case " + c + " failed test_gemm_ar_op.py's checks: " + bad + "." + rows;
+  if (c == "mxfp8" && e.raw.contains("rel_l2") && e.raw["rel_l2"].is_number()) {
+    const double rel = e.raw["rel_l2"].get<double>();
+    if (std::isnan(rel) || std::fabs(rel - 1.0) <= 0.05 || std::fabs(rel - 0.5) <= 0.025)
+      msg += " " + mxfp8_scale_hint(std::isnan(rel)) + ".";
+  }
+  const double rel = e.raw.value("rel_l2", 0.0);
+  if (c == "scale_order" && rel >= 0.17 && rel <= 0.32)
+    msg += " relL2 " + num(rel) +
+           " is the wrong-scale-order signature (0.26 before mori's fix: the column-major "
+           "[M, K/128] A scale flattened with reshape(-1)): check _flatten_a_scale.";
+  if (c == "self_test" && e.raw.value("detects_missing_scatter", true) == false)
+    msg +=
+        " The self-test's check has no teeth: it cannot see an inert scatter (a mori built with "
+        "BUILD_CCO_SDMA=OFF would pass it).";
+  if (c == "self_test" && e.raw.value("passes_on_working_stack", true) == false)
+    msg +=
+        " The self-test fails on this stack: check that mori was built with BUILD_CCO_SDMA=ON and that "
+        "MORI_ENABLE_SDMA=1 is set.";
+  v.pass = false;
+  v.findings.push_back({"SELF_TEST_FAILED", Severity::Error, msg});
+}
+
 }  // namespace
 
 Verdict other_record_verdict(const LogEntry& e) {
@@ -171,6 +227,7 @@ Verdict other_record_verdict(const LogEntry& e) {
                               "): the GEMM alone, not a gemm_ar run; listed, not judged."});
     return v;
   }
+  if (c.empty() && is_schedule_worker_summary(e.raw)) return schedule_worker_verdict(e);
   if (c.empty()) {
     std::string keys;
     if (e.raw.is_object())
@@ -180,34 +237,7 @@ Verdict other_record_verdict(const LogEntry& e) {
                               "): not a gemm_ar run record; listed, not judged."});
     return v;
   }
-  std::string bad;
-  for (const auto& [k, val] : e.raw.items()) {
-    if (val.is_boolean() && !val.get<bool>()) bad += (bad.empty() ? "" : ", ") + k + "=false";
-    if (val.is_number() && !(val.get<double>() < kOpWorkerFloor))
-      bad += (bad.empty() ? "" : ", ") + k + "=" + num(val.get<double>()) + " (>= " + short_sci(kOpWorkerFloor) + ")";
-  }
-  if (bad.empty()) {
-    v.context.notes = std::vector<std::string>(
-        {"op worker case " + c + ": every check passes (booleans true, relL2 below test_gemm_ar_op.py's FP8_FLOOR " +
-         short_sci(kOpWorkerFloor) + ")"});
-    return v;
-  }
-  std::string msg = "op worker case " + c + " failed test_gemm_ar_op.py's checks: " + bad + ".";
-  const double rel = e.raw.value("rel_l2", 0.0);
-  if (c == "scale_order" && rel >= 0.17 && rel <= 0.32)
-    msg += " relL2 " + num(rel) +
-           " is the wrong-scale-order signature (0.26 before mori's fix: the column-major "
-           "[M, K/128] A scale flattened with reshape(-1)): check _flatten_a_scale.";
-  if (c == "self_test" && e.raw.value("detects_missing_scatter", true) == false)
-    msg +=
-        " The self-test's check has no teeth: it cannot see an inert scatter (a mori built with "
-        "BUILD_CCO_SDMA=OFF would pass it).";
-  if (c == "self_test" && e.raw.value("passes_on_working_stack", true) == false)
-    msg +=
-        " The self-test fails on this stack: check that mori was built with BUILD_CCO_SDMA=ON and that "
-        "MORI_ENABLE_SDMA=1 is set.";
-  v.pass = false;
-  v.findings.push_back({"SELF_TEST_FAILED", Severity::Error, msg});
+  op_worker_case(e, c, v);
   return v;
 }
 

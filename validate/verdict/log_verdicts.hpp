@@ -29,6 +29,11 @@ Verdict sweep_verdict(const SweepLog&, const std::string& name);
 // 0.26 on scale_order is the wrong-scale-order signature). Anything else: OTHER_RECORD (warning), listed.
 Verdict other_record_verdict(const LogEntry&);
 
+// Every entry an input's log holds besides its records: BENCHMARK_FAILED / BENCHMARK_EXIT for the failures no
+// refusal of mori's explains, sweep.py's stdout, and mori's refusals, gates and notes (mori_verdicts.hpp).
+// `run_not_validated` as benchmark_failed_verdict takes it; `name` is the input's name.
+std::vector<Verdict> log_level_verdicts(const LogReadStats&, const std::string& name, bool run_not_validated);
+
 bool is_log_level(const Verdict&);
 bool is_other_record(const Verdict&);
 

@@ -49,7 +49,7 @@ SlowPhase slow_phase(const std::map<std::string, double>& measured, const model:
 std::string grid_explaining(const RunRecord& r, const Basis& b, double t, const SlowPhase& sp) {
   const std::optional<model::Sweep>& sw = b.e.pull_sweep;
   const TimingBasis& tb = *b.timing;
-  if (!sw || tb.partial || tb.eager || r.pull_blocks || !(sp.name.empty() || sp.name == "pull")) return "";
+  if (!sw || tb.stopped_early || tb.eager || r.pull_blocks || !(sp.name.empty() || sp.name == "pull")) return "";
   const model::SweepPoint* near = nullptr;
   for (const auto& pt : sw->points)
     if (!near || std::fabs(pt.total_us - t) < std::fabs(near->total_us - t)) near = &pt;
@@ -61,12 +61,24 @@ std::string grid_explaining(const RunRecord& r, const Basis& b, double t, const 
          (sp.text.empty() ? "" : " (" + sp.text + ")");
 }
 
+// A record that names no profile (no profile field, no device) is judged against mi355x; 10x or more off that model
+// (a newcomer's H200 log read "+3855%") it was most likely measured on other hardware.
+std::string profile_hint(const Basis& b, double t, double model_us) {
+  if (!b.e.profile_defaulted || b.e.profile_name != "mi355x" || !(model_us > 0) || !(t > 0)) return "";
+  const double x = t / model_us;
+  if (x < 10.0 && x > 0.1) return "";
+  return " The record names no profile, so it was judged against the default mi355x, and it is " +
+         ratio(x >= 1.0 ? x : 1.0 / x) + (x >= 1.0 ? " slower" : " faster") +
+         " than that model: it was most likely measured on other hardware; pass --profile (mi300x, h200, "
+         "h200-1gpu or a profile FILE).";
+}
+
 }  // namespace
 
-// --- GRID_OFF_OPTIMUM: a configuration finding, judged on the model alone (a partial run never pulled).
+// --- GRID_OFF_OPTIMUM: a configuration finding, judged on the model alone (a run that stopped early never pulled).
 Hits grid_off_optimum(const RunRecord&, const Basis& b) {
   const std::optional<model::Sweep>& sw = b.e.pull_sweep;
-  if (!sw || b.timing->partial) return {};
+  if (!sw || b.timing->stopped_early) return {};
   const int g = b.cfg.pull_blocks;
   if (g >= sw->band_lo && g <= sw->band_hi) return {};
   const double best = b.e.pull_sweep_best_us;
@@ -100,7 +112,8 @@ Hits faster_than_physics(const RunRecord&, const Basis& b) {
   return Hit{us(t) + " is below the " + us(pred.lower_bound_us) + " that moving this run's bytes takes at the " +
              b.e.profile_name + " peak rates (model " + us(pred.total_us) +
              "): the data was not moved, suspect silent puts rather than a fast kernel (or --profile names slower "
-             "hardware than the run's)."};
+             "hardware than the run's)." +
+             profile_hint(b, t, pred.total_us)};
 }
 
 // --- FASTER_THAN_MODEL: well under the model yet above the lower bound.
@@ -114,7 +127,8 @@ Hits faster_than_model(const RunRecord&, const Basis& b) {
              "): check that --profile names the hardware the run was on" +
              (has_collective(b.cfg.mode) ? ", or that the run moved all its data (a leg that moved part of it reads "
                                            "fast)."
-                                         : " and the quant its GEMM ran (gemm-only moves no data).")};
+                                         : " and the quant its GEMM ran (gemm-only moves no data).") +
+             profile_hint(b, t, pred.total_us)};
 }
 
 // --- SLOWER_THAN_MODEL: beyond the model's band, naming the slow phase or the pull grid that explains the time.
@@ -133,7 +147,7 @@ Hits slower_than_model(const RunRecord& r, const Basis& b) {
   std::string why = grid_explaining(r, b, t, sp);
   if (why.empty()) why = sp.text;
   if (why.empty()) why = "compare its phases with `gemmar model` to find the slow one";
-  return Hit{msg + (why.rfind("which", 0) == 0 ? ", " : ": ") + why + "."};
+  return Hit{msg + (why.rfind("which", 0) == 0 ? ", " : ": ") + why + "." + profile_hint(b, t, expected_total)};
 }
 
 // --- RANK_DIVERGENCE in time: the slowest rank beyond 3x the run-to-run spread over the ranks' median; on ranks

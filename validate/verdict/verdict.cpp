@@ -26,7 +26,7 @@ namespace {
 std::vector<std::string> notes_of(const RunRecord& r, const Basis& b) {
   std::vector<std::string> notes;
   if (!r.quant_inference.empty()) notes.push_back(r.quant_inference);
-  if (r.world_assumed)
+  if (r.world_assumed && !printed_by_test(r))
     notes.push_back("world_size absent (an older benchmark version): assumed " + std::to_string(r.shape.world) +
                     "; --world sets it");
   if (r.raw.is_object() && r.raw.contains("trace") && r.raw["trace"].is_object()) {
@@ -46,6 +46,16 @@ std::vector<std::string> notes_of(const RunRecord& r, const Basis& b) {
                     ": the benchmark did not validate this run (bench_gemm_ar.py checks gemm-only's GEMM against "
                     "its rank's partial, e.g. @fc892894; NaN means a version before that check, or "
                     "--skip-validation); only its time was judged");
+  if (printed_by_test(r))
+    notes.push_back(
+        "printed by test_gemm_ar_bench.py -s (ROCm/mori @e7606746 :100-104, :122-128): its line has no "
+        "validated (the test asserts it after printing), so it is judged by the test's gate relL2 < 3e-3 "
+        "and gemmar's floors; nor world_size: assumed " +
+        std::to_string(r.shape.world) + " (the test runs W=8: SMOKE :53, MODEL_SHAPE :57; --world sets it)");
+  if (b.num.judged && b.num.scatter_fp8 && !b.num.expected)
+    notes.push_back("fp8 scatter: no " + b.num.wire +
+                    " floor is derived in this build (the reference does not emulate the fp8 scatter yet), so its "
+                    "relL2 is judged by mori's gate 5e-3 < relL2 < 4e-2 (bench_gemm_ar.py @d5443336 :530-543)");
   const model::Profile* p = b.e.profile.get();
   if (b.timing && !p->calibrated)
     notes.push_back("profile " + b.e.profile_name + " is uncalibrated (" + p->calibration +
@@ -89,19 +99,12 @@ void timing_context(const RunRecord& r, const Basis& b, VerdictContext& c) {
   if (!b.timing) return;
   const model::Profile& prof = *b.e.profile;
   const TimingBasis& tb = *b.timing;
-  ModelContext m{b.e.profile_name,
-                 prof.calibrated,
-                 model::to_string(prof.basis),
-                 tb.pred.total_us,
-                 tb.pred.lower_bound_us,
-                 prof.band(b.cfg.mode),
-                 prof.run_to_run_spread,
-                 b.cfg.pull_blocks,
-                 tb.partial,
-                 std::nullopt};
+  ModelContext m{b.e.profile_name,       prof.calibrated,       model::to_string(prof.basis), tb.pred.total_us,
+                 tb.pred.lower_bound_us, prof.band(b.cfg.mode), prof.run_to_run_spread,       b.cfg.pull_blocks,
+                 tb.stopped_early,       std::nullopt};
   if (tb.eager) m.eager_launch_us = tb.launch_extra;
   c.model = m;
-  if (b.e.pull_sweep && !tb.partial)
+  if (b.e.pull_sweep && !tb.stopped_early)
     c.pull_sweep = PullSweepContext{b.e.pull_sweep->optimum, b.e.pull_sweep->band_lo, b.e.pull_sweep->band_hi,
                                     b.e.pull_sweep_best_us};
   c.phase_efficiency = b.phase_efficiency;
@@ -206,7 +209,7 @@ nlohmann::json to_json(const VerdictContext& c) {
                   {"model_band", m.model_band},
                   {"run_to_run_spread", m.run_to_run_spread},
                   {"pull_blocks", m.pull_blocks}};
-    if (m.partial) j["model"]["partial"] = true;
+    if (m.stopped_early) j["model"]["stopped_early"] = true;
     if (m.eager_launch_us) j["model"]["eager_launch_us"] = *m.eager_launch_us;
   }
   if (c.pull_sweep)
@@ -317,7 +320,7 @@ std::array<std::string, 7> table_row(const Verdict& v) {
   c[1] = inv ? "-" : verdict_detail::record_config_label(v.record);
   if (!inv && has_pull(v.record.config)) c[1] += "/pull=" + std::to_string(v.context.pull_blocks);
   if (!inv && v.record.timing == "eager") c[1] += "/eager";
-  if (!inv && verdict_detail::is_partial(v.record)) c[1] += "/stop_after=" + *v.record.stop_after;
+  if (!inv && verdict_detail::stopped_early(v.record)) c[1] += "/stop_after=" + *v.record.stop_after;
   c[2] = inv ? "-" : std::to_string(v.record.shape.m);
   c[3] = inv || !v.record.max_rank_time_us ? "-" : us(*v.record.max_rank_time_us);
   c[4] = inv || !v.record.rel_l2 ? "-" : sci(*v.record.rel_l2);

@@ -38,7 +38,7 @@ struct ModelContext {
   std::string calibration;  // "implementation" | "ceiling" (model::Profile::Basis)
   double total_us = 0, lower_bound_us = 0, model_band = 0, run_to_run_spread = 0;
   int pull_blocks = 0;
-  bool partial = false;
+  bool stopped_early = false;  // the run stopped after its reduce-scatter (stop_after): a prefix of phases
   std::optional<double> eager_launch_us;
 };
 struct PullSweepContext {

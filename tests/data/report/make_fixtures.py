@@ -9,6 +9,9 @@ What is measured and what is not:
   M = 4096 / 8192 (scaled from M = 16384), the per-rank spread, the relL2 values near the docs/spec.md 1.3 floors,
   the pull-grid points 24/32/128/256, the model numbers (hand-written, in the form of `gemmar model --json`,
   not produced by model/), and the failing runs (signatures from known_failure_signatures).
+Not generated here: torchrun_noise.log (hand-made), and h200_1gpu_runs.log, the 11 M = 16384 RESULT_JSON lines of
+docs/results/h200-1gpu-2026-12-02-final/validate_runs.log as measured (gemmar validate --backend gpu, 8 ranks on one
+NVIDIA H200, the kernels of 2026-12-02): a second machine beside bench_mi355x.log's.
 """
 import json
 import math

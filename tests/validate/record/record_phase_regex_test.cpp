@@ -1,4 +1,4 @@
-// The phase-pattern matcher (validate/record/phase_regex, RE2): same yes/no answers as a case-insensitive
+// The phase-pattern matcher (validate/record/phase_regex.{hpp,cpp}, RE2): same yes/no answers as a case-insensitive
 // ECMAScript std::regex_search on the syntax both share, linear time on patterns that make a backtracker
 // explode, and a clear error on what it refuses (lookaround, back-references, hostile sizes).
 #include <gtest/gtest.h>

@@ -2,11 +2,18 @@
 // NOT_VALIDATED naming the failing ranks and mori's wrong-scale-order signature, NONDETERMINISTIC only across
 // clean repeats (mori's pytest.approx(rel=1e-6)), rank 0's exit 1 by design, sweep.py's stdout, the op
 // worker's case records, QUANT_MISMATCH against a record whose quant is unknown.
+// And what today's mori prints (issue 46; the shapes with their file:line@commit: /work/mori-notes/print-shapes.md):
+// the fp8 scatter against its wire pair's floor or mori's gate (bench_gemm_ar.py @d5443336 :530-543),
+// test_gemm_ar_bench.py @e7606746's records and gate, the op worker @54e74a02, the schedule worker and wire reference
+// @f3bff0ae, op.py's self-test, the mxfp8 NaN, the default profile's hint.
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "model/model.hpp"
 #include "validate/verdict/across_runs.hpp"
 #include "validate/verdict/log_verdicts.hpp"
+#include "validate/verdict/mori_verdicts.hpp"
 #include "validate/verdict/verdict.hpp"
 
 namespace gemmar {
@@ -243,6 +250,298 @@ TEST(VerdictMoriShapes, ABaselineOfUnknownQuantIsAMismatchNotARegression) {
   ASSERT_TRUE(find(v, "QUANT_MISMATCH")) << dump(v);
   EXPECT_TRUE(contains(find(v, "QUANT_MISMATCH")->message, "quant unknown")) << dump(v);
   EXPECT_TRUE(contains(verdict_table({judge(base, expect_for(base))}), "split-sdma/quant?/")) << "table label";
+}
+
+// bench_gemm_ar.py @d5443336's record: scatter_dtype as printed (:584).
+RunRecord scatter_run(double rel_l2, const std::string& scatter = "bf16", WireDtype gather = WireDtype::Bf16,
+                      bool validated = true) {
+  RunRecord r = run(Mode::FusedSdma, rel_l2, validated);
+  r.config.gather_dtype = gather;
+  r.raw = {{"scatter_dtype", scatter}, {"chunk_bands", 0}, {"relaxed_rows", false}, {"sdma_queues", 8}};
+  return r;
+}
+
+TEST(VerdictMoriToday, ScatterFp8IsReadFromTheRecordAndItsPairHasNoFloorUntilDerived) {
+  EXPECT_TRUE(scatter_fp8(scatter_run(2.62e-2, "fp8")));
+  EXPECT_FALSE(scatter_fp8(scatter_run(2.35e-3)));
+  EXPECT_FALSE(scatter_fp8(RunRecord{}));
+  const Expectations e = expect_for(scatter_run(2.35e-3));
+  EXPECT_DOUBLE_EQ(wire_floor(e, WireDtype::Bf16, WireDtype::Bf16)->rel_l2, 2.351e-3);
+  EXPECT_DOUBLE_EQ(wire_floor(e, WireDtype::Bf16, WireDtype::Fp8)->rel_l2, 2.492e-2);
+  EXPECT_FALSE(wire_floor(e, WireDtype::Fp8, WireDtype::Bf16));
+  EXPECT_FALSE(wire_floor(e, WireDtype::Fp8, WireDtype::Fp8));
+}
+
+// mori's published relL2 for the fp8 scatter: 0.0262 (bf16 gather), 0.0361 (both fp8), W=8 blockscale.
+TEST(VerdictMoriToday, HealthyFp8ScatterRunsPassByMorisGateUntilTheirFloorIsDerived) {
+  for (const auto& [rel, gather] : {std::pair{2.62e-2, WireDtype::Bf16}, std::pair{3.61e-2, WireDtype::Fp8}}) {
+    const RunRecord r = scatter_run(rel, "fp8", gather);
+    const auto v = judge(r, expect_for(r));
+    EXPECT_TRUE(v.pass) << dump(v);
+    EXPECT_TRUE(v.findings.empty()) << dump(v);
+    bool noted = false;
+    for (const auto& n : v.context.notes) noted = noted || contains(n, "judged by mori's gate 5e-3 < relL2 < 4e-2");
+    EXPECT_TRUE(noted) << dump(v);
+  }
+  // Over mori's 4e-2: above its bound, named as such.
+  RunRecord over = scatter_run(2.62e-2, "fp8");
+  over.per_rank_rel_l2 = {2.62e-2, 2.6e-2, 4.31e-2, 2.6e-2, 2.6e-2, 2.6e-2, 4.52e-2, 2.6e-2};
+  const auto v = judge(over, expect_for(over));
+  ASSERT_TRUE(find(v, "NUMERICS_ABOVE_FLOOR")) << dump(v);
+  EXPECT_TRUE(contains(find(v, "NUMERICS_ABOVE_FLOOR")->message, "rank 6")) << dump(v);
+  EXPECT_TRUE(contains(find(v, "NUMERICS_ABOVE_FLOOR")->message, "mori's fp8 gate 0.04")) << dump(v);
+  EXPECT_TRUE(contains(find(v, "NUMERICS_ABOVE_FLOOR")->message, "fp8 scatter's tile scales")) << dump(v);
+}
+
+TEST(VerdictMoriToday, AnFp8ScatterAtTheBf16FloorIsTheScatterLegsWireNotUsed) {
+  const RunRecord r = scatter_run(2.3509e-3, "fp8", WireDtype::Bf16, false);
+  const auto v = judge(r, expect_for(r));
+  ASSERT_TRUE(find(v, "WIRE_NOT_USED")) << dump(v);
+  const std::string& m = find(v, "WIRE_NOT_USED")->message;
+  EXPECT_TRUE(contains(m, "the scatter leg's fp8 never engaged")) << m;
+  EXPECT_TRUE(contains(m, "at the floor it would have with a bf16 scatter, 0.00235")) << m;
+  // Both legs asked for, the bf16 floor measured: neither engaged.
+  const RunRecord both = scatter_run(2.3509e-3, "fp8", WireDtype::Fp8, false);
+  const auto b = judge(both, expect_for(both));
+  ASSERT_TRUE(find(b, "WIRE_NOT_USED")) << dump(b);
+  EXPECT_TRUE(contains(find(b, "WIRE_NOT_USED")->message, "neither fp8 leg engaged")) << dump(b);
+}
+
+// The rule against the pair's floor, as the reference will derive it (values here: mori's published relL2).
+TEST(VerdictMoriToday, WithItsPairFloorAnFp8ScatterIsJudgedAgainstThatFloor) {
+  RunRecord r = scatter_run(2.63e-2, "fp8", WireDtype::Bf16, false);
+  r.raw["rank_validation_failures"] = {{{"rank", 2}, {"rel_l2", 4.31e-2}, {"gemm_only", false}, {"source", "t.log:2"}}};
+  Expectations e = expect_for(r);
+  e.fp8_scatter_floors.bf16_gather = WireFloor{2.62e-2, 2e-5};
+  const auto v = judge(r, e);
+  ASSERT_TRUE(find(v, "NOT_VALIDATED")) << dump(v);
+  const std::string& m = find(v, "NOT_VALIDATED")->message;
+  EXPECT_TRUE(contains(m, "Rank 2 printed VALIDATION FAILED with relL2 0.0431 (1.6x the floor)")) << m;
+  EXPECT_TRUE(contains(m, "the fp8-scatter/bf16-gather floor 0.0262")) << m;
+  // Both legs fp8 but the run at the fp8 gather's own floor: the scatter leg did not engage.
+  RunRecord gather_only = scatter_run(2.49e-2, "fp8", WireDtype::Fp8);
+  Expectations e2 = expect_for(gather_only);
+  e2.fp8_scatter_floors.fp8_gather = WireFloor{3.61e-2, 3e-5};
+  const auto g = judge(gather_only, e2);
+  ASSERT_TRUE(find(g, "WIRE_NOT_USED")) << dump(g);
+  EXPECT_TRUE(contains(find(g, "WIRE_NOT_USED")->message, "the scatter leg's fp8 never engaged")) << dump(g);
+  EXPECT_TRUE(contains(find(g, "WIRE_NOT_USED")->message, "0.0249, not the fp8-scatter/fp8-gather floor 0.0361"))
+      << dump(g);
+}
+
+// The gather's floors keep their verdicts: an fp8 gather at the bf16 floor, a healthy one.
+TEST(VerdictMoriToday, GatherFloorCasesKeepTheirVerdicts) {
+  const RunRecord bad = scatter_run(2.3509e-3, "bf16", WireDtype::Fp8);
+  const auto v = judge(bad, expect_for(bad));
+  ASSERT_TRUE(find(v, "WIRE_NOT_USED")) << dump(v);
+  EXPECT_TRUE(contains(find(v, "WIRE_NOT_USED")->message, "the fp8 wire never engaged, check that gather_dtype"));
+  const RunRecord ok = scatter_run(2.49e-2, "bf16", WireDtype::Fp8);
+  EXPECT_TRUE(judge(ok, expect_for(ok)).pass);
+}
+
+// test_gemm_ar_bench.py @e7606746 prints no validated (:100-104); its gate is relL2 < 3e-3 (:106).
+TEST(VerdictMoriToday, TestGemmArBenchRecordsAreJudgedByTheTestsGate) {
+  RunRecord r = scatter_run(2.35e-3);
+  r.validated.reset();
+  r.raw = {{"printed_by", "test_gemm_ar_bench.py"}};
+  EXPECT_TRUE(judge(r, expect_for(r)).pass) << dump(judge(r, expect_for(r)));
+  r.rel_l2 = 3.2e-3;
+  const auto v = judge(r, expect_for(r));
+  ASSERT_TRUE(find(v, "NOT_VALIDATED")) << dump(v);
+  EXPECT_TRUE(contains(find(v, "NOT_VALIDATED")->message, "test_gemm_ar_bench.py's own gate failed")) << dump(v);
+  r.config.mode = Mode::GemmOnly;  // its GEMM against the partial, the same gate
+  r.rel_l2 = 1.66e-3;
+  EXPECT_TRUE(judge(r, expect_for(r)).pass);
+}
+
+// mori's op takes e4m3fn only (op.py @f3bff0ae FP8_DTYPES): an mxfp8 NaN is the ue8m0 scales, never fnuz.
+TEST(VerdictMoriToday, AnMxfp8NanNamesItsScalesNotFnuz) {
+  RunRecord r = scatter_run(std::nan(""), "bf16", WireDtype::Bf16, false);
+  r.config.quant = Quant::Mxfp8;
+  r.shape.world = 4;
+  r.shape.n = 5120;
+  r.per_rank_time_us.assign(4, 1150.0);
+  const auto v = judge(r, expect_for(r));
+  ASSERT_TRUE(find(v, "NOT_VALIDATED")) << dump(v);
+  const std::string& m = find(v, "NOT_VALIDATED")->message;
+  EXPECT_TRUE(contains(m, "ue8m0 scale byte 0xFF is NaN")) << m;
+  EXPECT_FALSE(contains(m, "+-240")) << m;
+  EXPECT_FALSE(contains(m, "if the operands are e4m3fnuz")) << m;
+  RunRecord b = scatter_run(std::nan(""), "bf16", WireDtype::Bf16, false);  // blockscale keeps the fnuz hint
+  EXPECT_TRUE(contains(find(judge(b, expect_for(b)), "NOT_VALIDATED")->message, "+-240"));
+}
+
+// A newcomer's H200 log judged against the default mi355x read "+3855%".
+TEST(VerdictMoriToday, ARecordTenTimesOffTheDefaultProfileIsToldToPassProfile) {
+  RunRecord r = scatter_run(2.3509e-3);
+  r.max_rank_time_us = 45307.0;
+  r.per_rank_time_us.assign(8, 45307.0);
+  Expectations e = expect_for(r);
+  e.judge_timing = true;
+  e.profile_defaulted = true;
+  const auto v = judge(r, e);
+  ASSERT_TRUE(find(v, "SLOWER_THAN_MODEL")) << dump(v);
+  EXPECT_TRUE(contains(find(v, "SLOWER_THAN_MODEL")->message, "pass --profile")) << dump(v);
+  e.profile_defaulted = false;  // named by --profile, the record or its device: no guess
+  EXPECT_FALSE(contains(find(judge(r, e), "SLOWER_THAN_MODEL")->message, "pass --profile"));
+  r.max_rank_time_us = 1160.0;  // within 10x: the model's own finding, no hint
+  r.per_rank_time_us.assign(8, 1160.0);
+  e.profile_defaulted = true;
+  const auto near = judge(r, e);
+  EXPECT_TRUE(!find(near, "SLOWER_THAN_MODEL") || !contains(find(near, "SLOWER_THAN_MODEL")->message, "--profile"));
+}
+
+// gemm_ar_op_worker.py @54e74a02 :317-322 and :195-207.
+TEST(VerdictMoriToday, OpWorkerJudgesRelL2sOnlyAndReadsTheRowReport) {
+  const auto mx = other_record_verdict(other({{"case", "mxfp8"}, {"m", 512}, {"rel_l2", 2.33e-3}}));
+  EXPECT_TRUE(mx.pass) << dump(mx);
+  EXPECT_TRUE(mx.findings.empty());
+  const auto nan = other_record_verdict(other({{"case", "mxfp8"}, {"m", 512}, {"rel_l2", std::nan("")}}));
+  ASSERT_TRUE(find(nan, "SELF_TEST_FAILED")) << dump(nan);
+  EXPECT_TRUE(contains(find(nan, "SELF_TEST_FAILED")->message, "ue8m0")) << dump(nan);
+  EXPECT_FALSE(contains(find(nan, "SELF_TEST_FAILED")->message, "m=512")) << dump(nan);
+  nlohmann::json rows = {{"bad_rows", 256},
+                         {"m", 1024},
+                         {"first_bad", 512},
+                         {"last_bad", 767},
+                         {"contiguous", true},
+                         {"matches_previous_scatter", true},
+                         {"max_abs_diff_vs_stale", 0.0}};
+  const auto stale = other_record_verdict(other({{"case", "alternating_m_512_1024"},
+                                                 {"first_small", 2.4e-3},
+                                                 {"first_large", 0.3536},
+                                                 {"first_large_rows", rows}}));
+  ASSERT_TRUE(find(stale, "SELF_TEST_FAILED")) << dump(stale);
+  const std::string& m = find(stale, "SELF_TEST_FAILED")->message;
+  EXPECT_TRUE(contains(m, "first_large=0.354 (>= 3e-3)")) << m;
+  EXPECT_TRUE(contains(m, "256 bad rows (512..767, contiguous) of M=1024")) << m;
+  EXPECT_TRUE(contains(m, "a stale scatter slot")) << m;
+  rows["matches_previous_scatter"] = false;
+  rows["max_abs_diff_vs_stale"] = 3.5;
+  EXPECT_TRUE(contains(op_worker_rows_cause("first_large_rows", rows), "not the previous M's scatter payload"));
+  EXPECT_TRUE(contains(op_worker_rows_cause("again_small_rows", {{"bad_rows", 0}}), "a scale or quantization fault"));
+}
+
+nlohmann::json schedule_summary(const std::string& scatter, const std::string& gather, double worst) {
+  nlohmann::json j = {{"quant", "blockscale"},
+                      {"schedule", "wo_b"},
+                      {"scatter", scatter},
+                      {"gather", gather},
+                      {"plans", {{{"m", 8200}, {"physical_m", 9216}, {"chunks", 5}, {"slot", 1}}}},
+                      {"per_rank_max_rel_l2", {2.36e-3, worst}},
+                      {"wire_checks", nlohmann::json::array()},
+                      {"graph_replay", true},
+                      {"changed_inputs", true},
+                      {"guards", true}};
+  return j;
+}
+
+// gemm_ar_schedule_worker.py @f3bff0ae :147-157 (0.045 with an fp8 leg, else 0.003), :186, and the wire reference's
+// tolerances on each wire check.
+TEST(VerdictMoriToday, ScheduleWorkerSummaryIsJudgedByTheWorkersLimits) {
+  EXPECT_TRUE(is_schedule_worker_summary(schedule_summary("bf16", "bf16", 2.4e-3)));
+  const auto ok = other_record_verdict(other(schedule_summary("bf16", "bf16", 2.4e-3)));
+  EXPECT_TRUE(ok.pass) << dump(ok);
+  EXPECT_TRUE(contains(ok.context.notes.at(0), "8200->9216 (chunks 5, slot 1)")) << dump(ok);
+  const auto over = other_record_verdict(other(schedule_summary("bf16", "bf16", 3.1e-3)));
+  ASSERT_TRUE(find(over, "MORI_GATE")) << dump(over);
+  EXPECT_TRUE(contains(find(over, "MORI_GATE")->message, "rank 1 worst replay relL2 0.0031 (>= 0.003)"));
+  EXPECT_TRUE(other_record_verdict(other(schedule_summary("bf16", "fp8", 3.1e-2))).pass);
+  nlohmann::json guards = schedule_summary("bf16", "bf16", 2.4e-3);
+  guards["guards"] = false;
+  EXPECT_TRUE(contains(find(other_record_verdict(other(guards)), "MORI_GATE")->message, "guards=false"));
+  nlohmann::json fp8 = schedule_summary("fp8", "bf16", 2.6e-2);
+  EXPECT_TRUE(contains(find(other_record_verdict(other(fp8)), "MORI_GATE")->message, "no wire check"));
+  fp8["wire_checks"] = {{{"m", 4200}, {"wire_collective_rel_l2", 2.5e-3}, {"wire_scale_rel_l2", 2e-8}}};
+  EXPECT_TRUE(contains(find(other_record_verdict(other(fp8)), "MORI_GATE")->message,
+                       "M=4200 wire_collective_rel_l2 0.0025 (>= 0.001, :130)"));
+}
+
+// op.py @f3bff0ae self_test: `if not worst <= 1e-2` raises with the SDMA-build hint appended whatever the cause.
+TEST(VerdictMoriToday, ASelfTestThatReturnedNanIsNotBlamedOnTheSdmaBuild) {
+  const std::string nan =
+      "RuntimeError: gemm_ar self-test failed: the all-reduce returned nan where 36 was expected (worst relative "
+      "error nan at M=5120, world_size=8). Check that mori was built with BUILD_CCO_SDMA=ON and that "
+      "MORI_ENABLE_SDMA=1 is set: without either, every put silently does nothing.";
+  const ExceptionReading r = read_mori_exception(nan);
+  EXPECT_FALSE(contains(r.quoted, "BUILD_CCO_SDMA")) << r.quoted;
+  EXPECT_TRUE(contains(r.quoted, "world_size=8).")) << r.quoted;
+  EXPECT_TRUE(contains(r.cause, "The NaN was computed")) << r.cause;
+  LogFailure f;
+  f.source = "t.log:9";
+  f.kind = "traceback";
+  f.exception = nan;
+  f.what = "the benchmark raised " + nan;
+  const auto v = benchmark_failed_verdict({f}, false);
+  EXPECT_FALSE(contains(find(v, "BENCHMARK_FAILED")->message, "BUILD_CCO_SDMA")) << dump(v);
+  EXPECT_TRUE(contains(find(v, "BENCHMARK_FAILED")->message, "returned nan where 36")) << dump(v);
+  // A finite wrong value is what inert puts give: mori's hint stands.
+  const std::string inert =
+      "RuntimeError: gemm_ar self-test failed: the all-reduce returned 1 where 36 was expected (worst relative "
+      "error 0.972 at M=5120, world_size=8). Check that mori was built with BUILD_CCO_SDMA=ON ...";
+  EXPECT_EQ(read_mori_exception(inert).quoted, inert);
+  EXPECT_TRUE(read_mori_exception(inert).cause.empty());
+}
+
+// gemm_ar_wire_reference.py @f3bff0ae's tuple RuntimeErrors and the schedule worker's assertion tuples.
+TEST(VerdictMoriToday, MorisTupleErrorsAreReadAgainstTheirTolerances) {
+  const auto c = read_mori_exception("RuntimeError: ('collective beyond expected quantization', 1, 0.0123)");
+  EXPECT_TRUE(contains(c.cause, "rank 1's output is 0.0123 (relL2) from the collective rebuilt from the bytes"));
+  EXPECT_TRUE(contains(c.cause, "tolerance 1e-3, :130-131")) << c.cause;
+  EXPECT_TRUE(contains(read_mori_exception("RuntimeError: ('scatter reduction before gather', 2, 0.004)").cause,
+                       "tolerance 1e-3, :86-87"));
+  EXPECT_TRUE(
+      contains(read_mori_exception("RuntimeError: ('FP8 tile quantization', 0, 0.1, 2e-06, 17)").cause, "17 codes"));
+  EXPECT_TRUE(contains(read_mori_exception("RuntimeError: ('FP8 gather quantization', 3, 4e-06, 0)").cause,
+                       "row scales relL2 4e-06"));
+  EXPECT_TRUE(contains(read_mori_exception("RuntimeError: nonfinite FP8 scatter payload/scales").cause, "NaN or inf"));
+  const auto replay = read_mori_exception("AssertionError: (3, 8200, -1, 2.0000001192092896)");
+  EXPECT_TRUE(contains(replay.cause, "rank 3 at logical M=8200 (inputs xor-ed) has relL2 2")) << replay.cause;
+  EXPECT_TRUE(contains(replay.cause, "the output of the previous sign")) << replay.cause;
+  EXPECT_TRUE(contains(read_mori_exception("AssertionError: ('guard', 5)").cause, "rank 5's op wrote past its window"));
+  EXPECT_TRUE(read_mori_exception("AssertionError: assert 1 == 0").cause.empty());
+}
+
+TEST(VerdictMoriToday, MorisLogLinesBecomeTheirEntries) {
+  MoriLog log;
+  log.refusals = {{"split_lsa_fp8_gather", "--mode split-lsa has no fp8 gather leg (...)", "r.log:2", 4},
+                  {"sdma_compiled_out", "BUILD_CCO_SDMA is OFF -- ...", "s.log:1", 1}};
+  log.ordering = {{1480.2, 1465.5, "p.log:5", false}, {1480.2, 1465.5, "p.log:12", true}};
+  log.occupancy_before = "0 0 0 0";
+  log.occupancy_after = "12 0 0 0";
+  log.occupancy_note = "s.log:29";
+  log.gather_wire_checks = {{0, {{"wire_reduce_rel_l2", 1.2e-5}, {"wire_gather_scale_rel_l2", 3e-8}}, "g.log:1"},
+                            {1, {{"wire_reduce_rel_l2", 2e-3}, {"wire_gather_scale_rel_l2", 3e-8}}, "g.log:2"}};
+  const auto vs = mori_log_verdicts(log, "x.log");
+  ASSERT_EQ(vs.size(), 5u);  // two refusals, one ordering finding for the block and its assertion, wire, occupancy
+  EXPECT_EQ(vs[0].findings.at(0).code, "CONFIG_REFUSED");
+  EXPECT_TRUE(contains(vs[0].findings[0].message, "(printed by 4 ranks)"));
+  EXPECT_EQ(vs[1].findings.at(0).code, "SDMA_COMPILED_OUT");
+  EXPECT_FALSE(vs[1].pass);
+  EXPECT_EQ(vs[2].findings.at(0).code, "MORI_GATE");
+  EXPECT_TRUE(contains(vs[2].findings[0].message, "fused-sdma 1480.2 us did not beat split-sdma 1465.5 us (+1.0%)"));
+  EXPECT_EQ(vs[3].findings.at(0).code, "MORI_GATE");
+  EXPECT_TRUE(contains(vs[3].findings[0].message, "rank 1 wire_reduce_rel_l2 0.002 (>= 1e-3, :86)"));
+  EXPECT_TRUE(is_other_record(vs[3]));
+  EXPECT_EQ(vs[4].findings.at(0).code, "OCCUPANCY_MOVED");
+  EXPECT_TRUE(vs[4].pass);
+  EXPECT_TRUE(is_log_level(vs[4]));
+}
+
+TEST(VerdictMoriToday, ARefusalExplainsTheExitCodesThatFollowIt) {
+  MoriLog log;
+  log.refusals = {
+      {"fp8_scatter_not_fused", "ValueError: FP8 scatter experiment is wired only through fused-sdma", "r.log:4", 2}};
+  LogFailure tb, code, child, crash;
+  tb.kind = "traceback";
+  tb.exception = "ValueError: FP8 scatter experiment is wired only through fused-sdma";
+  code.kind = "exit_code";
+  child.kind = "child_failed";
+  crash.kind = "signal";
+  const auto left = failures_unexplained({tb, code, child, crash}, log);
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].kind, "signal");
+  EXPECT_EQ(failures_unexplained({tb, code}, MoriLog{}).size(), 2u);
 }
 
 }  // namespace

@@ -61,7 +61,7 @@ TEST(VerdictRealRuns, PartialRunIsJudgedOnThePhasesItRan) {
   EXPECT_LT(668.4, e.prediction->lower_bound_us);
   for (const char* code : {"SILENT_TRANSFER", "FASTER_THAN_PHYSICS", "NOT_VALIDATED", "FASTER_THAN_MODEL"})
     EXPECT_FALSE(find(v, code)) << code << dump(v);
-  // Its own lower bound still holds: a partial run faster than its prefix can be is caught.
+  // Its own lower bound still holds: a run that stopped early, faster than its prefix can be is caught.
   r.max_rank_time_us = 200.0;
   r.per_rank_time_us.assign(8, 200.0);
   EXPECT_TRUE(find(judge(r, e), "FASTER_THAN_PHYSICS"));

@@ -1,0 +1,52 @@
+#include "lab/testbed_plan.hpp"
+
+#include "kernels/gemm/heuristics.hpp"
+
+namespace gemmar::lab {
+
+std::vector<GemmCase> gemm_cases() {
+  std::vector<GemmCase> out;
+  for (const QuantTraits& q : kQuantTable)
+    for (const int kb : kernels::dev::kWgmma4KBlocks)
+      for (const int64_t m : kTestbedEdgeM) out.push_back({q.quant, m, kTestbedN, int64_t(kb) * 128});
+  return out;
+}
+
+std::vector<WidenCase> widen_cases() {
+  // 8192 rows of mori's N: 58.7 MB of codes, 117 MB of bf16, several times the L2 (50 MB on the H100).
+  return {{8192, 7168, 0}, {8192, 7168, 64}, {8192, 7168, -1}};
+}
+
+std::vector<PipelineCase> pipeline_cases() {
+  const Shape shape{4096, 7168, 2048, 8};
+  auto config = [](Mode mode, WireDtype wire, Transport transport, Quant quant) {
+    Config c;
+    c.mode = mode;
+    c.gather_dtype = wire;
+    c.gather_transport = transport;
+    c.quant = quant;
+    return c;
+  };
+  using S = Subject;
+  return {
+      // where the priorities were measured (ptpc 4096, fused-sdma bf16)
+      {shape, config(Mode::FusedSdma, WireDtype::Bf16, Transport::Sdma, Quant::Ptpc), false, {S::PipelinePutLow}},
+      {shape,
+       config(Mode::FusedSdma, WireDtype::Bf16, Transport::Sdma, Quant::Blockscale),
+       false,
+       {S::PipelinePerSlice, S::PipelinePutLow, S::PipelinePortableGemm}},
+      {shape,
+       config(Mode::FusedSdma, WireDtype::Fp8, Transport::Sdma, Quant::Blockscale),
+       true,
+       {S::PipelineGuardPartial, S::PipelineGuardOutput, S::PipelineGuardWire, S::PipelineGuardGemm}},
+  };
+}
+
+std::vector<Subject> subjects_of(Concern c) {
+  std::vector<Subject> out;
+  for (const SubjectInfo& i : subjects())
+    if (i.concern == c) out.push_back(i.id);
+  return out;
+}
+
+}  // namespace gemmar::lab

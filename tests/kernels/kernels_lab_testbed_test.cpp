@@ -1,0 +1,119 @@
+// The lab's one table (lab/variants.hpp) and the testbed's cases (lab/testbed_plan.hpp): every subject has its row,
+// every lab variant and every product subject runs at least one testbed case, the GEMM cases cover every quant x
+// every K of kWgmma4KBlocks x the edge M, and each concern's launcher (lab/gemm/variants.cu,
+// lab/convert/widen_variants.cu, lab/pipeline_variants.cu) names every variant of its concern, so none is enumerated
+// without a kernel behind it. Plain C++ on the CPU.
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernels/gemm/heuristics.hpp"
+#include "lab/testbed_plan.hpp"
+#include "lab/variants.hpp"
+
+namespace {
+
+using gemmar::lab::Concern;
+using gemmar::lab::Subject;
+using gemmar::lab::SubjectInfo;
+
+std::string read_source(const std::string& rel) {
+  std::ifstream in(std::filesystem::path(GEMMAR_TEST_SOURCE_DIR) / rel);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The enumerators of lab/variants.hpp's Subject, in declaration order (the last is kCount).
+std::vector<std::string> enumerators() {
+  const std::string hpp = read_source("lab/variants.hpp");
+  std::vector<std::string> names;
+  std::istringstream in(hpp.substr(hpp.find("enum class Subject {")));
+  std::string line;
+  std::getline(in, line);
+  while (std::getline(in, line) && line.find("};") == std::string::npos) {
+    const size_t first = line.find_first_not_of(' ');
+    if (first == std::string::npos || line.compare(first, 2, "//") == 0) continue;
+    size_t end = first;
+    while (end < line.size() && (std::isalnum(static_cast<unsigned char>(line[end])) || line[end] == '_')) ++end;
+    if (end > first) names.push_back(line.substr(first, end - first));
+  }
+  return names;
+}
+
+TEST(KernelsLabTestbed, EverySubjectHasOneRowInOrderWithAUniqueName) {
+  const auto& all = gemmar::lab::subjects();
+  ASSERT_EQ(all.size(), size_t(Subject::kCount));
+  ASSERT_EQ(enumerators().size(), all.size() + 1) << "lab/variants.hpp's enumerators, then kCount";
+  std::set<std::string> names;
+  for (size_t i = 0; i < all.size(); ++i) {
+    EXPECT_EQ(int(all[i].id), int(i));
+    EXPECT_TRUE(names.insert(all[i].name).second) << all[i].name;
+    Subject found;
+    ASSERT_TRUE(gemmar::lab::find_subject(all[i].name, &found));
+    EXPECT_EQ(found, all[i].id);
+  }
+  Subject none;
+  EXPECT_FALSE(gemmar::lab::find_subject("wgmma4l0", &none)) << "the environment spellings are history, not names";
+}
+
+TEST(KernelsLabTestbed, TheGemmCasesCoverEveryQuantEveryTunedKAndTheEdgeM) {
+  const auto cases = gemmar::lab::gemm_cases();
+  for (const gemmar::QuantTraits& q : gemmar::kQuantTable)
+    for (const int kb : gemmar::kernels::dev::kWgmma4KBlocks)
+      for (const int64_t m : {int64_t(128), int64_t(1000), gemmar::kernels::dev::kShareBFromRows}) {
+        bool found = false;
+        for (const auto& c : cases) found |= c.quant == q.quant && c.k == int64_t(kb) * 128 && c.m == m;
+        EXPECT_TRUE(found) << q.name << " K=" << kb * 128 << " M=" << m;
+      }
+}
+
+TEST(KernelsLabTestbed, EverySubjectRunsAtLeastOneTestbedCase) {
+  std::set<Subject> runs;
+  for (const auto& c : gemmar::lab::gemm_cases())
+    for (const Subject s : gemmar::lab::subjects_of(Concern::Gemm))
+      if (gemmar::lab::gemm_applies(s, c.quant, (c.m + 127) / 128 * 128, c.n, c.k)) runs.insert(s);
+  if (!gemmar::lab::widen_cases().empty())
+    for (const Subject s : gemmar::lab::subjects_of(Concern::Widen)) runs.insert(s);
+  for (const auto& c : gemmar::lab::pipeline_cases()) {
+    runs.insert(Subject::PipelineProduct);
+    for (const Subject s : c.variants) {
+      EXPECT_EQ(gemmar::lab::subject_info(s).concern, Concern::Pipeline) << gemmar::lab::subject_info(s).name;
+      runs.insert(s);
+    }
+  }
+  for (const SubjectInfo& i : gemmar::lab::subjects()) EXPECT_TRUE(runs.count(i.id)) << i.name << " runs no case";
+}
+
+TEST(KernelsLabTestbed, EachConcernsLauncherNamesEveryOneOfItsVariants) {
+  const std::pair<Concern, const char*> launchers[] = {{Concern::Gemm, "lab/gemm/variants.cu"},
+                                                       {Concern::Widen, "lab/convert/widen_variants.cu"},
+                                                       {Concern::Pipeline, "lab/pipeline_variants.cu"}};
+  const std::vector<std::string> names = enumerators();
+  for (const auto& [concern, file] : launchers) {
+    const std::string src = read_source(file);
+    ASSERT_FALSE(src.empty()) << file;
+    for (const Subject s : gemmar::lab::subjects_of(concern)) {
+      if (s == Subject::PipelineProduct) continue;  // the op's pipeline: no plug-in to name
+      const std::string& name = names[size_t(s)];
+      EXPECT_NE(src.find("Subject::" + name), std::string::npos) << file << " never names Subject::" << name;
+    }
+  }
+}
+
+TEST(KernelsLabTestbed, EveryLabVariantSaysWhatItWasCalledInTheRecords) {
+  for (const SubjectInfo& i : gemmar::lab::subjects()) {
+    EXPECT_GT(std::string(i.what).size(), 10u) << i.name;
+    if (!i.product) {
+      EXPECT_GT(std::string(i.was).size(), 0u) << i.name;
+    }
+  }
+}
+
+}  // namespace
