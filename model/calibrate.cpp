@@ -3,14 +3,14 @@
 
 #include <Eigen/Dense>
 #include <atomic>
-#include <exception>
-#include <mutex>
-#include <thread>
 #include <cmath>
+#include <exception>
 #include <fstream>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "common/config_fields.hpp"
 #include "common/errors.hpp"
@@ -338,7 +338,8 @@ void readme_rows(const std::string& path, const std::string& name, const std::st
     }
     if (kv.count("machine")) p.machine = get("machine");
     const std::string timing = get("timing");
-    if (timing != "graph1" && timing != "graph8") throw UsageError("timing=" + timing + " is neither graph1 nor graph8");
+    if (timing != "graph1" && timing != "graph8")
+      throw UsageError("timing=" + timing + " is neither graph1 nor graph8");
     p.graph_calls = timing == "graph8" ? 8 : 1;
     validate_shape_config(p.shape, c);
     // The padding the row says the run used must be the one the model computes.

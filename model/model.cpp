@@ -258,16 +258,17 @@ struct PredictionBuilder {
       // Relaxed rows: a tile may straddle two owners and two chunks, and its epilogue counts every (owner, chunk)
       // segment it intersects (kernels_fused.py @f3bff0ae: "completion counters count tile/segment
       // intersections"), a device-scope atomic each: gemm.relaxed_tile_us more per tile, paid by every wave.
-      const double quantize_tile_us = (fp8_scatter ? x.scatter_quantize_tile_us() : 0.0) +
-                                      (cfg.relaxed_rows && sdma ? x.relaxed_tile_us() : 0.0);
-      double gemm_f = stores_are_c ? gemm_only
-                                   : gemm_only * (1.0 + p.gemm.epilogue_slowdown) + x.waves() * quantize_tile_us;
+      const double quantize_tile_us =
+          (fp8_scatter ? x.scatter_quantize_tile_us() : 0.0) + (cfg.relaxed_rows && sdma ? x.relaxed_tile_us() : 0.0);
+      double gemm_f =
+          stores_are_c ? gemm_only : gemm_only * (1.0 + p.gemm.epilogue_slowdown) + x.waves() * quantize_tile_us;
       // Pushes start when the first wave of tiles is done (after the launch and the K-proportional fill; on one
       // device the W ranks' GEMMs start at once, so one launch and one fill).
       const double wave_us = x.tile_us() * (1.0 + p.gemm.epilogue_slowdown) + quantize_tile_us;
       const double t_start = p.gemm.launch_us + x.gemm_fill_us();
       // The scatter leg's rate: copy-engine puts, or (fused-lsa) the epilogue's CU stores into the peers' slots.
-      const double wire_rate = sdma ? x.sdma_rate() * p.link.scatter_efficiency : x.cu_rate() * p.link.remote_store_efficiency;
+      const double wire_rate =
+          sdma ? x.sdma_rate() * p.link.scatter_efficiency : x.cu_rate() * p.link.remote_store_efficiency;
       // fused-sdma over a link follows mori's chunk protocol (bench_gemm_ar.py @fc892894, "Pushes per
       // destination. This is the whole overlap mechanism"): each destination's slice leaves in the chunk plan's
       // puts (common/config.hpp chunk_plan: the bench's or the op's chunk rule, or --chunk-bands' bands per put
@@ -311,7 +312,7 @@ struct PredictionBuilder {
         const std::vector<double> done = x.row_block_done(t_start, wave_us, gemm_f);
         const double bm = block_m(cfg.quant);
         double sent_last = 0.0;
-        for (int d = 1; d < int(W); ++d) {  // rank 0's view; destination 0 is its own slice
+        for (int d = 1; d < int(W); ++d) {              // rank 0's view; destination 0 is its own slice
           std::vector<std::pair<double, double>> puts;  // (ready, rows)
           for (int c = 0; c < plan.chunks; ++c) {
             const double lo = d * S + std::min(S, double(plan.first_band(c)) * bm);

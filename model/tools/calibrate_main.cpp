@@ -127,7 +127,8 @@ int main(int argc, char** argv) {
       fit = model::fit_profile(start, points, model::fit_parameters(start));
       std::vector<model::LooRow> rows;
       for (const auto& pt : points)
-        rows.push_back({&pt, model::predicted_us(model::machine_profile(fit.profile, pt.machine), pt) / pt.measured_us - 1,
+        rows.push_back({&pt,
+                        model::predicted_us(model::machine_profile(fit.profile, pt.machine), pt) / pt.measured_us - 1,
                         std::numeric_limits<double>::quiet_NaN()});
       print_table(rows, fit, {});
       std::fprintf(stderr, "gemmar_calibrate: %d iterations\n", fit.iterations);

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/errors.hpp"
+#include "model/calibrate.hpp"
 #include "validate/verdict/verdict.hpp"
 
 namespace gemmar {
@@ -28,8 +29,9 @@ ModelCache& model_cache() {
 
 std::string cache_key(const std::string& profile, const Shape& s, const Config& c) {
   std::ostringstream os;
+  // config_label names the knobs that change the arithmetic but not the asked chunk count or the logical M.
   os << profile << '|' << s.m << ',' << s.n << ',' << s.k << ',' << s.world << '|' << config_label(c) << '|'
-     << c.pull_blocks;
+     << c.pull_blocks << '|' << c.chunks << '|' << c.logical_m;
   return os.str();
 }
 
@@ -61,6 +63,22 @@ model::Sweep sweep_cached(const std::string& pname, const model::Profile& p, con
   key_cfg.pull_blocks = 0;
   return cached(model_cache().sweeps, cache_key(pname, s, key_cfg),
                 [&] { return model::sweep_pull_blocks(p, s, cfg, model::default_pull_grid()); });
+}
+
+// The slowest prediction over the profile's other machines (model::machine_profile), where it is slower.
+void slowest_machine(const std::string& pname, const model::Profile& p, const Shape& s, Expectations& e) {
+  const auto machines = p.source.find("machines");
+  if (machines == p.source.end() || !machines->is_object()) return;
+  for (const auto& [name, _] : machines->items()) {
+    const std::string key = pname + "@" + name;
+    const auto mp = cached(model_cache().profiles, key,
+                           [&] { return std::make_shared<const model::Profile>(model::machine_profile(p, name)); });
+    const double t = predict_cached(key, *mp, s, e.config).total_us;
+    if (t > std::max(e.prediction->total_us, e.slowest_machine_total_us)) {
+      e.slowest_machine = name;
+      e.slowest_machine_total_us = t;
+    }
+  }
 }
 
 }  // namespace
@@ -128,6 +146,7 @@ Expectations expectations_for(const RunRecord& r, const JudgeOptions& o) {
   if (scatter_fp8(r)) e.config.scatter_dtype = WireDtype::Fp8;
   try {
     e.prediction = predict_cached(e.profile_name, *e.profile, r.shape, e.config);
+    slowest_machine(e.profile_name, *e.profile, r.shape, e);
     if (has_pull(eff)) {
       e.pull_sweep = sweep_cached(e.profile_name, *e.profile, r.shape, e.config);
       double best = INFINITY;
