@@ -11,7 +11,7 @@
 
 using namespace gemmar;
 
-// The issue's target (issue 24): every standalone total within 5% of its leave-one-out prediction, no exceptions.
+// The issue's target (issues 24 and 46): every standalone total within 5% of its leave-one-out prediction, no exceptions.
 constexpr double kWorstLooError = 0.05;
 
 TEST(ModelLeaveOneOut, EveryStandaloneTotalIsPredictedWithinFivePercentAndTheBandsCoverIt) {
@@ -27,6 +27,8 @@ TEST(ModelLeaveOneOut, EveryStandaloneTotalIsPredictedWithinFivePercentAndTheBan
     const double slower = 1.0 / (1.0 + r.loo_error) - 1.0;
     EXPECT_LE(slower, prof.band(r.point->config.mode)) << r.point->source;
   }
-  // 70 standalone totals, 9 of mori's headline table (its ptpc gemm-only fits a ratio) and its 3 chunks rows.
-  EXPECT_EQ(scored, 82);
+  // 70 standalone totals, 9 of mori's headline table (its ptpc gemm-only fits a ratio), its 3 chunks rows and the
+  // 263 fitted cells of mori's README tables at d5443336, f3bff0ae and the v2-015 retest (tests/data/model).
+  // Issue 46: 26 of them are over 5% today (docs/results/cpu-2026-12-07-model/README.md); the target stands.
+  EXPECT_EQ(scored, 345);
 }
