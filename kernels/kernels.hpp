@@ -59,6 +59,20 @@ gpuError_t launch_reduce(const SlotSet& slots, int owner, int world, int64_t row
 // Per row: amax over the bf16 row, scale = amax/448 (1 if zero), codes = e4m3fn RNE(x * 448/amax).
 gpuError_t launch_quantize(const uint16_t* in, int64_t rows, int64_t n, uint8_t* q_out, float* q_scale, gpuStream_t s);
 
+// mori's fp8 scatter (--scatter-dtype fp8; kernels/collective/scatter_fp8.cu): the sender narrows each row of
+// its bf16 partial per 256 columns (numerics::scatter_scale, scatter_inv_scale, quantize_scaled): codes [rows, n],
+// one fp32 scale per row and segment, [rows, n / 256]. n must be a multiple of 256.
+gpuError_t launch_scatter_quantize(const uint16_t* in, int64_t rows, int64_t n, uint8_t* codes, float* scales,
+                                   gpuStream_t s);
+struct Fp8ScatterSlots {
+  const uint8_t* q[kMaxWorld];    // q[p]: peer p's codes of the owned slice [rows, n] (the owner's own: its codes)
+  const float* scale[kMaxWorld];  // [rows, n / 256]
+};
+// The reduce over fp8 slots: out = bf16(reduce_sum_f32 of scatter_widen(q[p], scale[p]) in peer order (owner + j)
+// % world); q_out / q_scale as launch_reduce's (the fp8 gather's narrowing fused).
+gpuError_t launch_reduce_fp8_scatter(const Fp8ScatterSlots& slots, int owner, int world, int64_t rows, int64_t n,
+                                     uint16_t* out, uint8_t* q_out, float* q_scale, gpuStream_t s);
+
 struct Fp8Sources {
   const uint8_t* q[kMaxWorld];  // [S, n] codes of source i
   const float* scale[kMaxWorld];

@@ -21,7 +21,8 @@
 //   gemmar_gpu_bench selftest                    the fp8 wire's hardware conversions vs numerics_inline.hpp, all
 //                                                2^32 fp32 inputs (4 scales) and every code at 65536 scales
 //   gemmar_gpu_bench variants                    every subject of the testbed (JSON lines)
-//   gemmar_gpu_bench testbed [gemm|widen|pipeline ...]  every subject of those concerns (all three by default)
+//   gemmar_gpu_bench testbed [gemm|widen|pipeline ...] [QUANT ...]  every subject of those concerns (all three by
+//                                                default; the gemm cases of the QUANTs named, all by default)
 //                                                checked against the CPU reference, then timed (lab/testbed.hpp)
 //   gemmar_gpu_bench pipeline SUBJECT M MODE[/WIRE[/TRANSPORT]] [QUANT [guard]]  one config (8 ranks, N = 7168,
 //                                                K = 2048) as the op runs it and as SUBJECT, as the testbed does
@@ -383,6 +384,7 @@ int run(const std::vector<std::string>& a) {
                         a.size() > 3 ? a[3] : "fused-sdma", quant(4), a.size() > 5 && a[5] == "guard");
   if (a[0] == "testbed") {
     std::vector<lab::Concern> concerns;
+    std::vector<Quant> quants;  // the gemm cases of these quants only (every quant when none is named)
     for (size_t i = 1; i < a.size(); ++i) {
       if (a[i] == "gemm")
         concerns.push_back(lab::Concern::Gemm);
@@ -391,10 +393,10 @@ int run(const std::vector<std::string>& a) {
       else if (a[i] == "pipeline")
         concerns.push_back(lab::Concern::Pipeline);
       else
-        throw UsageError("testbed: '" + a[i] + "' is not one of gemm|widen|pipeline");
+        quants.push_back(parse_quant(a[i], "testbed (a concern gemm|widen|pipeline or a QUANT)"));
     }
     if (concerns.empty()) concerns = {lab::Concern::Gemm, lab::Concern::Widen, lab::Concern::Pipeline};
-    return lab::run_testbed(concerns) ? 0 : 1;
+    return lab::run_testbed(concerns, quants) ? 0 : 1;
   }
   std::fprintf(stderr, "gemmar_gpu_bench: unknown command '%s'\n", a[0].c_str());
   return 2;
@@ -410,7 +412,7 @@ int main(int argc, char** argv) {
           stderr,
           "usage: gemmar_gpu_bench ceilings [GiB [M...]] | gemm M N K [QUANT [SUBJECT]] | gemm-concurrent M N K "
           "W [QUANT [SUBJECT]] | gemm-nan M N K [QUANT [SUBJECT]] | data [ROWS N PULL [SUBJECT]] | "
-          "copy-overlap [MiB] | selftest | variants | testbed [gemm|widen|pipeline ...]\n");
+          "copy-overlap [MiB] | selftest | variants | testbed [gemm|widen|pipeline ...] [QUANT ...]\n");
       return 2;
     }
     return run(a);

@@ -15,19 +15,21 @@
 #pragma once
 #include <vector>
 
+#include "common/modes.hpp"
 #include "lab/variants.hpp"
 
 namespace gemmar::lab {
 
-// True when every check of every subject that ran passed.
-bool run_testbed(const std::vector<Concern>&);
+// True when every check of every subject that ran passed. `quants`: the gemm concern's cases of these quants only
+// (all of them when empty).
+bool run_testbed(const std::vector<Concern>&, const std::vector<Quant>& quants = {});
 
 // lab/testbed_{gemm,widen,pipeline}.cu: one concern each. `tally` counts the lines printed, the subjects that ran
 // and those whose checks failed.
 struct TestbedTally {
   int lines = 0, ran = 0, failed = 0;
 };
-void testbed_gemm(TestbedTally&);
+void testbed_gemm(TestbedTally&, const std::vector<Quant>& quants);
 void testbed_widen(TestbedTally&);
 void testbed_pipeline(TestbedTally&);
 // One pipeline config of one's own (gemmar_gpu_bench pipeline), as testbed_pipeline runs each of its cases.

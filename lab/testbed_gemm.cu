@@ -1,5 +1,6 @@
 // The testbed's gemm concern (lab/testbed.hpp): every gemm subject over gemm_cases(), checked, then timed beside
 // cuBLASLt.
+#include <algorithm>
 #include <memory>
 
 #include "lab/gemm_rig.hpp"
@@ -186,8 +187,9 @@ void run_case(const GemmCase& c, TestbedTally& tally) {
 
 }  // namespace
 
-void testbed_gemm(TestbedTally& tally) {
-  for (const GemmCase& c : gemm_cases()) run_case(c, tally);
+void testbed_gemm(TestbedTally& tally, const std::vector<Quant>& quants) {
+  for (const GemmCase& c : gemm_cases())
+    if (quants.empty() || std::find(quants.begin(), quants.end(), c.quant) != quants.end()) run_case(c, tally);
 }
 
 }  // namespace gemmar::lab

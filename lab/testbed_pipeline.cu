@@ -152,10 +152,10 @@ void testbed_pipeline(TestbedTally& tally) {
   for (const PipelineCase& c : pipeline_cases()) testbed_pipeline_case(c, tally);
 }
 
-bool run_testbed(const std::vector<Concern>& concerns) {
+bool run_testbed(const std::vector<Concern>& concerns, const std::vector<Quant>& quants) {
   TestbedTally tally;
   for (const Concern c : concerns) {
-    if (c == Concern::Gemm) testbed_gemm(tally);
+    if (c == Concern::Gemm) testbed_gemm(tally, quants);
     if (c == Concern::Widen) testbed_widen(tally);
     if (c == Concern::Pipeline) testbed_pipeline(tally);
   }

@@ -27,6 +27,10 @@ std::vector<PipelineCase> pipeline_cases() {
     c.quant = quant;
     return c;
   };
+  auto fp8_scatter = [](Config c) {
+    c.scatter_dtype = WireDtype::Fp8;
+    return c;
+  };
   using S = Subject;
   return {
       // where the priorities were measured (ptpc 4096, fused-sdma bf16)
@@ -39,6 +43,20 @@ std::vector<PipelineCase> pipeline_cases() {
        config(Mode::FusedSdma, WireDtype::Fp8, Transport::Sdma, Quant::Blockscale),
        true,
        {S::PipelineGuardPartial, S::PipelineGuardOutput, S::PipelineGuardWire, S::PipelineGuardGemm}},
+      // mori's fp8 scatter (issue 45): its quantize-before-put on both put paths, with either gather, at mori's
+      // two targets (W = 8 blockscale N = 7168; W = 4 mxfp8 N = 5120)
+      {shape,
+       fp8_scatter(config(Mode::FusedSdma, WireDtype::Bf16, Transport::Sdma, Quant::Blockscale)),
+       false,
+       {S::PipelinePerSlice}},
+      {shape,
+       fp8_scatter(config(Mode::FusedSdma, WireDtype::Fp8, Transport::Lsa, Quant::Blockscale)),
+       false,
+       {S::PipelinePerSlice}},
+      {Shape{4096, 5120, 2048, 4},
+       fp8_scatter(config(Mode::FusedSdma, WireDtype::Fp8, Transport::Sdma, Quant::Mxfp8)),
+       false,
+       {S::PipelinePerSlice}},
   };
 }
 

@@ -18,6 +18,9 @@ struct OutputCompareArgs {
   int64_t m = 0, n = 0, slice_rows = 0;
   bool fp8_wire = false;       // non-owners hold the dequantized wire copy of the owner's reduced rows
   bool fuse_quantize = false;  // the wire's amax over the reduce's fp32 accumulator (mori's sdma_reduce_quant)
+  // mori's fp8 scatter: each partial narrowed per row per 256 columns (numerics::scatter_scale) before the reduce,
+  // which sums the widened codes; n is then a multiple of 256 and the kernel's 256 threads are one segment.
+  bool fp8_scatter = false;
   // device [3 * world], zeroed by the caller except first: wrong[r], nonfinite[r], first[r] (flat index
   // row * n + col of rank r's first wrong element; the caller sets it to ~0ull).
   unsigned long long* counts = nullptr;

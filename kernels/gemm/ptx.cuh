@@ -141,6 +141,17 @@ __device__ __forceinline__ void producer_registers() {
 __device__ __forceinline__ void consumer_registers() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
 }
+// The same split with kProducer registers for the producer and what that leaves the two consumer warpgroups
+// (a multiple of 8, 384 threads x 168 in all).
+template <int kProducer>
+__device__ __forceinline__ void producer_registers_n() {
+  static_assert(kProducer % 8 == 0 && kProducer >= 24 && kProducer <= 168, "setmaxnreg's range");
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducer) : "memory");
+}
+template <int kProducer>
+__device__ __forceinline__ void consumer_registers_n() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"((168 * 3 - kProducer) / 2 / 8 * 8) : "memory");
+}
 
 // ---- wgmma ------------------------------------------------------------------------------------------------
 // K-major operand in shared memory, 128-byte swizzle: rows of 128 B, 8-row (1 KiB) swizzle atoms.
@@ -161,6 +172,7 @@ __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.a
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_wait2() { asm volatile("wgmma.wait_group.sync.aligned 2;" ::: "memory"); }
 
 __device__ __forceinline__ void wgmma_m64n128k32_e4m3(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -200,11 +212,26 @@ __device__ __forceinline__ void wgmma_m64n128k32_e4m3_zero(float (&d)[64], uint6
         "=f"(d[57]), "=f"(d[58]), "=f"(d[59]), "=f"(d[60]), "=f"(d[61]), "=f"(d[62]), "=f"(d[63])
       : "l"(desc_a), "l"(desc_b));
 }
+// Half the width: d = A*B (scale-d 0) over 64 columns, 32 accumulators per thread in the m64n128 layout of
+// columns 0..63 (the PerStep32 promotion's unit: a third set in flight fits where a second n128 set would not).
+__device__ __forceinline__ void wgmma_m64n64k32_e4m3_zero(float (&d)[32], uint64_t desc_a, uint64_t desc_b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 0, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, "
+      "%24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1;\n}\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3]), "=f"(d[4]), "=f"(d[5]), "=f"(d[6]), "=f"(d[7]), "=f"(d[8]),
+        "=f"(d[9]), "=f"(d[10]), "=f"(d[11]), "=f"(d[12]), "=f"(d[13]), "=f"(d[14]), "=f"(d[15]), "=f"(d[16]),
+        "=f"(d[17]), "=f"(d[18]), "=f"(d[19]), "=f"(d[20]), "=f"(d[21]), "=f"(d[22]), "=f"(d[23]), "=f"(d[24]),
+        "=f"(d[25]), "=f"(d[26]), "=f"(d[27]), "=f"(d[28]), "=f"(d[29]), "=f"(d[30]), "=f"(d[31])
+      : "l"(desc_a), "l"(desc_b));
+}
 // Keeps the compiler from moving a read of the accumulators across the wgmma that writes them (the asm above is
 // asynchronous: its outputs are only final after wgmma.wait_group).
-__device__ __forceinline__ void wgmma_fence_operands(float (&d)[64]) {
+template <int kN>
+__device__ __forceinline__ void wgmma_fence_operands(float (&d)[kN]) {
 #pragma unroll
-  for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
+  for (int i = 0; i < kN; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
 // ---- bf16 pairs -------------------------------------------------------------------------------------------

@@ -19,9 +19,14 @@ bool encode_tile_map(gpuTensorMap* map, const uint8_t* base, int64_t rows, int64
 bool encode_scale_map(gpuTensorMap* map, const float* base, int64_t m, int64_t kb, uint32_t box_rows) {
   return gemmar::gpu::encode_tensor_map_2d(map, base, false, uint64_t(m), uint64_t(kb), uint64_t(m) * 4, box_rows, 1);
 }
+// PerStep32's A scales [m, ks] fp32 (ks = k / 32 contiguous): boxes of one K block's 4 steps of 128 rows.
+bool encode_step_scale_map(gpuTensorMap* map, const float* base, int64_t m, int64_t ks) {
+  return gemmar::gpu::encode_tensor_map_2d(map, base, false, uint64_t(ks), uint64_t(m), uint64_t(ks) * 4, 4,
+                                           uint32_t(kBlockM));
+}
 // Encoding is host work between the launch's events; the maps of recently used operands are kept (the map
 // depends only on the address, the extents and the kind, never on the contents). kind > 0: an e4m3 tile map
-// with boxes of `kind` rows; kind < 0: an A-scale map with boxes of -kind scales.
+// with boxes of `kind` rows; kind < 0: an A-scale map with boxes of -kind scales; kind 0: a step-scale map.
 bool cached_map(gpuTensorMap* map, const void* base, int64_t rows, int64_t cols, int kind) {
   struct Entry {
     const void* base;
@@ -38,8 +43,9 @@ bool cached_map(gpuTensorMap* map, const void* base, int64_t rows, int64_t cols,
       *map = e.map;
       return true;
     }
-  const bool ok = kind > 0 ? encode_tile_map(map, static_cast<const uint8_t*>(base), rows, cols, uint32_t(kind))
-                           : encode_scale_map(map, static_cast<const float*>(base), rows, cols, uint32_t(-kind));
+  const bool ok = kind > 0   ? encode_tile_map(map, static_cast<const uint8_t*>(base), rows, cols, uint32_t(kind))
+                  : kind < 0 ? encode_scale_map(map, static_cast<const float*>(base), rows, cols, uint32_t(-kind))
+                             : encode_step_scale_map(map, static_cast<const float*>(base), rows, cols);
   if (!ok) return false;
   const Entry e{base, rows, cols, kind, *map};
   if (cache.size() < 256)
@@ -51,11 +57,11 @@ bool cached_map(gpuTensorMap* map, const void* base, int64_t rows, int64_t cols,
 
 // gemm_wgmma4_kernel<kb, kPerRow> for kb in kWgmma4KBlocks (ptxas keeps each at 168 registers, no serialized
 // wgmma); gpuErrorInvalidValue for any other kb.
-template <bool kPerRow, size_t... I>
+template <GemmScales kScales, size_t... I>
 gpuError_t launch_wgmma4_kb(int kb, const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest,
                             gpuStream_t s, int group_m, std::index_sequence<I...>) {
   gpuError_t e = gpuErrorInvalidValue;
-  (void)((kb == kWgmma4KBlocks[I] && (e = launch_tma_gemm(gemm_wgmma4_kernel<kWgmma4KBlocks[I], kPerRow>, kW4Smem, op,
+  (void)((kb == kWgmma4KBlocks[I] && (e = launch_tma_gemm(gemm_wgmma4_kernel<kWgmma4KBlocks[I], kScales>, kW4Smem, op,
                                                           m_begin, m_end, dest, s, group_m, kNoCluster),
                                       true)) ||
          ...);
@@ -84,6 +90,9 @@ bool make_tile_map(gpuTensorMap* map, const uint8_t* base, int64_t rows, int64_t
 bool make_scale_map(gpuTensorMap* map, const float* base, int64_t m, int64_t kb, int box_rows) {
   return cached_map(map, base, m, kb, -box_rows);
 }
+bool make_step_scale_map(gpuTensorMap* map, const float* base, int64_t m, int64_t ks) {
+  return cached_map(map, base, m, ks, 0);
+}
 
 gpuError_t launch_sm90_wgmma4(const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest,
                               gpuStream_t s, int k_blocks, int group_m, ClusterShape cluster) {
@@ -92,15 +101,15 @@ gpuError_t launch_sm90_wgmma4(const GemmOperands& op, int64_t m_begin, int64_t m
   const bool per_row = scales == GemmScales::PerRow;
   if (cluster.m == kShareB.m && cluster.n == kShareB.n) {  // B multicast along M: instantiated at K = 2048 only
     if (k_blocks != 16) return gpuErrorInvalidValue;
-    return per_row ? launch_tma_gemm(gemm_wgmma4_kernel<16, true, ShareBAlongM>, kW4Smem, op, m_begin, m_end, dest, s,
-                                     group_m, kShareB)
-                   : launch_tma_gemm(gemm_wgmma4_kernel<16, false, ShareBAlongM>, kW4Smem, op, m_begin, m_end, dest, s,
-                                     group_m, kShareB);
+    return per_row ? launch_tma_gemm(gemm_wgmma4_kernel<16, GemmScales::PerRow, ShareBAlongM>, kW4Smem, op, m_begin,
+                                     m_end, dest, s, group_m, kShareB)
+                   : launch_tma_gemm(gemm_wgmma4_kernel<16, GemmScales::Blockscale, ShareBAlongM>, kW4Smem, op, m_begin,
+                                     m_end, dest, s, group_m, kShareB);
   }
   if (cluster.m != 1 || cluster.n != 1) return gpuErrorInvalidValue;
   const auto kbs = std::make_index_sequence<std::size(kWgmma4KBlocks)>{};
-  return per_row ? launch_wgmma4_kb<true>(k_blocks, op, m_begin, m_end, dest, s, group_m, kbs)
-                 : launch_wgmma4_kb<false>(k_blocks, op, m_begin, m_end, dest, s, group_m, kbs);
+  return per_row ? launch_wgmma4_kb<GemmScales::PerRow>(k_blocks, op, m_begin, m_end, dest, s, group_m, kbs)
+                 : launch_wgmma4_kb<GemmScales::Blockscale>(k_blocks, op, m_begin, m_end, dest, s, group_m, kbs);
 }
 
 gpuError_t launch_sm90_wgmma(const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest,

@@ -37,6 +37,8 @@ __device__ __forceinline__ void promote_block(float (&total)[64], const float (&
 bool make_tile_map(gpuTensorMap* map, const uint8_t* base, int64_t rows, int64_t k, int box_rows = kBlockM);
 // Blockscale's A scales [k/128, m] fp32 (m contiguous) in boxes of box_rows scales of one K block.
 bool make_scale_map(gpuTensorMap* map, const float* base, int64_t m, int64_t kb, int box_rows);
+// PerStep32's A scales [m, ks] fp32 (ks = k / 32 contiguous) in boxes of a K block's 4 steps of kBlockM rows.
+bool make_step_scale_map(gpuTensorMap* map, const float* base, int64_t m, int64_t ks);
 
 // How many clusters of `cluster` CTAs of `kern` the device holds at once, asked once per (kernel, device).
 template <typename Kern>
@@ -72,12 +74,13 @@ gpuError_t launch_tma_gemm(Kern kern, int smem, const GemmOperands& op, int64_t 
   if (const gpuError_t e = set_smem_once(kern, smem); e != gpuSuccess) return e;
   if (m_end <= m_begin) return gpuSuccess;
   // PerRow's A scales are one per row, read in the epilogue: its kernel takes no scale map (A's stands in, unread).
-  const bool scale_map = gemm_scales(op.quant) == GemmScales::Blockscale;
-  gpuTensorMap ta, tb, tsa;
+  const GemmScales scales = gemm_scales(op.quant);
+  gpuTensorMap ta, tb, tsa = {};
   if (!make_tile_map(&ta, op.a, m, k, kBlockM / c.n) || !make_tile_map(&tb, op.b, n, k, kBlockN / c.m) ||
-      (scale_map && !make_scale_map(&tsa, op.a_scale, m, k / kBlockK, kBlockM)))
+      (scales == GemmScales::Blockscale && !make_scale_map(&tsa, op.a_scale, m, k / kBlockK, kBlockM)) ||
+      (scales == GemmScales::PerStep32 && !make_step_scale_map(&tsa, op.a_scale, m, k / 32)))
     return gpuErrorInvalidValue;
-  if (!scale_map) tsa = ta;
+  if (scales == GemmScales::PerRow) tsa = ta;
   const int64_t tiles = ((m_end - m_begin) / kBlockM) * (n / kBlockN);
   group_m = fit_group_m(group_m, c.m, m_begin, m_end, dest.slice_rows);
   if (cluster == 1) {

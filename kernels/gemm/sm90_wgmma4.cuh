@@ -26,6 +26,20 @@
 // memory: with its 34 global loads per thread the GEMM took 2-12% longer (docs/results/h100-1gpu-2026-12-06-l2).
 // Otherwise Blockscale (SA through tm_sa).
 //
+// kScales PerStep32 (mxfp8: SA [M, K/32], SB [N/32, K/32], B's scales per 32 x 32 block; kKB <= 16, no cluster),
+// the lab's `wgmma4-mx-steps` (lab/variants.hpp): the reference promotes every 32-wide K step (emulated_partial:
+// total = fma(dot32, sa * sb, total)), so each step is its own wgmma with fresh accumulators. The promotion is then
+// one fma per element per 32 of K, the CUDA cores' whole issue rate at the tensor cores' k = 32 rate, so the design
+// keeps every other instruction off that path: each step is issued as two m64n64k32 halves into three 32-register
+// sets (half-step h + 2 in flight while h is promoted, wait_group 2; 64 + 96 registers, where a second m64n128 set
+// left too few to load the scales and ptxas serialized every wgmma, C7512); a K block's 4 steps of A scales come
+// with its stage ([row][step], a 16-byte TMA box row per row of tm_sa), the tile's B scales with its first K block
+// (4 bulk copies, [block of 32 columns][step]); a half-step's 4 products sa * sb (mul_rn, exactly the
+// reference's) are taken once per (row, column block) and loaded while its wgmma runs. The main loop runs
+// kMxUnroll K blocks per iteration, every group waited for within it (C7514); the lag, stores and counts are the
+// tile end above. Its output is meant to be gemm_wgmma_kernel<PerStep32>'s bit for bit (a k = 32 wgmma dot from
+// zero, the same fma in the same step order); the testbed checks that (same_bits).
+//
 // Cluster: a policy for the CTAs that share a stage's operand (the shape kM x kN of adjacent tiles, rank = kN rm +
 // rn, and each CTA's producer's share of the A and B loads). NoCluster, or ShareBAlongM: the tiles of two adjacent
 // bands in one column share B (tm_b's box is 64 rows: each CTA's producer loads 64 of B's 128 rows and multicasts
@@ -40,7 +54,8 @@
 // read again by every group of bands) is loaded evict-last, so the output streaming through L2 does not push B out:
 // 0-1% less time than without the hints, no shape slower beyond the run-to-run spread
 // (docs/results/h100-1gpu-2026-12-06-l2).
-// The lab's variants of this kernel (other clusters, the warpgroups in step, the band-major order) are lab/gemm/.
+// The lab's variants of this kernel (other clusters, the warpgroups in step, the band-major order, PerStep32) are
+// lab/gemm/.
 #pragma once
 #include "kernels/gemm/sm90.cuh"
 
@@ -48,9 +63,24 @@ namespace gemmar::kernels::dev {
 namespace {
 
 constexpr int kW4Stages = 6;
-constexpr int kW4StageS = kBlockM * 4 + 128;  // the K block's A scales, then PerRow's unit B scale (TMA: 128-B aligned)
-constexpr int kW4TileScaleSlots = 4;          // a tile's scales, by tile number % 4 (1 KiB each)
-constexpr int kW4Smem = kW4Stages * (kStageA + kStageB + kW4StageS) + 1024 + 256 + kW4TileScaleSlots * 1024;
+constexpr int kW4TileScaleSlots = 4;  // a tile's scales, by tile number % 4 (1 KiB each)
+// A stage's scale bytes: the K block's A scales, then PerRow's unit B scale (TMA: 128-B aligned); PerStep32: the
+// K block's 4 steps of A scales of the tile's 128 rows ([row][step], one 16-byte TMA box row per row).
+template <GemmScales kScales>
+constexpr int kW4StageScaleBytes = kScales == GemmScales::PerStep32 ? kBlockM * 4 * 4 : kBlockM * 4 + 128;
+__host__ __device__ constexpr int w4_smem_bytes(int stage_scale_bytes) {
+  return kW4Stages * (kStageA + kStageB + stage_scale_bytes) + 1024 + 256 + kW4TileScaleSlots * 1024;
+}
+constexpr int kW4Smem = w4_smem_bytes(kW4StageScaleBytes<GemmScales::Blockscale>);
+constexpr int kW4SmemMx = w4_smem_bytes(kW4StageScaleBytes<GemmScales::PerStep32>);
+// PerStep32's steps per K block, and the largest kKB whose B scales (4 blocks of 32 columns x 4 kKB steps) fit one
+// tile scale slot of 256 floats.
+constexpr int kW4MxSteps = kBlockK / 32;
+constexpr int kW4MxMaxKB = 256 / (4 * kW4MxSteps);
+constexpr int kMxUnroll = 2;  // PerStep32: K blocks per iteration of a tile's main loop
+// PerStep32's registers: its producer (4 bulk copies of B scales per tile) spilled at 40; the consumers keep the
+// total (64) and three half-step sets (96) in what is left (224).
+constexpr int kMxProducerRegisters = 56;
 
 // ---- the cluster policies -----------------------------------------------------------------------------------
 struct NoCluster {
@@ -138,11 +168,13 @@ struct W4Smem {
 
 // The producer: one thread loads each of this CTA's units' K blocks (its share of A and B, and the scales) into
 // the stage ring.
-template <int kKB, bool kPerRow, class Cluster>
+template <int kKB, GemmScales kScales, class Cluster>
 __device__ __forceinline__ void wgmma4_produce(const W4Smem& sm, const gpuTensorMap& tm_a, const gpuTensorMap& tm_b,
                                                const gpuTensorMap& tm_sa, const float* SA, const float* SB,
                                                const TileScheduler<Cluster::kM, Cluster::kN>& sched, int64_t m_begin,
                                                int first, int stride) {
+  constexpr bool kPerRow = kScales == GemmScales::PerRow, kMx = kScales == GemmScales::PerStep32;
+  constexpr int kStageS = kW4StageScaleBytes<kScales>;
   ptx::tma_prefetch_desc(&tm_a);
   ptx::tma_prefetch_desc(&tm_b);
   if (!kPerRow) ptx::tma_prefetch_desc(&tm_sa);
@@ -156,15 +188,23 @@ __device__ __forceinline__ void wgmma4_produce(const W4Smem& sm, const gpuTensor
     const int m0 = int(tile_m0);
     for (int kb = 0; kb < kKB; ++kb) {
       ptx::mbar_wait(sm.empty + stage, phase ^ 1);
-      uint8_t* ss = sm.sS + stage * kW4StageS;
+      uint8_t* ss = sm.sS + stage * kStageS;
       // The tile's scales ride with its first K block: PerRow's 128 A and 128 B scales, Blockscale's kKB B scales
-      // (one per K block of the tile's 128 columns; its A scales come per K block through tm_sa).
-      constexpr uint32_t kTileScaleBytes = kPerRow ? 2 * kBlockM * 4 : kKB * 4;
+      // (one per K block of the tile's 128 columns; its A scales come per K block through tm_sa), PerStep32's B
+      // scales of the tile's 4 blocks of 32 columns, each its 4 kKB steps ([block][step]; A's per K block through
+      // tm_sa, [row][step]).
+      constexpr uint32_t kTileScaleBytes = kPerRow ? 2 * kBlockM * 4 : kMx ? 4 * kW4MxSteps * kKB * 4 : kKB * 4;
+      constexpr uint32_t kBlockScaleBytes = kPerRow ? 0 : kMx ? kStageS : kBlockM * 4;
       const uint32_t tile_scale_bytes = kb == 0 ? kTileScaleBytes : 0;
-      ptx::mbar_expect_tx(sm.full + stage, kStageA + kStageB + (kPerRow ? 0 : kBlockM * 4) + tile_scale_bytes);
+      ptx::mbar_expect_tx(sm.full + stage, kStageA + kStageB + kBlockScaleBytes + tile_scale_bytes);
       if (kb == 0) {
         float* slot = sm.tile_scales + (gt % kW4TileScaleSlots) * 256;
-        if constexpr (kPerRow) {
+        if constexpr (kMx) {
+          constexpr int kRow = kW4MxSteps * kKB;  // a block of 32 columns' steps in the tile's K
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+            ptx::bulk_load(slot + i * kRow, SB + (int64_t(nb) * 4 + i) * kRow, kRow * 4, sm.full + stage);
+        } else if constexpr (kPerRow) {
           ptx::bulk_load(slot, SA + m0, kBlockM * 4, sm.full + stage);
           ptx::bulk_load(slot + kBlockM, SB + int64_t(nb) * kBlockN, kBlockN * 4, sm.full + stage);
         } else {
@@ -174,7 +214,10 @@ __device__ __forceinline__ void wgmma4_produce(const W4Smem& sm, const gpuTensor
       Cluster::load_a(sm.sA + stage * kStageA, &tm_a, sm.full + stage, kb * kBlockK, m0, sched.rm, sched.rn);
       Cluster::load_b(sm.sB + stage * kStageB, &tm_b, sm.full + stage, kb * kBlockK, nb * kBlockN, sched.rm, sched.rn,
                       keep_b);
-      if (!kPerRow) ptx::tma_load_2d(ss, &tm_sa, sm.full + stage, m0, kb);
+      if constexpr (kMx)
+        ptx::tma_load_2d(ss, &tm_sa, sm.full + stage, kb * kW4MxSteps, m0);
+      else if constexpr (!kPerRow)
+        ptx::tma_load_2d(ss, &tm_sa, sm.full + stage, m0, kb);
       if (++stage == kW4Stages) {
         stage = 0;
         phase ^= 1;
@@ -184,10 +227,12 @@ __device__ __forceinline__ void wgmma4_produce(const W4Smem& sm, const gpuTensor
 }
 
 // A consumer warpgroup c: rows [64c, 64c + 64) of each of this CTA's units' tiles.
-template <int kKB, bool kPerRow, class Cluster, class Lag>
+template <int kKB, GemmScales kScales, class Cluster, class Lag>
 __device__ __forceinline__ void wgmma4_consume(const W4Smem& sm, const GemmDest& dest,
                                                const TileScheduler<Cluster::kM, Cluster::kN>& sched, int64_t m_begin,
                                                int first, int stride, int my_units, int tid, int wg, uint32_t rank) {
+  constexpr bool kPerRow = kScales == GemmScales::PerRow, kMx = kScales == GemmScales::PerStep32;
+  constexpr int kStageS = kW4StageScaleBytes<kScales>;
   constexpr int kCluster = Cluster::kM * Cluster::kN;
   const int c = wg - 1;  // rows [64c, 64c + 64) of the tile
   const int lt = tid - 128 * wg;
@@ -299,7 +344,7 @@ __device__ __forceinline__ void wgmma4_consume(const W4Smem& sm, const GemmDest&
   auto retire = [&](int gi, bool last, float(&a)[64]) {
     ptx::wgmma_fence_operands(a);
     const int st = gi % kW4Stages;
-    const float* ss = reinterpret_cast<const float*>(sm.sS + st * kW4StageS);
+    const float* ss = reinterpret_cast<const float*>(sm.sS + st * kStageS);
     // kPerRow: 1.0f, set once; Blockscale: the B scale from the tile's slot
     const float sa0 = ss[lrow], sa1 = ss[lrow + 8],
                 sbv = kPerRow ? ss[kBlockM] : sm.tile_scales[(gi / kKB) % kW4TileScaleSlots * 256 + gi % kKB];
@@ -314,6 +359,48 @@ __device__ __forceinline__ void wgmma4_consume(const W4Smem& sm, const GemmDest&
     Lag::retired(c, gi);
     if (last) store_tile();
   };
+  // PerStep32 (a K block is 4 steps x 2 halves of 64 columns): half `half` of step ks of the K block in stage st
+  // alone (one wgmma m64n64k32) into `a`. Each half-step has its own 32 accumulators, so three are in flight
+  // (96 registers) where a second m64n128 set beside the total (192) left ptxas too few registers to load the
+  // scales without serializing every wgmma (C7512).
+  auto issue_half = [&](int st, int ks, int half, float(&a)[32]) {
+    const uint64_t da = ptx::smem_desc_advance(desc_a, uint32_t(st * kStageA + ks * 32));
+    const uint64_t db = ptx::smem_desc_advance(desc_b, uint32_t(st * kStageB + half * (kStageB / 2) + ks * 32));
+    ptx::wgmma_fence();
+    ptx::wgmma_m64n64k32_e4m3_zero(a, da, db);
+    ptx::wgmma_commit();
+    ptx::wgmma_fence_operands(a);
+  };
+  // A half-step's scale products: p[2r + i] = sa(row lrow + 8r) * sb(block 2 half + i of 32 columns), the reference's
+  // mul_rn(scale_a, scale_b) of block_accumulate, once per (row, column block) instead of per element. `slot`: the
+  // tile's B scales [block][step of the tile's K].
+  auto half_scales = [&](int st, const float* slot, int kb, int ks, int half, float(&p)[4]) {
+    const float* ss = reinterpret_cast<const float*>(sm.sS + st * kStageS);
+    const float* sb = slot + kb * kW4MxSteps + ks + 2 * half * (kW4MxSteps * kKB);
+    const float sa0 = ss[lrow * kW4MxSteps + ks], sa1 = ss[(lrow + 8) * kW4MxSteps + ks];
+    const float sb0 = sb[0], sb1 = sb[kW4MxSteps * kKB];
+    p[0] = nm::mul_rn(sa0, sb0);
+    p[1] = nm::mul_rn(sa0, sb1);
+    p[2] = nm::mul_rn(sa1, sb0);
+    p[3] = nm::mul_rn(sa1, sb1);
+  };
+  // The half-step in `a` is finished: total = fma(dot, sa * sb, total) for its 32 elements (block_accumulate's one
+  // rounding per 32-wide step, as the reference's emulated_partial). The m64n64 layout is the m64n128 one's first
+  // 8 column groups: group j of the half is the total's group 8 half + j.
+  auto retire_half = [&](int half, float(&a)[32], const float(&p)[4]) {
+    ptx::wgmma_fence_operands(a);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int t = 4 * (8 * half + j);
+      total[t + 0] = nm::fma_rn(a[4 * j + 0], p[j / 4], total[t + 0]);
+      total[t + 1] = nm::fma_rn(a[4 * j + 1], p[j / 4], total[t + 1]);
+      total[t + 2] = nm::fma_rn(a[4 * j + 2], p[2 + j / 4], total[t + 2]);
+      total[t + 3] = nm::fma_rn(a[4 * j + 3], p[2 + j / 4], total[t + 3]);
+    }
+  };
+  float hacc[3][32];     // PerStep32's half-step accumulator sets
+  int ist = 0, rst = 0;  // PerStep32: the stage of the next K block to issue, of the next to retire
+  uint32_t iph = 0;      // and the phase of the next to issue
   // One tile per iteration, its kKB K blocks unrolled: every wgmma group is waited for inside the iteration
   // (ptxas serializes all wgmma (C7514) when a group stays in flight across a loop's back edge).
   for (int gt = 0; gt < my_units; ++gt) {
@@ -323,6 +410,44 @@ __device__ __forceinline__ void wgmma4_consume(const W4Smem& sm, const GemmDest&
     m0 = m_begin + int64_t(band) * kBlockM;
     n0 = int64_t(nb) * kBlockN;
     const int g0 = gt * kKB;
+    if constexpr (kMx) {
+      // kMxUnroll K blocks per iteration, their 8 kMxUnroll half-steps in turn through three accumulator sets:
+      // half-step h + 2 is issued before h is waited for (wait_group 2) and promoted, so the tensor cores run
+      // under the promotions; each iteration waits for all of its groups (no group across the back edge, C7514).
+      constexpr int kH = 2 * kW4MxSteps * kMxUnroll;
+      const float* slot = sm.tile_scales + (gt % kW4TileScaleSlots) * 256;
+      for (int kb0 = 0; kb0 < kKB; kb0 += kMxUnroll) {
+#pragma unroll
+        for (int h = -2; h < kH; ++h) {
+          const int hi = h + 2;  // the half-step to issue
+          if (hi < kH) {
+            if (hi % (2 * kW4MxSteps) == 0) ptx::mbar_wait(sm.full + ist, iph);
+            issue_half(ist, (hi / 2) % kW4MxSteps, hi % 2, hacc[hi % 3]);
+            if (hi % (2 * kW4MxSteps) == 2 * kW4MxSteps - 1 && ++ist == kW4Stages) {
+              ist = 0;
+              iph ^= 1u;
+            }
+          }
+          if (h < 0) continue;
+          float p[4];
+          half_scales(rst, slot, kb0 + h / (2 * kW4MxSteps), (h / 2) % kW4MxSteps, h % 2, p);
+          if (h + 2 < kH)
+            ptx::wgmma_wait2();
+          else if (h + 1 < kH)
+            ptx::wgmma_wait1();
+          else
+            ptx::wgmma_wait0();
+          retire_half(h % 2, hacc[h % 3], p);
+          if (h % (2 * kW4MxSteps) == 2 * kW4MxSteps - 1) {  // the K block's last half-step: release its stage
+            if (lane == 0) ptx::mbar_arrive(sm.empty + rst);
+            if (++rst == kW4Stages) rst = 0;
+            Lag::retired(c, g0 + kb0 + h / (2 * kW4MxSteps));
+          }
+        }
+      }
+      store_tile();
+      continue;
+    }
     issue(g0, acc0);
 #pragma unroll
     for (int kb = 0; kb < kKB; kb += 2) {
@@ -348,7 +473,7 @@ __device__ __forceinline__ void wgmma4_consume(const W4Smem& sm, const GemmDest&
 }
 
 // group_m: the tile order's groups of bands (gemm/scheduler.cuh; the launcher fits it to the rows and slices).
-template <int kKB, bool kPerRow, class Cluster = NoCluster, class Lag = LaggedWarpgroups>
+template <int kKB, GemmScales kScales, class Cluster = NoCluster, class Lag = LaggedWarpgroups>
 __global__ void __launch_bounds__(kWThreads, 1)
     gemm_wgmma4_kernel(const __grid_constant__ gpuTensorMap tm_a, const __grid_constant__ gpuTensorMap tm_b,
                        const __grid_constant__ gpuTensorMap tm_sa, const float* __restrict__ SA,
@@ -360,17 +485,23 @@ __global__ void __launch_bounds__(kWThreads, 1)
   static_assert((Cluster::kM == 1 || Cluster::kM == 2) && (Cluster::kN == 1 || Cluster::kN == 2),
                 "clusters of up to 2 x 2");
   static_assert(kKB >= 3, "the tile scale slots are reused 4 tiles apart");
+  static_assert(kScales == GemmScales::Blockscale || kScales == GemmScales::PerRow || kScales == GemmScales::PerStep32,
+                "the scale layouts of gemm/heuristics.hpp this kernel takes");
+  constexpr bool kPerRow = kScales == GemmScales::PerRow, kMx = kScales == GemmScales::PerStep32;
+  constexpr int kStageS = kW4StageScaleBytes<kScales>;
   constexpr int kCluster = Cluster::kM * Cluster::kN;
+  static_assert(!kMx || (kCluster == 1 && kKB <= kW4MxMaxKB && kKB % kMxUnroll == 0),
+                "PerStep32: no cluster, and the tile's B scales in one tile scale slot");
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   W4Smem sm;
   sm.sA = smem;
   sm.sB = sm.sA + kW4Stages * kStageA;
   sm.sS = sm.sB + kW4Stages * kStageB;  // per stage: 128 A scales, then (PerRow) the unit B scale
-  sm.full = reinterpret_cast<uint64_t*>(sm.sS + kW4Stages * kW4StageS);
+  sm.full = reinterpret_cast<uint64_t*>(sm.sS + kW4Stages * kStageS);
   sm.empty = sm.full + kW4Stages;
   sm.tile_arrivals = reinterpret_cast<uint32_t*>(sm.empty + kW4Stages);
-  sm.tile_scales = reinterpret_cast<float*>(sm.sS + kW4Stages * kW4StageS + 256);
+  sm.tile_scales = reinterpret_cast<float*>(sm.sS + kW4Stages * kStageS + 256);
   const int tid = threadIdx.x;
   const int wg = __shfl_sync(0xffffffffu, tid / 128, 0);
   if (tid == 0) {
@@ -384,7 +515,7 @@ __global__ void __launch_bounds__(kWThreads, 1)
   }
   if (kPerRow)  // every stage's scales 1.0f once (the producer never writes them): the Blockscale promotion with
                 // unit scales is PerRow's unscaled total + dot, and the consumers' code stays Blockscale's
-    for (int i = tid; i < kW4Stages * kW4StageS / 4; i += kWThreads) reinterpret_cast<float*>(sm.sS)[i] = 1.0f;
+    for (int i = tid; i < kW4Stages * kStageS / 4; i += kWThreads) reinterpret_cast<float*>(sm.sS)[i] = 1.0f;
   __syncthreads();
   if constexpr (kCluster > 1) ptx::cluster_sync_all();  // the peer's barriers are initialised before any remote arrive
   (void)K;
@@ -395,11 +526,17 @@ __global__ void __launch_bounds__(kWThreads, 1)
   const int my_units = first < sched.units ? (sched.units - first + stride - 1) / stride : 0;
 
   if (wg == 0) {  // producer
-    ptx::producer_registers();
-    if (tid == 0) wgmma4_produce<kKB, kPerRow, Cluster>(sm, tm_a, tm_b, tm_sa, SA, SB, sched, m_begin, first, stride);
+    if constexpr (kMx)
+      ptx::producer_registers_n<kMxProducerRegisters>();
+    else
+      ptx::producer_registers();
+    if (tid == 0) wgmma4_produce<kKB, kScales, Cluster>(sm, tm_a, tm_b, tm_sa, SA, SB, sched, m_begin, first, stride);
   } else {
-    ptx::consumer_registers();
-    wgmma4_consume<kKB, kPerRow, Cluster, Lag>(sm, dest, sched, m_begin, first, stride, my_units, tid, wg, rank);
+    if constexpr (kMx)
+      ptx::consumer_registers_n<kMxProducerRegisters>();
+    else
+      ptx::consumer_registers();
+    wgmma4_consume<kKB, kScales, Cluster, Lag>(sm, dest, sched, m_begin, first, stride, my_units, tid, wg, rank);
   }
   if constexpr (kCluster > 1) {  // no CTA leaves while its peer may still write into it
     __syncwarp();                // the producer warp's lanes meet again before the aligned cluster barrier

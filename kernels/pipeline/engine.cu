@@ -44,6 +44,12 @@ Engine::Engine(const DeviceRun& plan, const OperandFn& gen, const PipelineHooks&
     epilogue_puts_ = mt.fused && mt.scatter_by_copy_engine;
     owner_loads_ = mt.collective && !mt.fused && !mt.scatter_by_copy_engine;
   }
+  // mori's words (bench_gemm_ar.py @d5443336 :287-288; layout.py scatter_tiles_per_row): only fused-sdma's epilogue
+  // narrows its puts, one scale per 256 columns.
+  GEMMAR_USAGE_CHECK(!fp8_scatter() || epilogue_puts_, "--scatter-dtype fp8 with --mode ", to_string(eff_.mode),
+                     ": FP8 scatter experiment is wired only through fused-sdma");
+  GEMMAR_USAGE_CHECK(!fp8_scatter() || N_ % numerics::kScatterScaleCols == 0, "-n: n=", N_,
+                     " must be a multiple of scatter_scale_n=256 (--scatter-dtype fp8)");
   // The vendor GEMM has no fused epilogue: the fused modes keep ours (their epilogue pushes the tiles). The
   // pipeline's vendor GEMM is the blockscale layout's (the guard reads A's scales by the quant's scale block).
   vendor_ = plan.gemm_impl == GemmImpl::Cublaslt && !is_fused(eff_.mode) &&
@@ -69,12 +75,13 @@ Engine::~Engine() {
   }
   for (auto& rb : ranks_) {
     (void)gpuSetDevice(rb.dev);
-    for (void* p :
-         {static_cast<void*>(rb.a), static_cast<void*>(rb.b), static_cast<void*>(rb.sa), static_cast<void*>(rb.sb),
-          static_cast<void*>(rb.c), static_cast<void*>(rb.recv), static_cast<void*>(rb.out),
-          static_cast<void*>(rb.out_alt), static_cast<void*>(rb.q), static_cast<void*>(rb.qs),
-          static_cast<void*>(rb.land), static_cast<void*>(rb.land_s), static_cast<void*>(rb.counters),
-          static_cast<void*>(rb.poison), static_cast<void*>(rb.straggle), static_cast<void*>(rb.stale)})
+    for (void* p : {static_cast<void*>(rb.a),        static_cast<void*>(rb.b),       static_cast<void*>(rb.sa),
+                    static_cast<void*>(rb.sb),       static_cast<void*>(rb.c),       static_cast<void*>(rb.recv),
+                    static_cast<void*>(rb.out),      static_cast<void*>(rb.out_alt), static_cast<void*>(rb.q),
+                    static_cast<void*>(rb.qs),       static_cast<void*>(rb.land),    static_cast<void*>(rb.land_s),
+                    static_cast<void*>(rb.counters), static_cast<void*>(rb.poison),  static_cast<void*>(rb.straggle),
+                    static_cast<void*>(rb.stale),    static_cast<void*>(rb.sq),      static_cast<void*>(rb.ss),
+                    static_cast<void*>(rb.recv_q),   static_cast<void*>(rb.recv_qs)})
       if (p) (void)gpuFree(p);
     for (auto e : rb.chunk_ev) (void)gpuEventDestroy(e);
     if (rb.comp) (void)gpuStreamDestroy(rb.comp);
@@ -161,6 +168,12 @@ void Engine::allocate() {
       rb.land = dalloc<uint8_t>(int64_t(W_) * S_ * N_);
       rb.land_s = dalloc<float>(int64_t(W_) * S_);
     }
+    if (fp8_scatter()) {
+      rb.sq = dalloc<uint8_t>(M_ * N_);
+      rb.ss = dalloc<float>(M_ * scatter_segments());
+      rb.recv_q = dalloc<uint8_t>(int64_t(W_) * S_ * N_);
+      rb.recv_qs = dalloc<float>(int64_t(W_) * S_ * scatter_segments());
+    }
     rb.counters = dalloc<unsigned>(W_);
     rb.poison = dalloc<unsigned long long>(1);
     rb.straggle = dalloc<float>(3);
@@ -240,6 +253,15 @@ void Engine::poison_all() {
     GPU_CHECK(gpuMemsetAsync(rb.out, 0xff, size_t(M_ * N_) * 2, rb.comp));
     if (rb.out_alt) GPU_CHECK(gpuMemsetAsync(rb.out_alt, 0xff, size_t(M_ * N_) * 2, rb.comp));
     if (rb.stale) GPU_CHECK(gpuMemsetAsync(rb.stale, 0xff, slice_bytes, rb.comp));
+    if (rb.sq) {
+      // A slot no put reached (silent scatter) holds zero codes and zero scales, as mori's zeroed window
+      // (reference/emulation.cpp widen_slots).
+      const int64_t segs = scatter_segments();
+      GPU_CHECK(gpuMemsetAsync(rb.sq, 0xff, size_t(M_ * N_), rb.comp));
+      GPU_CHECK(gpuMemsetAsync(rb.ss, 0xff, size_t(M_ * segs) * 4, rb.comp));
+      GPU_CHECK(gpuMemsetAsync(rb.recv_q, f.silent_scatter ? 0x00 : 0xff, size_t(W_ * S_ * N_), rb.comp));
+      GPU_CHECK(gpuMemsetAsync(rb.recv_qs, f.silent_scatter ? 0x00 : 0xff, size_t(W_ * S_ * segs) * 4, rb.comp));
+    }
     if (rb.q) {
       GPU_CHECK(gpuMemsetAsync(rb.q, 0xff, size_t(S_ * N_), rb.comp));
       GPU_CHECK(gpuMemsetAsync(rb.qs, 0xff, size_t(S_) * 4, rb.comp));
@@ -661,6 +683,7 @@ std::optional<FullCompare> Engine::full_compare(int it) {
   a.slice_rows = S_;
   a.fp8_wire = uses_fp8_wire(eff_);
   a.fuse_quantize = eff_.fuse_quantize;
+  a.fp8_scatter = fp8_scatter();
   a.counts = cmp_counts_;
   GPU_CHECK(gpuEventRecord(cmp_ev_[0], r0.comp));
   GPU_CHECK(dev::launch_output_compare(a, r0.comp));

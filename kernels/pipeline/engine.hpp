@@ -20,6 +20,7 @@
 #include "kernels/gpu_compat.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/pipeline/hooks.hpp"
+#include "reference/numerics_inline.hpp"
 
 namespace gemmar::kernels {
 
@@ -31,14 +32,20 @@ struct RankBufs {
   gpuStream_t comp = nullptr, copy = nullptr;
   uint8_t *a = nullptr, *b = nullptr;
   float *sa = nullptr, *sb = nullptr;
-  uint16_t* c = nullptr;         // [m, n]: the GEMM partial (split / fused-sdma)
-  uint16_t* recv = nullptr;      // [W][S][n]: slot q = peer q's partial of this rank's slice
-  uint16_t* out = nullptr;       // [m, n]: the all-reduced output
-  uint16_t* out_alt = nullptr;   // stale-output fault: the runs write here, `out` keeps the previous result
-  uint8_t* q = nullptr;          // [S, n]: this rank's slice on the fp8 wire
-  float* qs = nullptr;           // [S]
-  uint8_t* land = nullptr;       // [W][S][n]: peers' fp8 slices landed here (fp8/sdma)
-  float* land_s = nullptr;       // [W][S]
+  uint16_t* c = nullptr;        // [m, n]: the GEMM partial (split / fused-sdma)
+  uint16_t* recv = nullptr;     // [W][S][n]: slot q = peer q's partial of this rank's slice
+  uint16_t* out = nullptr;      // [m, n]: the all-reduced output
+  uint16_t* out_alt = nullptr;  // stale-output fault: the runs write here, `out` keeps the previous result
+  uint8_t* q = nullptr;         // [S, n]: this rank's slice on the fp8 wire
+  float* qs = nullptr;          // [S]
+  uint8_t* land = nullptr;      // [W][S][n]: peers' fp8 slices landed here (fp8/sdma)
+  float* land_s = nullptr;      // [W][S]
+  // --scatter-dtype fp8 (mori's fp8 scatter): this rank's partial narrowed per row per 256 columns before its puts,
+  // every slice (the own one too: the reduce reads it), and the peers' codes and scales landed per sender slot.
+  uint8_t* sq = nullptr;         // [m, n] codes of c
+  float* ss = nullptr;           // [m, n / 256]
+  uint8_t* recv_q = nullptr;     // [W][S][n]: slot q = peer q's codes of this rank's slice
+  float* recv_qs = nullptr;      // [W][S][n / 256]
   unsigned* counters = nullptr;  // [W]: finished GEMM tiles per destination slice
   unsigned long long* poison = nullptr;
   float* straggle = nullptr;         // [3]: this replay's delays before the GEMM, the reduce, the gather
@@ -95,6 +102,9 @@ class Engine {
   bool epilogue_puts() const { return epilogue_puts_; }
   bool persistent_puts() const { return persistent_puts_; }
   bool vendor() const { return vendor_; }
+  // The scatter leg carries mori's fp8 codes and per-256-column scales (fused-sdma only: validate_knobs).
+  bool fp8_scatter() const { return eff_.scatter_dtype == WireDtype::Fp8; }
+  int64_t scatter_segments() const { return N_ / numerics::kScatterScaleCols; }
 
   void set(int dev);
   // Every rank's two streams (comp_only: compute streams) finish the phase -> the control stream records `name`

@@ -5,6 +5,7 @@
 // the run's faults once and lists the legs in launch order; the engine runs them. A new leg is a new Leg and one
 // line in plan_legs, not an edit of the engine.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -25,6 +26,23 @@ class Leg {
   // After each replay, outside the graph and its timed events, before the read-back (flip-unsampled).
   virtual void after_replay(Engine&) {}
 };
+
+// fused-sdma's send side: what the GEMM's epilogue does with a destination's rows once their tiles are stored,
+// up to and including their put, chosen by the config's scatter_dtype (make_scatter_wire). bf16: the copy-engine put
+// of the partial's rows. fp8 (mori's fp8 scatter, kernels_fused.py @f3bff0ae compile_fused_gemm_scatter): the rows
+// narrowed per row per 256 columns (dev::launch_scatter_quantize) on the put's stream, then the put of the codes
+// and, on the same stream, of their scales. The put loop (the GEMM leg) calls it once per chunk of
+// chunk_plan(shape, config), as mori's epilogue puts per chunk.
+class ScatterWire {
+ public:
+  virtual ~ScatterWire() = default;
+  // Rank r's rows [row0, row0 + rows) of slice p (rows of the slice), to owner p's slot r, on r's copy stream.
+  virtual void send(Engine&, int r, int p, int64_t row0, int64_t rows) const = 0;
+  // Rank r's own slice, which no put carries, once the GEMM has stored it, on r's compute stream (fp8: the reduce
+  // reads the owner's own contribution from its codes, as mori's sdma_reduce does).
+  virtual void keep(Engine&, int /*r*/) const {}
+};
+std::unique_ptr<ScatterWire> make_scatter_wire(const Engine&);
 
 // The legs of one launch of the engine's run, in order.
 std::vector<std::unique_ptr<Leg>> plan_legs(const Engine&);

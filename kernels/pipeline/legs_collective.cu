@@ -15,6 +15,19 @@ void enqueue_reduces(Engine& e, bool fuse_quantize) {
     RankBufs& rb = e.rank(r);
     e.set(rb.dev);
     e.straggle(r, 1, rb.comp);
+    if (e.fp8_scatter()) {
+      // mori's fp8 scatter: slot r is the owner's own codes of its slice, slot q the codes q's puts landed.
+      const int64_t S = e.slice_rows(), N = e.n(), segs = e.scatter_segments();
+      dev::Fp8ScatterSlots fs{};
+      for (int q = 0; q < e.world(); ++q) {
+        fs.q[q] = q == r ? rb.sq + int64_t(r) * S * N : rb.recv_q + int64_t(q) * S * N;
+        fs.scale[q] = q == r ? rb.ss + int64_t(r) * S * segs : rb.recv_qs + int64_t(q) * S * segs;
+      }
+      GPU_CHECK(dev::launch_reduce_fp8_scatter(fs, r, e.world(), S, N, e.slice_of(rb.out, r),
+                                               fuse_quantize ? rb.q : nullptr, fuse_quantize ? rb.qs : nullptr,
+                                               rb.comp));
+      continue;
+    }
     dev::SlotSet ss{};
     for (int q = 0; q < e.world(); ++q) ss.slot[q] = e.reduce_slot(r, q);
     GPU_CHECK(dev::launch_reduce(ss, r, e.world(), e.slice_rows(), e.n(), e.slice_of(rb.out, r),

@@ -2,6 +2,7 @@
 // the emulation (reference/emulation.cpp) applies them: the GEMM (and the fused modes' scatter), then gemm-only's
 // copy, split-lsa's two-stage all-reduce, or scatter -> reduce (+ quantize) -> gather (-> dequantize) or pull;
 // the guard last. The faults move or drop legs here, at the points the emulation applies them.
+#include "common/errors.hpp"
 #include "common/modes.hpp"
 #include "kernels/pipeline/engine.hpp"
 #include "kernels/pipeline/legs.hpp"
@@ -16,6 +17,9 @@ std::vector<std::unique_ptr<Leg>> plan_legs(const Engine& e) {
   const bool lsa_gather = c.gather_transport == Transport::Lsa;
   // silent-gather silences copy-engine puts only; an lsa gather is unaffected (reference/emulation.hpp).
   const bool silent_sdma_gather = f.silent_gather && c.gather_transport == Transport::Sdma;
+  // The stale-replay fault keeps the late put's bf16 rows; the fp8 scatter's slots hold codes and scales.
+  GEMMAR_USAGE_CHECK(!(f.stale_replay && c.scatter_dtype == WireDtype::Fp8),
+                     "--inject stale-replay: not modelled with --scatter-dtype fp8 on the GPU");
   std::vector<std::unique_ptr<Leg>> legs;
   legs.push_back(make_gemm_leg(e));
   if (!mt.collective) {

@@ -1,6 +1,7 @@
 // The gemm subjects as launches: the op's dispatch and its kernel families forced (kernels/gemm/launch.hpp), and
 // the lab's variants of gemm_wgmma4_kernel, each built from the product kernel's template with a policy of the
-// lab's (kernels/gemm/sm90_wgmma4.cuh): clusters sharing A along N, or A and B in 2 x 2; the warpgroups in step.
+// lab's (kernels/gemm/sm90_wgmma4.cuh): clusters sharing A along N, or A and B in 2 x 2; the warpgroups in step;
+// mxfp8's 32-wide scale steps (PerStep32), with the product's 2-block lag or a 1-block one (not yet measured).
 // Measured: along N no faster than no cluster (L2 sectors -5%), 2 x 2 fits only 120 CTAs and is 6% slower, and
 // band-major 3-10% slower than groups of 4 bands (H100, docs/results/h100-1gpu-2026-12-06-raster); the warpgroups
 // in step 0-3% slower than the 2-block lag (H200, docs/results/h200-1gpu-2026-12-03-gemm4).
@@ -54,6 +55,16 @@ struct ShareAB {
                                       uint16_t((1u | (1u << kN)) << rn), keep);
   }
 };
+// The consumer warpgroups 1 K block apart (LaggedWarpgroups: 2), for PerStep32's 2-block main loop iterations.
+struct LagOneBlock {
+  static constexpr int kBlocks = 1;
+  __device__ __forceinline__ static void start(int c, int my_units) {
+    if (c == 1 && my_units > 0) ptx::bar_sync<2, 256>();
+  }
+  __device__ __forceinline__ static void retired(int c, int gi) {
+    if (c == 0 && gi == kBlocks - 1) ptx::bar_arrive<2, 256>();
+  }
+};
 // Both consumer warpgroups start at once and never wait on each other: the lag's comparison.
 struct InStep {
   static constexpr int kBlocks = 0;
@@ -87,18 +98,24 @@ gpuError_t launch_gemm_subject(Subject s, const dev::GemmOperands& op, int64_t m
     case Subject::GemmFamilyWgmma:
       return dev::launch_sm90_wgmma(op, m_begin, m_end, dest, st);
     case Subject::GemmWgmma4InStep:
-      return dev::launch_tma_gemm(gemm_wgmma4_kernel<16, false, dev::NoCluster, InStep>, kW4Smem, op, m_begin, m_end,
-                                  dest, st, dev::kTileGroupBands, dev::kNoCluster);
+      return dev::launch_tma_gemm(gemm_wgmma4_kernel<16, dev::GemmScales::Blockscale, dev::NoCluster, InStep>, kW4Smem,
+                                  op, m_begin, m_end, dest, st, dev::kTileGroupBands, dev::kNoCluster);
     case Subject::GemmWgmma4ShareA:
-      return dev::launch_tma_gemm(gemm_wgmma4_kernel<16, false, ShareAAlongN>, kW4Smem, op, m_begin, m_end, dest, st,
-                                  dev::kTileGroupBands, kShareA);
+      return dev::launch_tma_gemm(gemm_wgmma4_kernel<16, dev::GemmScales::Blockscale, ShareAAlongN>, kW4Smem, op,
+                                  m_begin, m_end, dest, st, dev::kTileGroupBands, kShareA);
     case Subject::GemmWgmma4ShareAB:
-      return dev::launch_tma_gemm(gemm_wgmma4_kernel<16, false, ShareAB>, kW4Smem, op, m_begin, m_end, dest, st,
-                                  dev::kTileGroupBands / 2, kShareAB);
+      return dev::launch_tma_gemm(gemm_wgmma4_kernel<16, dev::GemmScales::Blockscale, ShareAB>, kW4Smem, op, m_begin,
+                                  m_end, dest, st, dev::kTileGroupBands / 2, kShareAB);
     case Subject::GemmWgmma4ShareB:
       return dev::launch_sm90_wgmma4(op, m_begin, m_end, dest, st, kb, dev::kTileGroupBands / 2, dev::kShareB);
     case Subject::GemmWgmma4BandMajor:
       return dev::launch_sm90_wgmma4(op, m_begin, m_end, dest, st, kb, 1, dev::kNoCluster);
+    case Subject::GemmWgmma4MxSteps:
+      return dev::launch_tma_gemm(gemm_wgmma4_kernel<16, dev::GemmScales::PerStep32>, dev::kW4SmemMx, op, m_begin,
+                                  m_end, dest, st, dev::kTileGroupBands, dev::kNoCluster);
+    case Subject::GemmWgmma4MxLag1:
+      return dev::launch_tma_gemm(gemm_wgmma4_kernel<16, dev::GemmScales::PerStep32, dev::NoCluster, LagOneBlock>,
+                                  dev::kW4SmemMx, op, m_begin, m_end, dest, st, dev::kTileGroupBands, dev::kNoCluster);
     default:
       break;
   }

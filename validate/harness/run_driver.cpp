@@ -452,12 +452,9 @@ RunRecord run_record(const RunRequest& req, const Config& cfg, const std::vector
 
 RunOutcome run_and_check(Backend& backend, const RunRequest& req) {
   validate_shape_config(req.shape, req.config);
-  // Issue 45: the knobs whose numerics or row layout a backend does not follow yet are refused here, not run as
-  // something else. Remove a line when reference/emulation.cpp and kernels/gemm_ar.cu follow its knob. The CPU
-  // emulation runs the fp8 scatter (reference/emulation.cpp); gemmar's GPU kernels do not yet.
-  GEMMAR_USAGE_CHECK(req.config.scatter_dtype == WireDtype::Bf16 || backend.name() == "cpu-emulation",
-                     "--scatter-dtype fp8: gemmar's GPU kernels do not run mori's fp8 scatter yet (issue 45); "
-                     "--backend cpu emulates it");
+  // Issue 45: the knobs whose row layout a backend does not follow yet are refused here, not run as something
+  // else. Remove the line when reference/emulation.cpp and kernels/pipeline/ follow relaxed rows. The fp8 scatter
+  // runs on both (reference/emulation.cpp; kernels/collective/scatter_fp8.cu through kernels/pipeline/legs_gemm.cu).
   GEMMAR_USAGE_CHECK(!row_plan(req.shape, req.config).relaxed_rows,
                      "--relaxed-rows: gemmar's backends pad M to W * BLOCK_M; relaxed rows are not run yet (issue 45)");
   const Config cfg = effective_config(req.config);

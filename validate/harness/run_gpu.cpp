@@ -31,7 +31,10 @@ namespace {
 kernels::DeviceRun device_plan(const RunRequest& req, const std::vector<int64_t>& rows_to_return) {
   kernels::DeviceRun plan;
   static_cast<RunRequest&>(plan) = req;
-  plan.shape.m = padded_m(req.shape, req.config.quant);
+  plan.shape.m = padded_m(req.shape, req.config);
+  // The device sees the padded M; the logical M keeps the row plan (--schedule wo_b's chunk_bands) that the put
+  // loop's chunk_plan(shape, config) reads (-m then is the physical M, as op.py's logical_m=).
+  plan.config.logical_m = logical_m(req.shape, req.config);
   plan.iterations = std::max(1, req.iterations);
   plan.check_every = std::max(1, req.check_every);
   plan.rows = rows_to_return;
@@ -88,6 +91,9 @@ BackendResult backend_result(const std::vector<int64_t>& rows_to_return, const k
 kernels::DeviceRun unfused_baseline_plan(const RunRequest& req, const kernels::DeviceRun& plan) {
   kernels::DeviceRun base = plan;
   base.config.mode = Mode::SplitSdma;
+  // mori's fp8 scatter and its chunks are fused-sdma's only (validate_knobs): the split baseline scatters bf16.
+  base.config.scatter_dtype = WireDtype::Bf16;
+  base.config.chunk_bands = 0;
   base.inject = Faults{};
   base.guard = false;
   base.guard_sink = nullptr;
