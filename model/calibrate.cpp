@@ -392,23 +392,17 @@ std::vector<FitParam> fit_parameters(const Profile& prof) {
   std::vector<FitParam> v{
       {"gemm.tile_epilogue_us", 0, 30},
       {"gemm.achieved_efficiency", 0.05, 1},
-      {"gemm.partial_wave_compute_fraction", 0.01, 1},
       {"gemm.remote_store_tile_us", 0, 100},
       {"gemm.epilogue_slowdown", 0, 2},
-      {"link.protocol_efficiency", 0.3, 1},
-      {"link.scatter_efficiency", 0.3, 1},
       {"link.lsa_efficiency", 0.3, 1},
       {"link.remote_store_efficiency", 0.3, 1},
       {"standalone.rank_skew_us", 0, 100},
       {"sync.band_sync_us", 0, 100},
       {"sync.system_release_us", 0, 5},
-      {"gemm.k_iter_latency_us", 0, 5},
       {"cache.miss_slowdown", 0, 3},
       {"link.lsa_bytes_in_flight", 1e5, 5e6},
-      {"copy_engine.aggregate_gbps", 200, 1000},
       {"sdma_fp8.gather_handoff_us", 0, 100},
       {"sdma_fp8.dequantize_handoff_us", 0, 100},
-      {"reduce_quantize.bytes_in_flight_per_wave", 256, 65536},
   };
   // Every quant's K loop against the base's that the profile lists (a new quant: its leaf in the profile).
   for (const auto& [q, _] : prof.params.gemm.efficiency_ratio)
