@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "common/config.hpp"
+
 namespace gemmar {
 
 struct Faults {
@@ -32,6 +34,14 @@ struct Faults {
   std::string label() const;
 };
 
+// One run as a fault sees it: the config (as given: the predicates take its effective_config), the shape and the
+// iterations (graph replays).
+struct FaultScope {
+  Config config;
+  Shape shape;
+  int iterations = 1;
+};
+
 struct FaultClass {
   const char* spelling;       // as --inject takes it ("perturb-rank=R" takes a value)
   const char* imitates;       // the real failure it stands for
@@ -39,6 +49,12 @@ struct FaultClass {
   // Injectable only by the GPU kernels: the CPU emulation holds the sampled rows alone, so the fault would have
   // nothing to act on there, and the CPU backend refuses it rather than report a clean run.
   bool gpu_only = false;
+  // Where it changes what the op does, in words (the refusal quotes it), and as a predicate: the emulation
+  // (reference/emulation.cpp) and the kernels (kernels/pipeline/) apply it there and nowhere else, which
+  // tests/reliability/reliability_fault_scope_slow_test.cpp checks row by row against the emulation's outputs.
+  const char* acts_on = "every config";
+  bool (*present)(const Faults&) = nullptr;  // this class is in a parsed set
+  bool (*acts)(const Faults&, const FaultScope&) = nullptr;
 };
 const std::vector<FaultClass>& fault_table();
 // "silent-puts, silent-scatter, ..." for help texts and error messages.
@@ -47,5 +63,10 @@ std::string fault_names_help();
 // Parses a comma list of fault_table() spellings ("none" and empty items are skipped). UsageError naming
 // --inject otherwise.
 Faults parse_faults(const std::string& spec);
+
+// A fault that acts on none of the runs would do nothing, and the runs would pass as if it had been caught
+// missing: UsageError naming --inject, where it acts (the table's acts_on) and, when one exists, a config of the
+// same shape where it does. Returns normally when every fault of `f` acts on at least one scope.
+void check_faults_act(const Faults& f, const std::vector<FaultScope>& scopes);
 
 }  // namespace gemmar

@@ -7,7 +7,7 @@ by `safetensors.torch.load_file` as well.
 The three-line patch for a benchmark loop (after the op ran, on every rank):
 
     import gemmar_dump                                   # PYTHONPATH=<gemmar>/python
-    if os.environ.get("GEMMAR_DUMP"):                    # a directory; one file per rank is written into it
+    if os.environ.get("GEMMAR_DUMP"):                    # a directory (created); each rank writes DIR/rank<R>.safetensors
         gemmar_dump.dump(os.environ["GEMMAR_DUMP"], rank, world, a, b, a_scale, b_scale, out, partial=c,
                          quant="blockscale", mode=args.mode, gather_dtype=args.gather_dtype,
                          gather_transport=args.gather_transport)
@@ -185,13 +185,25 @@ def _layout_scales(quant, a_scale, b_scale, m_rows, n, k):
     return a_scale, b_scale
 
 
+def _rank_file(path, rank):
+    """<path>/rank<rank>.safetensors, the directory created; a path that is a file, or names one, is refused (each
+    rank writing one file path would leave one file, the last rank's)."""
+    path = os.fspath(path)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ValueError("gemmar_dump: %s is an existing file; give a directory (rank R writes DIR/rank<R>.safetensors)"
+                         % path)
+    if path.rstrip("/").endswith(".safetensors"):
+        raise ValueError("gemmar_dump: %s names a file; give a directory (rank R writes DIR/rank<R>.safetensors)" % path)
+    os.makedirs(path, exist_ok=True)
+    return os.path.join(path, "rank%d.safetensors" % int(rank))
+
+
 def dump(path, rank, world, a, b, a_scale, b_scale, out, *, partial=None, wire=None, wire_scale=None, rows=None,
          scatter=None, scatter_scale=None, m=None, quant="blockscale", mode="fused-sdma", gather_dtype="bf16", gather_transport="sdma",
          fp8_format=None, fuse_quantize=False, pull_blocks=None, **metadata):
-    """Writes rank `rank`'s tensors to `path` (a directory: <path>/rank<rank>.safetensors). Returns the file."""
-    if os.path.isdir(path) or path.endswith("/"):
-        os.makedirs(path, exist_ok=True)
-        path = os.path.join(path, "rank%d.safetensors" % rank)
+    """Writes rank `rank`'s tensors to <path>/rank<rank>.safetensors, creating the directory `path` (every rank of a
+    run writes its own file into the same directory). Returns the file."""
+    path = _rank_file(path, rank)
     a_dt, a_fmt = _dtype_name(a)
     b_dt, b_fmt = _dtype_name(b)
     if a_dt != b_dt or a_fmt != b_fmt:

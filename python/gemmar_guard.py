@@ -35,6 +35,7 @@ formulas below are plain Python (importable without torch).
 import argparse
 import logging
 import math
+import os
 import sys
 
 from gemmar_dump import QUANTS, _stored_scale_shape  # the scale layouts, checked against common/modes.hpp
@@ -149,20 +150,21 @@ def weights_checksum(b_codes, b_scale, quant="blockscale"):
 def _wire_slice(own, scale_rule="mori"):
     """The owner's slice as the fp8 wire carries it (mori quantize_gather / dequantize_gather): per row amax,
     scale = amax * fl32(1/448) ("mori", the default: mori's quantize_gather and gemmar's numerics) or the
-    true-division variant amax / 448 ("div"), inv = fl32(448 / amax),
-    code = e4m3fn RNE(x * inv), view = bf16(code * scale). Returns (view, row scales)."""
+    true-division variant amax / 448 ("div", "div-codes"), inv = fl32(448 / amax),
+    code = e4m3fn RNE(x * inv) (or RNE(x / scale): "div-codes"), view = bf16(code * scale). Returns (view, scales)."""
     torch = _torch()
     x = own.float()
     amax = x.abs().amax(dim=1, keepdim=True)
     zero = amax == 0
     if scale_rule == "mori":
         scale = amax * torch.tensor(1.0 / FP8_MAX, dtype=torch.float32, device=x.device)
-    else:
-        scale = amax / FP8_MAX
+    else:  # a true division: `amax / 448.0` with a Python scalar is a multiply by fl32(1/448) in torch
+        scale = amax / torch.full_like(amax, FP8_MAX)
     inv = torch.full_like(amax, FP8_MAX) / amax
     scale = torch.where(zero, torch.ones_like(scale), scale)
     inv = torch.where(zero, torch.ones_like(inv), inv)
-    codes = (x * inv).clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn)
+    scaled = x / scale if scale_rule == "div-codes" else x * inv
+    codes = scaled.clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn)
     return (codes.float() * scale).to(torch.bfloat16), scale.squeeze(1)
 
 
@@ -366,6 +368,463 @@ def _report(findings, on_finding):
     for code, msg in findings:
         logging.getLogger("gemmar_guard").error("%s: %s", code, msg)
     return findings
+
+
+# ---- the caller guard: from what a serving process holds (docs/guard.md "The guard from what the caller holds") --
+# No partials: each rank's A (codes and scales), its weights B and its output view. The device library
+# (libgemmar_guard.so, kernels/check/caller_guard.cu) through ctypes on the caller's stream; the same record and
+# judge in torch and numpy where the library is absent (gemmar_guard_caller.py).
+import gemmar_guard_caller as _gc  # noqa: E402 - torch-free: the layout, the bound, the judge, the binding
+
+
+def unshuffle_b(w):
+    """[N, K] fp8 in mori's preshuffle_b order (aiter's shuffle_weight(layout=(16, 16)); ROCm/mori
+    python/mori/ops/gemm_ar/_shuffle.py @bc802ffe: N0 K0 KLane(4) NLane(16) KPack(16)) back to row-major [N, K]."""
+    n, k = w.shape
+    return w.view(n // 16, k // 64, 4, 16, 16).permute(0, 3, 1, 2, 4).contiguous().view(n, k)
+
+
+def _e8m0_to_f32(e):
+    torch = _torch()
+    e = e.to(torch.int32)
+    return torch.where(e == 255, torch.full_like(e, 0x7FC00000), torch.where(e == 0, torch.full_like(e, 0x00400000),
+                                                                             e << 23)).view(torch.float32)
+
+
+def _b_scale_f32(quant, b_scale, n, k):
+    """B's scales as fp32 in the quant's logical layout (QUANTS[quant]["b"]). mxfp8: the e8m0 exponents [N/32, K/32]
+    as bytes, or mori's operand (their K/32-major widening to int32, flat: op.py @f3bff0ae __call__'s docstring)."""
+    torch = _torch()
+    if quant != "mxfp8":
+        return b_scale.float()
+    nb, kb = n // 32, k // 32
+    if b_scale.dtype == torch.int32 and b_scale.dim() == 1:  # mori's [K/32][N/32] flat int32
+        b_scale = b_scale.view(kb, nb).t()
+    if b_scale.dtype in (torch.uint8, torch.int32):
+        return _e8m0_to_f32(b_scale.reshape(nb, kb))
+    return b_scale.float().reshape(nb, kb)
+
+
+class CallerWeights:
+    """One layer's weights as the guard needs them on one rank (CallerGuard.prepare): the checksum w [nb, K] fp32
+    on the device and the two norms per column block the bound needs (c_gemm, c_part: reference/guard_caller.hpp)."""
+
+    def __init__(self, w, c_gemm, c_part):
+        torch = _torch()
+        self.w = w.contiguous()
+        self.wnorm = torch.tensor(list(c_gemm) + list(c_part), dtype=torch.float32, device=w.device)
+        self.nb, self.k = w.shape
+
+
+class CallerCall:
+    """One checked call; findings() waits for it (a host sync) and returns [(code, message), ...]."""
+
+    def __init__(self, guard, plan, resolve):
+        self._guard, self._plan, self._resolve, self._findings = guard, plan, resolve, None
+
+    def done(self):
+        return self._findings is not None or self._resolve(block=False) is not None
+
+    def findings(self):
+        if self._findings is None:
+            self._findings = self._resolve(block=True)
+            self._guard._report(self._findings)
+        return self._findings
+
+    def cells(self):
+        """The judge's (view, slice) cells (gemmar_guard_caller.cell_dtype): each check's worst ratio to its bound,
+        the aggregate sums; a host sync."""
+        return self._resolve(block=True, want_cells=True)[1]
+
+
+class CallerGuard:
+    """The caller guard on one rank (docs/guard.md "Integration"): prepare() once per layer at weight load, check()
+    after every call of the op. Every rank of the group calls check() once per call of the op, in the same order.
+
+    n, k: the op's weight shape; quant "blockscale" (A scales 1x128, B 128x128), "mxfp8" (32-wide e8m0) or "ptpc";
+    gather_dtype / scatter_dtype "bf16" or "fp8" (the op's wires); gather_transport is recorded in the findings;
+    wire_recipe: the fp8 gather's recipe ("mori", "true-division", "div-codes", None = compare within its bound);
+    sample: one row in `sample` per call (divides 128); alpha: the per-call false-alarm probability of the bounds;
+    group: the torch.distributed group of the op's ranks (None with world= and rank=: ranks in one process, checked
+    together by check_local); seed: the sample's seed (None: rank 0 draws one at the first check, broadcast);
+    library: "auto" (libgemmar_guard.so if found, $GEMMAR_GUARD_LIB), a path, or False (torch, numpy judge);
+    on_finding: "log" (logging.error, the default), "raise" (GuardError) or "return" (nothing but the findings).
+    """
+
+    def __init__(self, n, k, *, quant="blockscale", gather_dtype="bf16", scatter_dtype="bf16",
+                 gather_transport="sdma", wire_recipe="mori", sample=32, alpha=1e-9, group=None, world=None, rank=None,
+                 seed=None, library="auto", on_finding="log", device=None):
+        torch = _torch()
+        if quant not in QUANTS:
+            raise ValueError(f"gemmar_guard: quant {quant!r} is not one of {sorted(QUANTS)}")
+        for name, v in (("gather_dtype", gather_dtype), ("scatter_dtype", scatter_dtype)):
+            if v not in ("bf16", "fp8"):
+                raise ValueError(f"gemmar_guard: {name} {v!r} must be bf16 or fp8")
+        self.n, self.k, self.quant = n, k, quant
+        self.fp8_gather, self.fp8_scatter = gather_dtype == "fp8", scatter_dtype == "fp8"
+        self.transport, self.wire_recipe, self.sample, self.alpha = gather_transport, wire_recipe, sample, alpha
+        self.on_finding = on_finding
+        self.group = group
+        if group is not None or (world is None and rank is None):
+            import torch.distributed as dist
+            self.world, self.rank = dist.get_world_size(group), dist.get_rank(group)
+            self.local = False
+        else:
+            self.world, self.rank, self.local = world, rank, True
+        self.device = torch.device(device) if device is not None else torch.device("cuda", torch.cuda.current_device())
+        self.seed = seed
+        self.k_block = QUANTS[quant]["a"]["k"] or k
+        self.lib = None
+        if library:
+            path = _gc.find_library() if library == "auto" else library
+            if path:
+                self.lib = _gc.Library(path)
+        self.impl = "library" if self.lib else "torch"
+        self.call_counter = torch.zeros(1, dtype=torch.int64, device=self.device)
+        self.host_calls = 0
+        self._plans, self._bufs, self._pinned, self._agreed = {}, {}, {}, False
+        self._batch, self._batch_send, self._batch_cells = [], None, []
+        self.calls = self.flagged = 0
+
+    # ---- once per layer, at weight load ------------------------------------------------------------------
+    def prepare(self, b, b_scale, b_layout="logical"):
+        """The weights' checksum and norms of this rank's B (codes [N, K] e4m3, "logical" row-major or
+        "mori_preshuffled") and its scales (QUANTS layout; mxfp8 also mori's flat int32). float64 sums, the Gram
+        matrix's largest eigenvalue per 1024-column block (torch.linalg.eigvalsh, float64) for the spectral bound."""
+        torch = _torch()
+        n, k = b.shape
+        if (n, k) != (self.n, self.k):
+            raise ValueError(f"gemmar_guard: B is {tuple(b.shape)}, the guard's weights are ({self.n}, {self.k})")
+        if b_layout == "mori_preshuffled":
+            b = unshuffle_b(b)
+        elif b_layout != "logical":
+            raise ValueError(f"gemmar_guard: b_layout {b_layout!r} must be logical or mori_preshuffled")
+        codes = b.view(torch.float8_e4m3fn) if b.dtype != torch.float8_e4m3fn else b
+        sb = _b_scale_f32(self.quant, b_scale, n, k)
+        plan = _gc.CallerPlan(self.world, self.world * self.sample, n, k, self.sample, k_block=self.k_block)
+        nb = plan.layout.nb
+        w = torch.empty(nb, k, dtype=torch.float32, device=b.device)
+        c_gemm, c_part = [], []
+        for blk in range(nb):
+            r0, r1 = blk * _gc.BLOCK_COLS, min(n, (blk + 1) * _gc.BLOCK_COLS)
+            rows = torch.arange(r0, r1, device=b.device)
+            bd = (codes[r0:r1].float() * expand_scale(sb, n, k, self.quant, "b", rows)).double()
+            w[blk] = bd.sum(0).float()
+            gram = bd @ bd.t() if bd.shape[0] <= bd.shape[1] else bd.t() @ bd
+            top = float(torch.linalg.eigvalsh(gram)[-1].clamp_min(0))
+            cg, cp = plan.weight_norms(float((bd * bd).sum()), top)
+            c_gemm.append(cg)
+            c_part.append(cp)
+        return CallerWeights(w, c_gemm, c_part)
+
+    # ---- per call -------------------------------------------------------------------------------------------
+    def _plan(self, m):
+        if m not in self._plans:
+            self._plans[m] = _gc.CallerPlan(self.world, m, self.n, self.k, self.sample, self.fp8_gather,
+                                            self.fp8_scatter, self.wire_recipe if self.fp8_gather else None,
+                                            k_block=self.k_block, alpha=self.alpha)
+            if self.lib:
+                self.lib.check_layout(self._plans[m])
+        return self._plans[m]
+
+    def _buffers(self, m):
+        torch = _torch()
+        if m not in self._bufs:
+            l = self._plan(m).layout
+            self._bufs[m] = {
+                "send": torch.zeros(l.floats, dtype=torch.float32, device=self.device),
+                "gathered": torch.zeros(self.world * l.floats, dtype=torch.float32, device=self.device),
+                "cells": torch.zeros((self.world * self.world + 1) * 16, dtype=torch.int32, device=self.device),
+            }
+        return self._bufs[m]
+
+    def _first_call(self):
+        """Once, collectively: the sample's seed from rank 0, and every rank on the same implementation (the views
+        compare bitwise only when every rank sums them with the same code)."""
+        torch = _torch()
+        import torch.distributed as dist
+        if self.seed is None:
+            box = [int.from_bytes(os.urandom(8), "little")]
+            dist.broadcast_object_list(box, src=dist.get_global_rank(self.group, 0) if self.group else 0,
+                                       group=self.group)
+            self.seed = box[0]
+        mine = torch.tensor([1 if self.lib else 2], dtype=torch.int32, device=self.device)
+        every = [torch.empty_like(mine) for _ in range(self.world)]
+        dist.all_gather(every, mine, group=self.group)
+        if len({int(x) for x in every}) != 1:
+            raise RuntimeError("gemmar_guard: the ranks run different guard implementations (library / torch): "
+                               "their views would not compare bitwise; install libgemmar_guard.so on every rank")
+        self._agreed = True
+
+    def sums(self, weights, a, a_scale, out, record, a_scale_layout=None):
+        """This rank's record of one call into `record` (a float32 tensor of the layout's size), on the current
+        stream: the library's kernel, or torch ops (the host counts the calls then)."""
+        torch = _torch()
+        m = out.shape[0]
+        plan = self._plan(m)
+        l = plan.layout
+        if tuple(a.shape) != (m, self.k) or out.shape[1] != self.n or out.dtype != torch.bfloat16 or out.stride(1) != 1:
+            raise ValueError(f"gemmar_guard: a {tuple(a.shape)} and out {tuple(out.shape)} {out.dtype} do not match "
+                             f"[M, {self.k}] e4m3 and [M, {self.n}] bf16 with unit column stride")
+        kind, sk, scale = _a_scale_kind(self.quant, a_scale, m, self.k, a_scale_layout)
+        record[l.wnorm:l.wnorm + 2 * l.nb].copy_(weights.wnorm)
+        if self.lib:
+            args = _gc.SumsArgs(world=self.world, rank=self.rank, m=m, n=self.n, k=self.k, stride=self.sample,
+                                a_scale_kind=kind, seed=self.seed & ((1 << 64) - 1), a=a.data_ptr(),
+                                a_scale=scale.data_ptr(), a_scale_k=sk, a_fnuz=0, out=out.data_ptr(),
+                                out_ld=out.stride(0), w=weights.w.data_ptr(), record=record.data_ptr(),
+                                wire_recipe=_gc.WIRE_RECIPES[plan.wire_recipe] if plan.recipe_known else -1,
+                                wire_fnuz=0, call=self.call_counter.data_ptr())
+            self.lib.sums(args, torch.cuda.current_stream(self.device).cuda_stream)
+        else:
+            _torch_record(plan, self.rank, self.host_calls, self.seed, a, kind, sk, scale, out, weights, record)
+        return plan
+
+    def judge(self, plan, gathered, cells, ld=None):
+        """The library's judge of the gathered records on the current stream (advances the call counter)."""
+        torch = _torch()
+        args = _gc.JudgeArgs(world=self.world, stride=self.sample, m=plan.m, n=self.n, records=gathered.data_ptr(),
+                             records_ld=ld or 0, consts=self.lib.consts(plan), cells=cells.data_ptr(),
+                             call=self.call_counter.data_ptr())
+        self.lib.judge(args, torch.cuda.current_stream(self.device).cuda_stream)
+
+    def check(self, weights, a, a_scale, out, *, wait=True, defer=False, a_scale_layout=None):
+        """After the op on this rank: its record, the all_gather of the records over the group, the judge. Returns the
+        findings ([(code, message)], a host sync) when wait, else a CallerCall to ask later (no sync here).
+        defer: only the record now; flush() exchanges every deferred record in one all_gather and judges them (one
+        collective per forward instead of one per layer), and the CallerCall answers after it."""
+        import torch.distributed as dist
+        if self.local:
+            raise RuntimeError("gemmar_guard: this guard has no process group: check its ranks with check_local")
+        if not self._agreed:
+            self._first_call()
+        if defer:
+            return self._defer(weights, a, a_scale, out, a_scale_layout)
+        bufs = self._buffers(out.shape[0])
+        host_call = self.host_calls
+        plan = self.sums(weights, a, a_scale, out, bufs["send"], a_scale_layout)
+        dist.all_gather_into_tensor(bufs["gathered"], bufs["send"], group=self.group)
+        call = self._finish(plan, bufs["gathered"], bufs["cells"], host_call=host_call)
+        self.host_calls = host_call + 1
+        return call.findings() if wait else call
+
+    def _defer(self, weights, a, a_scale, out, a_scale_layout):
+        torch = _torch()
+        plan = self._plan(out.shape[0])
+        used = sum(e["plan"].layout.floats for e in self._batch)
+        need = used + plan.layout.floats
+        if self._batch_send is None or self._batch_send.numel() < need:
+            old = self._batch_send
+            self._batch_send = torch.zeros(max(need, 2 * (old.numel() if old is not None else 0)),
+                                           dtype=torch.float32, device=self.device)
+            if old is not None:
+                self._batch_send[:old.numel()].copy_(old)
+        self.sums(weights, a, a_scale, out, self._batch_send[used:need], a_scale_layout)
+        entry = {"plan": plan, "offset": used, "call": None}
+        self._batch.append(entry)
+
+        def resolve(block, want_cells=False):
+            if entry["call"] is None:
+                if not block:
+                    return None
+                raise RuntimeError("gemmar_guard: a deferred check answers after flush()")
+            return entry["call"]._resolve(block, want_cells)
+        return CallerCall(self, plan, resolve)
+
+    def flush(self):
+        """Every deferred record of this rank in one all_gather, then each one's judge. Call it on every rank at the
+        same point (the end of a forward); returns the number of calls it judged."""
+        torch = _torch()
+        import torch.distributed as dist
+        if not self._batch:
+            return 0
+        used = sum(e["plan"].layout.floats for e in self._batch)
+        gathered = torch.empty(self.world * used, dtype=torch.float32, device=self.device)
+        dist.all_gather_into_tensor(gathered, self._batch_send[:used], group=self.group)
+        host_call = self.host_calls
+        for i, e in enumerate(self._batch):
+            while len(self._batch_cells) <= i:
+                self._batch_cells.append(torch.zeros((self.world * self.world + 1) * 16, dtype=torch.int32,
+                                                     device=self.device))
+            plan = e["plan"]
+            view = gathered[e["offset"]:]
+            e["call"] = self._finish(plan, view, self._batch_cells[i], ld=used, host_call=host_call)
+        self.host_calls = host_call + 1
+        n = len(self._batch)
+        self._batch = []
+        return n
+
+    def _finish(self, plan, gathered, cells, ld=None, judged=False, host_call=None):
+        """The judge (library: on the device, unless `judged`; its cells copied to a pinned slot behind an event;
+        torch: numpy on the host now) and the handle that turns its cells into findings."""
+        torch = _torch()
+        self.calls += 1
+        if self.lib:
+            if not judged:
+                self.judge(plan, gathered, cells, ld)
+            ring = self._pinned.setdefault(plan.m, [])
+            if len(ring) < 8:  # a ring of pinned slots: a handle is good until 8 later calls of this M
+                ring.append([torch.empty(cells.numel(), dtype=torch.int32, pin_memory=True), None])
+            slot = ring[self.calls % len(ring)] if len(ring) == 8 else ring[-1]
+            slot[0].copy_(cells, non_blocking=True)
+            event = torch.cuda.Event()
+            event.record()
+            slot[1] = event
+            host = slot[0]
+
+            def resolve(block, want_cells=False):
+                if slot[1] is not event:
+                    raise RuntimeError("gemmar_guard: this call's cells were overwritten: ask for its findings "
+                                       "before 8 more calls of the same M")
+                if not block and not event.query():
+                    return None
+                event.synchronize()
+                return _cells_findings(plan, self, host.numpy(), want_cells)
+            return CallerCall(self, plan, resolve)
+        call = self.host_calls if host_call is None else host_call  # the call number the torch sums drew for
+        records = gathered.cpu().numpy()
+        cells_np = _gc.judge(plan, records, ld)
+        found = _gc.findings(plan, cells_np, _gc.sample_rows(plan.m, plan.stride, self.seed, call))
+        return CallerCall(self, plan, lambda block, want_cells=False: (found, cells_np) if want_cells else found)
+
+    def _report(self, found):
+        if found:
+            self.flagged += 1
+        if found and self.on_finding == "raise":
+            raise GuardError(found)
+        if self.on_finding == "log":
+            for code, msg in found:
+                logging.getLogger("gemmar_guard").error("%s: %s (gather %s/%s, scatter %s)", code, msg,
+                                                        "fp8" if self.fp8_gather else "bf16", self.transport,
+                                                        "fp8" if self.fp8_scatter else "bf16")
+
+
+def _cells_findings(plan, guard, words, want_cells=False):
+    import numpy as np
+    W = plan.world
+    cells = np.frombuffer(words.tobytes(), dtype=_gc.cell_dtype())
+    call = int(cells[W * W]["checks"])
+    rows = _gc.sample_rows(plan.m, plan.stride, guard.seed, call)
+    found = _gc.findings(plan, cells[:W * W], rows)
+    return (found, cells[:W * W]) if want_cells else found
+
+
+def enqueue_local(guards, weights, a, a_scales, outs, a_scale_layout=None):
+    """Every rank of one op in one process (ranks as tensors on one device, python/torch_gemm_ar.py), on the current
+    stream, nothing on the host: each guard's record written into one gathered array (what the all_gather
+    assembles), then every rank's judge, as every rank of a group judges. Capturable in a CUDA graph (library)."""
+    torch = _torch()
+    g0 = guards[0]
+    plan = g0._plan(outs[0].shape[0])
+    l = plan.layout
+    key = ("local", plan.m)
+    if key not in g0._bufs:
+        g0._bufs[key] = torch.zeros(g0.world * l.floats, dtype=torch.float32, device=g0.device)
+    gathered = g0._bufs[key]
+    for r, g in enumerate(guards):
+        if g.seed is None:
+            raise ValueError("gemmar_guard: ranks in one process need the guards' common seed")
+        g.sums(weights[r], a[r], a_scales[r], outs[r], gathered[r * l.floats:(r + 1) * l.floats], a_scale_layout)
+    if g0.lib:
+        for g in guards:
+            g.judge(plan, gathered, g._buffers(plan.m)["cells"])
+    return plan, gathered
+
+
+def check_local(guards, weights, a, a_scales, outs, *, wait=True, a_scale_layout=None):
+    """enqueue_local, then each rank's handle (library: its cells to the host behind an event; torch: the numpy
+    judge). Returns each rank's findings (wait) or CallerCalls."""
+    plan, gathered = enqueue_local(guards, weights, a, a_scales, outs, a_scale_layout)
+    calls = [g._finish(plan, gathered, g._buffers(plan.m)["cells"], judged=True) for g in guards]
+    for g in guards:
+        g.host_calls += 1
+    return [c.findings() for c in calls] if wait else calls
+
+
+def _a_scale_kind(quant, a_scale, m, k, layout=None):
+    """(gg_a_scale_kind, K columns per scale, the tensor read in place) for the A scales the caller holds.
+    blockscale: fp32 [K/128, M], flat (mori's physical order), or [M, K/128] column-major (stride (1, M)); a
+    row-major [M, K/128] is ambiguous (ROCm/mori op.py @f3bff0ae _flatten_a_scale refuses it too): pass
+    a_scale_layout="row_major" or "k_major". mxfp8: mori's flat int32 (preshuffle_a_scale's order), or e8m0 bytes /
+    fp32 powers of two [M, K/32]. ptpc: fp32 [M]."""
+    torch = _torch()
+    kinds = _gc.A_SCALE_KINDS
+    if quant == "ptpc":
+        return kinds["f32_row_major"], k, a_scale.float().contiguous()
+    if quant == "mxfp8":
+        if a_scale.dtype == torch.int32 and a_scale.dim() == 1:
+            return kinds["e8m0_mori_packed"], 32, a_scale.view(torch.uint8)
+        if a_scale.dtype in (torch.uint8, torch.int32):
+            return kinds["e8m0_row_major"], 32, a_scale.to(torch.uint8).reshape(m, k // 32).contiguous()
+        return kinds["f32_row_major"], 32, a_scale.float().reshape(m, k // 32).contiguous()
+    kb = k // 128
+    s = a_scale if a_scale.dtype == torch.float32 else a_scale.float()
+    if layout == "row_major" or (s.dim() == 2 and tuple(s.shape) == (m, kb) and s.stride() == (kb, 1) and
+                                 layout != "k_major" and kb != 1):
+        if layout != "row_major":
+            raise ValueError("gemmar_guard: a row-major [M, K/128] A scale is ambiguous (a logical [M, K/128], or a "
+                             "K/128-major buffer of that shape): pass a_scale_layout='row_major' or 'k_major'")
+        return kinds["f32_row_major"], 128, s.contiguous()
+    if s.dim() == 2 and tuple(s.shape) == (m, kb) and s.stride() == (1, m):
+        return kinds["f32_k_major"], 128, s.t()
+    if s.numel() != m * kb:
+        raise ValueError(f"gemmar_guard: A scales of {s.numel()} elements, blockscale needs M * K/128 = {m * kb}")
+    return kinds["f32_k_major"], 128, s.contiguous()
+
+
+def _torch_record(plan, rank, call, seed, a, kind, sk, scale, out, weights, record):
+    """The library's record in torch ops (the fallback): the same sums, in torch's own order (every rank runs the
+    same ops on the same shapes, so equal views still give equal bits)."""
+    torch = _torch()
+    l = plan.layout
+    dev = out.device
+    rows = torch.as_tensor(_gc.sample_rows(plan.m, plan.stride, seed, call), device=dev)
+    codes = a.view(torch.uint8).index_select(0, rows).view(torch.float8_e4m3fn).float()
+    kbs = plan.k // sk
+    kinds = _gc.A_SCALE_KINDS
+    if kind == kinds["f32_k_major"]:
+        sc = scale.reshape(kbs, plan.m).index_select(1, rows).t()
+    elif kind == kinds["f32_row_major"]:
+        sc = scale.reshape(plan.m, kbs).index_select(0, rows)
+    elif kind == kinds["e8m0_row_major"]:
+        sc = _e8m0_to_f32(scale.reshape(plan.m, kbs).index_select(0, rows))
+    else:  # mori's packed order: byte kb * M + row / 64 * 64 + row % 16 * 4 + row % 64 / 16
+        pos = (rows // 64 * 64 + rows % 16 * 4 + rows % 64 // 16)[:, None] + \
+            torch.arange(kbs, device=dev)[None, :] * plan.m
+        sc = _e8m0_to_f32(scale.view(torch.uint8).reshape(-1)[pos])
+    a_deq = codes * sc.repeat_interleave(sk, 1)
+    prec = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")
+    try:
+        pred = a_deq @ weights.w.t()
+        pabs = a_deq.abs() @ weights.w.abs().t()
+    finally:
+        torch.set_float32_matmul_precision(prec)
+    pad = l.nb * _gc.BLOCK_COLS - plan.n
+
+    def blocks(x):
+        return torch.nn.functional.pad(x.float(), (0, pad)).view(x.shape[0], l.nb, _gc.BLOCK_COLS)
+
+    o_bf = out.index_select(0, rows)
+    o = blocks(o_bf)
+    grid = l.L * l.nb
+    low = call & 0xFFFFFFFF  # the call number's low bits, as the library writes them; then the implementation: 2
+    record[0:2].view(torch.int32).copy_(torch.tensor([low - (1 << 32) if low >= 1 << 31 else low, 2],
+                                                     dtype=torch.int32))
+    record[l.pred:l.pred + grid] = pred.reshape(-1)
+    record[l.pabs:l.pabs + grid] = pabs.reshape(-1)
+    record[l.osum:l.osum + grid] = o.sum(-1).reshape(-1)
+    record[l.osq:l.osq + grid] = (o * o).sum(-1).reshape(-1)
+    record[l.oabs:l.oabs + grid] = o.abs().sum(-1).reshape(-1)
+    record[l.asq:l.asq + l.L] = (a_deq * a_deq).sum(1)
+    if plan.recipe_known:
+        own = slice(rank * l.Ls, (rank + 1) * l.Ls)
+        rule = {"mori": "mori", "true-division": "div", "div-codes": "div-codes"}[plan.wire_recipe]
+        view, scales = _wire_slice(o_bf[own], rule)
+        full = o_bf.clone()
+        full[own] = view  # the same shape as the views' sums: the same reduction, equal data gives equal bits
+        record[l.wsum:l.wsum + l.Ls * l.nb] = blocks(full).sum(-1)[own].reshape(-1)
+        record[l.wscale:l.wscale + l.Ls] = scales
 
 
 # ---- self-test: the op emulated on one device, W ranks as tensors -----------------------------------------

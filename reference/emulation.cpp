@@ -388,8 +388,9 @@ PartialsResult compute_partials(const PartialsRequest& req) {
     const RankOperands op = make_rank_operands(spec, r, res.rows);
     res.partials.push_back(emulated_partial(op, spec.quant, decode_as));
     if (req.with_reference) {
-      const std::vector<float> p = reference_partial(op, spec.quant, spec.fp8_format);
+      std::vector<float> p = reference_partial(op, spec.quant, spec.fp8_format);
       for (size_t i = 0; i < cells; ++i) res.reference[i] += p[i];
+      if (req.keep_rank_references) res.rank_references.push_back(std::move(p));
     }
     if (req.with_truth) {
       const std::vector<double> p = truth_partial(op, spec.quant, spec.fp8_format);

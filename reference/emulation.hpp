@@ -127,12 +127,15 @@ struct PartialsRequest {
   bool fnuz_read_as_fn = false;
   bool with_reference = true;
   bool with_truth = false;  // fp64 reference as well (small shapes)
+  // Each rank's fp32 reference partial kept too (with_reference): gemm-only's views are judged against them.
+  bool keep_rank_references = false;
 };
 struct PartialsResult {
   std::vector<int64_t> rows;
   Partials partials;             // emulated GPU partials per rank
   std::vector<float> reference;  // fp32: sum over ranks (0..W-1) of the dequantized fp32 partials
   std::vector<double> truth;     // fp64 sum, if requested
+  Partials rank_references;      // keep_rank_references: each rank's dequantized fp32 partial
 };
 // Generates each rank's operands (only the requested A rows, all of B) and computes partials and references.
 PartialsResult compute_partials(const PartialsRequest&);

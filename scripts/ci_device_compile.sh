@@ -5,7 +5,7 @@
 # (v_mfma_f32_32x32x16_fp8_fp8 on AMD, the e4m3 mma.sync on NVIDIA). Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Every device source of the op (kernels/CMakeLists.txt's GEMMAR_KERNEL_SOURCES) and of the lab (lab/CMakeLists.txt's
+# Every device source of the op (kernels/CMakeLists.txt's GEMMAR_KERNEL_SOURCES and GEMMAR_GUARD_LIB_SOURCES) and of the lab (lab/CMakeLists.txt's
 # GEMMAR_LAB_SOURCES), read from the two lists so that a source added there is compiled here.
 mapfile -t SOURCES < <(sed -n 's|^ *\${CMAKE_CURRENT_SOURCE_DIR}/\([^ )]*\.cu\).*|kernels/\1|p' kernels/CMakeLists.txt
                        sed -n 's|^ *\${CMAKE_CURRENT_SOURCE_DIR}/\([^ )]*\.cu\).*|lab/\1|p' lab/CMakeLists.txt)

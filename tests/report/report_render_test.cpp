@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -227,20 +228,35 @@ TEST_F(ReportTest, SameInputsGiveByteIdenticalFigures) {
   }
 }
 
+// Replaced only with --force, and then only what gemmar listed in it (.gemmar-manifest): a file the user put there
+// is never deleted (issue 47), a figure of the old report that the new one does not draw is.
 TEST_F(ReportTest, PreviousReportIsReplacedWholeOnlyWithForce) {
   const fs::path out = root_ / "replace";
   ASSERT_EQ(run_gemmar({"report", data("results.json"), "--out", out.string()}).exit_code, 0);
   EXPECT_TRUE(fs::is_regular_file(out / ".gemmar-output"));
-  std::ofstream(out / "stale.png") << "old";
+  EXPECT_TRUE(fs::is_regular_file(out / ".gemmar-manifest"));
   Result r = run_gemmar({"report", data("gemmar_run.log"), "--out", out.string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--out " + out.string() + ": holds a previous gemmar output; give --force"), std::string::npos)
       << r.err;
-  EXPECT_TRUE(fs::exists(out / "stale.png"));
+  std::ofstream(out / "mine.png") << "the user's";
+  r = run_gemmar({"report", data("gemmar_run.log"), "--out", out.string(), "--force"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("holds what gemmar did not write: mine.png"), std::string::npos) << r.err;
+  EXPECT_EQ(slurp(out / "mine.png"), "the user's");
+  fs::remove(out / "mine.png");
   r = run_gemmar({"report", data("gemmar_run.log"), "--out", out.string(), "--force"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_FALSE(fs::exists(out / "stale.png"));
   EXPECT_NE(slurp(out / "index.html").find("gemmar_run.log"), std::string::npos);
+  std::set<std::string> after;
+  // The manifest spells a directory with a trailing '/' (timeline/).
+  for (const auto& e : fs::directory_iterator(out))
+    after.insert(e.path().filename().string() + (e.is_directory() ? "/" : ""));
+  const auto manifest = nlohmann::json::parse(slurp(out / ".gemmar-manifest"));
+  for (const auto& f : after) {
+    if (f == ".gemmar-output" || f == ".gemmar-manifest") continue;
+    EXPECT_NE(std::find(manifest["entries"].begin(), manifest["entries"].end(), f), manifest["entries"].end()) << f;
+  }
 }
 
 // --out never deletes what gemmar did not write: each refusal is exit 2, one line naming --out and the path,

@@ -1,5 +1,6 @@
 // gemmar check: verdicts on benchmark output (docs/spec.md section 4).
 #include <algorithm>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -12,6 +13,7 @@
 #include "model/model.hpp"
 #include "validate/cli/baseline.hpp"
 #include "validate/cli/cli.hpp"
+#include "validate/cli/progress.hpp"
 #include "validate/record/log_reader.hpp"
 #include "validate/record/trace_reader.hpp"
 #include "validate/verdict/across_runs.hpp"
@@ -147,13 +149,18 @@ po::options_description check_options_description() {
       "no-timing", po::bool_switch()->default_value(false), "judge numerics only (times are not GPU times)")(
       "floors-at-run-m", po::bool_switch()->default_value(false),
       "derive the floors at each run's own M (default: once per N, K, W, quant at M=16384)")(
-      "max-line-bytes", po::value<size_t>()->default_value(size_t(1) << 20), "longest line read as a record");
+      "max-line-bytes", po::value<size_t>()->default_value(size_t(1) << 20), "longest line read as a record")(
+      "tee", po::bool_switch()->default_value(false),
+      "copy stdin ('-') to stdout as it is read, so the benchmark's own output still shows (the verdicts go to "
+      "stderr as each record arrives, the table follows at the end)");
   add_common_options(desc);
   return desc;
 }
 
 struct CheckOptions {
   std::vector<std::string> inputs;
+  bool tee = false;     // --tee: stdin copied to stdout as read
+  bool stream = false;  // each record of stdin judged as it arrives, its verdict on stderr (not with --json, --trace)
   LogReadOptions read;
   std::optional<int> expect;
   JudgeOptions judge;
@@ -191,6 +198,13 @@ CheckOptions check_options(const po::variables_map& vm) {
   if (vm.count("baseline"))
     jo.baseline = read_baseline_runs(vm["baseline"].as<std::vector<std::string>>(), ro, "gemmar check");
 
+  const bool from_stdin = std::find(o.inputs.begin(), o.inputs.end(), "-") != o.inputs.end();
+  o.tee = vm["tee"].as<bool>();
+  GEMMAR_USAGE_CHECK(!o.tee || from_stdin, "--tee: copies stdin to stdout; give '-' as an input");
+  GEMMAR_USAGE_CHECK(!o.tee || !vm["json"].as<bool>(),
+                     "--tee: with --json stdout holds one JSON document only; leave one of them out");
+  o.stream = from_stdin && !vm["json"].as<bool>() && !vm.count("trace");
+
   o.patterns = default_phase_patterns();
   if (vm.count("phase-map")) o.patterns = load_phase_map(vm["phase-map"].as<std::string>());
   if (vm.count("phase-pattern"))
@@ -202,15 +216,43 @@ CheckOptions check_options(const po::variables_map& vm) {
 // and how many runs it held (log_verdicts: BENCHMARK_FAILED / SWEEP_* / RUNS_MISSING, judged after the runs).
 struct ReadInputs {
   std::vector<LogEntry> entries;
+  std::vector<std::optional<Verdict>> judged;  // entries judged as they arrived (stdin, streamed)
   std::vector<Verdict> log_verdicts;
   int64_t unread_gemm_ar = 0, quoted_records = 0;
   std::string first_unread;
 };
 
+Verdict entry_verdict(const LogEntry& e, const JudgeOptions& jo) {
+  return e.kind == "other" ? other_record_verdict(e)
+         : e.record        ? judge(*e.record, jo)
+                           : invalid_record_verdict(e.source, e.error, e.raw);
+}
+
+// stdin through read(2): each record judged when its line arrives and its verdict printed to stderr (a benchmark
+// piping an hour-long sweep shows verdicts as they come), the bytes copied to stdout first with --tee.
+LogReadStats read_stdin(const CheckOptions& o, ReadInputs& in) {
+  Progress progress(o.stream ? &std::cerr : nullptr, "gemmar check", {}, stderr_is_terminal());
+  auto sink = [&](LogEntry&& e) {
+    if (o.stream) {
+      Verdict v = entry_verdict(e, o.judge);
+      const std::string what =
+          e.source + " " +
+          (e.record ? config_label(e.record->config) + " M=" + std::to_string(e.record->shape.m) : e.kind);
+      progress.finished(in.entries.size(), what, v, -1);
+      in.judged.resize(in.entries.size());
+      in.judged.push_back(std::move(v));
+    }
+    in.entries.push_back(std::move(e));
+  };
+  auto tee = [](const char* p, size_t n) { std::cout.write(p, std::streamsize(n)).flush(); };
+  return read_log_fd(0, "stdin", sink, o.read, o.tee ? tee : std::function<void(const char*, size_t)>());
+}
+
 void read_input(const std::string& path, const CheckOptions& o, ReadInputs& in) {
   const size_t before = in.entries.size();
-  const LogReadStats st = read_log_file(
-      path, [&](LogEntry&& e) { in.entries.push_back(std::move(e)); }, o.read);
+  const LogReadStats st = path == "-" ? read_stdin(o, in)
+                                      : read_log_file(
+                                            path, [&](LogEntry&& e) { in.entries.push_back(std::move(e)); }, o.read);
   const std::string name = path == "-" ? "stdin" : path;
   size_t runs_found = 0;
   // A finished run that did not validate (rank 0 then exits 1 by design). Rank lines with no record after
@@ -257,10 +299,9 @@ void require_runs(const CheckOptions& o, const ReadInputs& in) {
 std::vector<Verdict> judge_inputs(ReadInputs& in, const JudgeOptions& jo) {
   std::vector<Verdict> verdicts;
   verdicts.reserve(in.entries.size() + in.log_verdicts.size());
-  for (const auto& e : in.entries)
-    verdicts.push_back(e.kind == "other" ? other_record_verdict(e)
-                       : e.record        ? judge(*e.record, jo)
-                                         : invalid_record_verdict(e.source, e.error, e.raw));
+  for (size_t i = 0; i < in.entries.size(); ++i)
+    verdicts.push_back(i < in.judged.size() && in.judged[i] ? std::move(*in.judged[i])
+                                                            : entry_verdict(in.entries[i], jo));
   judge_repeats(verdicts);
   for (auto& v : in.log_verdicts) verdicts.push_back(std::move(v));
   return verdicts;

@@ -13,6 +13,8 @@
 #include "common/json_text.hpp"
 #include "model/model.hpp"
 #include "reference/floors.hpp"
+#include "validate/cli/memory.hpp"
+#include "validate/cli/progress.hpp"
 #include "validate/cli/run_options.hpp"
 #include "validate/cli/selftest.hpp"
 #include "validate/harness/run_plan.hpp"
@@ -38,6 +40,8 @@ po::options_description validate_options_description() {
 
 // The transport self-test (milliseconds; a silent transport fails here, before any timing).
 std::vector<SelftestResult> run_transport_selftest(const RunPlan& plan) {
+  // A Python implementation's own self_test (mori's op.py GemmAllReduceOp.self_test: rank+1 through the split order).
+  if (plan.backend == "python") return python_selftest(plan, &std::cerr);
   std::unique_ptr<Backend> backend = plan.backend == "gpu" ? make_gpu_backend() : make_cpu_backend();
   return selftest_all(*backend, selftest_shape(plan.request.shape.world, plan.configs.front().quant),
                       plan.configs.front(), plan.request.inject);
@@ -113,9 +117,14 @@ void print_summary(const po::variables_map& vm, const RunPlan& plan, const std::
                    const std::vector<Verdict>& verdicts, bool pass, double seconds, bool report_ok) {
   std::cout << selftest_report(selftest) << verdict_table(verdicts);
   std::ostringstream summary;
-  summary << (pass ? "All results match" : "FAILED") << ": " << verdicts.size() << " runs on the "
-          << (plan.backend == "gpu" ? "GPU" : "CPU emulation") << ", inject=" << plan.request.inject.label() << ", "
-          << seconds << " s; results in " << vm["out"].as<std::string>() << "/"
+  const std::string where = plan.backend == "gpu" ? "the GPU"
+                            : plan.backend == "python"
+                                ? "the Python implementation " + plan.python.impl.name +
+                                      (plan.python.impl.device.empty() ? "" : " (" + plan.python.impl.device + ")")
+                                : "the CPU emulation";
+  summary << (pass ? "All results match" : "FAILED") << ": " << verdicts.size() << " runs on " << where
+          << ", inject=" << plan.request.inject.label() << ", " << seconds << " s; results in "
+          << vm["out"].as<std::string>() << "/"
           << (report_ok && !vm["no-report"].as<bool>() ? " (report: report/index.html)" : "") << "\n";
   std::cout << summary.str();
 }
@@ -125,7 +134,8 @@ void print_summary(const po::variables_map& vm, const RunPlan& plan, const std::
 int cmd_validate(const Args& args) {
   po::options_description desc = validate_options_description();
   po::variables_map vm;
-  if (!parse(args, desc, vm, std::cout, "gemmar validate [--backend cpu|gpu] [--out DIR] [--inject FAULT] [--json]"))
+  if (!parse(args, desc, vm, std::cout,
+             "gemmar validate [--backend cpu|gpu|python --impl SPEC] [--out DIR] [--inject FAULT] [--json]"))
     return kExitOk;
   const auto t0 = std::chrono::steady_clock::now();
   // Before any work: --out must not destroy what gemmar did not write.
@@ -136,16 +146,20 @@ int cmd_validate(const Args& args) {
     oc.force = vm["force"].as<bool>();
     check_output_dir(out_dir, oc);
   }
-  const RunPlan plan = read_run_plan(vm, RunCommand::Validate);
+  RunPlan plan = read_run_plan(vm, RunCommand::Validate);
+  require_plan_memory(plan);
 
   AtomicDirectory out(out_dir, "gemmar validate");
+  plan.python.work_dir = out.path();  // the runner's plans and logs (runner/), and the dumps while verified
   const std::vector<SelftestResult> selftest = run_transport_selftest(plan);
   bool selftest_pass = true;
   for (const auto& r : selftest) selftest_pass = selftest_pass && r.pass;
   if (!selftest_pass && !vm["skip-selftest"].as<bool>()) return selftest_failed(vm, plan, selftest, out);
 
   std::ostringstream log;
-  std::vector<RunOutcome> outcomes = execute_plan(plan, &log);
+  Progress progress(vm["json"].as<bool>() ? nullptr : &std::cerr, "gemmar validate", plan_units(plan),
+                    stderr_is_terminal());
+  std::vector<RunOutcome> outcomes = execute_plan(plan, &log, progress_observer(progress));
   nlohmann::json results = plan_outcomes_to_json(plan, outcomes);
   results["selftest"] = selftest_json(selftest);
   add_model_context(results, plan, outcomes);

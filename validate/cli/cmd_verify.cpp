@@ -6,6 +6,8 @@
 #include "common/json_text.hpp"
 #include "model/model.hpp"
 #include "validate/cli/cli.hpp"
+#include "validate/cli/memory.hpp"
+#include "validate/harness/cpu_threads.hpp"
 #include "validate/harness/verify.hpp"
 
 namespace gemmar::cli {
@@ -41,8 +43,11 @@ int cmd_verify(const Args& args) {
   opt.judge.floors_at_run_m = vm["floors-at-run-m"].as<bool>();
 
   const bool json = vm["json"].as<bool>();
+  const std::vector<std::vector<std::string>> groups = dump_groups(vm["input"].as<std::vector<std::string>>());
+  require_verify_memory(groups, opt.check_rows);
   std::vector<VerifyResult> results;
-  for (const auto& group : dump_groups(vm["input"].as<std::vector<std::string>>())) {
+  for (const auto& group : groups) {
+    fit_threads_to_free_cores();
     results.push_back(verify_dump(group, opt));
     if (!json) std::cout << verify_text(results.back()) << std::flush;
   }

@@ -27,7 +27,7 @@ DataLocation locate(DataItem item) {
     const char* env;  // nullptr: no override
   };
   const Entry e = item == DataItem::Reports  ? Entry{"reports", "GEMMAR_REPORTS_DIR"}
-                  : item == DataItem::Python ? Entry{"python", nullptr}
+                  : item == DataItem::Python ? Entry{"python", "GEMMAR_PYTHON_DIR"}
                                              : Entry{"profiles", nullptr};
   if (e.env) {
     const char* v = std::getenv(e.env);

@@ -21,8 +21,8 @@ struct DataLocation {
 std::filesystem::path executable_path();
 // The data directory beside the executable: <exe dir>/../share/gemmar (lexically normal; may not exist).
 std::filesystem::path data_dir();
-// Where one item lives: its environment override when set and non-empty (GEMMAR_REPORTS_DIR for the reports),
-// else data_dir()/<item>.
+// Where one item lives: its environment override when set and non-empty (GEMMAR_REPORTS_DIR for the reports,
+// GEMMAR_PYTHON_DIR for the Python modules), else data_dir()/<item>.
 DataLocation locate(DataItem item);
 
 }  // namespace gemmar::cli

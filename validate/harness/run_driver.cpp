@@ -26,60 +26,6 @@ namespace gemmar {
 
 namespace {
 
-// Every config of a sweep runs on the same operands: their partials and fp32 reference are computed once
-// per (shape, quant, seed, rows) and shared, with the partials of the odd iterations' inputs (every rank's scaled
-// by reference::iteration_input_scale, a power of two: exact). The most recent few are kept (a sweep over M
-// holds one per M).
-struct SharedPartials {
-  reference::PartialsResult even;
-  reference::Partials odd;
-};
-
-// Partials of iteration `it`: every rank's scaled by reference::iteration_input_scale (a power of two: exact).
-reference::Partials scaled_partials(const reference::Partials& p, uint64_t seed, int it) {
-  reference::Partials out = p;
-  for (size_t r = 0; r < out.size(); ++r) {
-    const float f = reference::iteration_input_scale(seed, it, int(r));
-    if (f != 1.0f)
-      for (float& x : out[r]) x *= f;
-  }
-  return out;
-}
-
-const SharedPartials& shared_partials(const Shape& shape, Quant quant, uint64_t seed,
-                                      const std::vector<int64_t>& rows) {
-  struct Entry {
-    Shape shape;
-    Quant quant;
-    uint64_t seed;
-    std::vector<int64_t> rows;
-    std::shared_ptr<const SharedPartials> result;
-  };
-  static std::mutex mutex;
-  static std::vector<Entry> cache;
-  std::lock_guard<std::mutex> lock(mutex);
-  for (const Entry& e : cache)
-    if (e.shape.m == shape.m && e.shape.n == shape.n && e.shape.k == shape.k && e.shape.world == shape.world &&
-        e.quant == quant && e.seed == seed && e.rows == rows)
-      return *e.result;
-  reference::PartialsRequest pr;
-  pr.operands.shape = shape;
-  pr.operands.quant = quant;
-  pr.operands.seed = seed;
-  pr.rows = rows;
-  auto result = std::make_shared<SharedPartials>();
-  result->even = reference::compute_partials(pr);
-  result->odd = scaled_partials(result->even.partials, seed, 1);
-  if (cache.size() >= 3) cache.erase(cache.begin());
-  cache.push_back(Entry{shape, quant, seed, rows, result});
-  return *cache.back().result;
-}
-
-const reference::PartialsResult& cached_partials(const Shape& shape, Quant quant, uint64_t seed,
-                                                 const std::vector<int64_t>& rows) {
-  return shared_partials(shape, quant, seed, rows).even;
-}
-
 // A 64-bit hash of every partial's bits (FNV-1a over 64-bit words in four interleaved lanes, so the multiplies
 // do not wait on each other; per rank, then combined): what tells the shared partials from partials read back
 // from a GPU in emulate_collective_once's key.
@@ -104,21 +50,83 @@ uint64_t partials_hash(const reference::Partials& p) {
   return h;
 }
 
+// Every config of a sweep runs on the same operands: their partials and fp32 reference are computed once
+// per (shape, quant, seed, rows) and shared, with the partials of the odd iterations' inputs (every rank's scaled
+// by reference::iteration_input_scale, a power of two: exact). The most recent few are kept (a sweep over M
+// holds one per M).
+struct SharedPartials {
+  reference::PartialsResult even;
+  reference::Partials odd;
+  // partials_hash of each, taken once: every config's emulation is keyed by it (emulate_collective_once).
+  uint64_t even_hash = 0, odd_hash = 0;
+};
+
+// Partials of iteration `it`: every rank's scaled by reference::iteration_input_scale (a power of two: exact).
+reference::Partials scaled_partials(const reference::Partials& p, uint64_t seed, int it) {
+  reference::Partials out = p;
+  for (size_t r = 0; r < out.size(); ++r) {
+    const float f = reference::iteration_input_scale(seed, it, int(r));
+    if (f != 1.0f)
+      for (float& x : out[r]) x *= f;
+  }
+  return out;
+}
+
+// `rank_references`: each rank's fp32 reference partial kept too (gemm-only's views are judged against them; its
+// run computes the shared partials first in a sweep, so no other config pays for them).
+const SharedPartials& shared_partials(const Shape& shape, Quant quant, uint64_t seed, const std::vector<int64_t>& rows,
+                                      bool rank_references = false) {
+  struct Entry {
+    Shape shape;
+    Quant quant;
+    uint64_t seed;
+    std::vector<int64_t> rows;
+    std::shared_ptr<const SharedPartials> result;
+  };
+  static std::mutex mutex;
+  static std::vector<Entry> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  for (auto e = cache.begin(); e != cache.end(); ++e) {
+    if (!(e->shape.m == shape.m && e->shape.n == shape.n && e->shape.k == shape.k && e->shape.world == shape.world &&
+          e->quant == quant && e->seed == seed && e->rows == rows))
+      continue;
+    if (!rank_references || !e->result->even.rank_references.empty()) return *e->result;
+    cache.erase(e);  // computed again, with them
+    break;
+  }
+  reference::PartialsRequest pr;
+  pr.keep_rank_references = rank_references;
+  pr.operands.shape = shape;
+  pr.operands.quant = quant;
+  pr.operands.seed = seed;
+  pr.rows = rows;
+  auto result = std::make_shared<SharedPartials>();
+  result->even = reference::compute_partials(pr);
+  result->odd = scaled_partials(result->even.partials, seed, 1);
+  result->even_hash = partials_hash(result->even.partials);
+  result->odd_hash = partials_hash(result->odd);
+  if (cache.size() >= 3) cache.erase(cache.begin());
+  cache.push_back(Entry{shape, quant, seed, rows, result});
+  return *cache.back().result;
+}
+
 // The collective over one set of partials, emulated once per process: without replay state or a previous
 // output, emulate_collective is a pure function of its request and the partials, and the CPU backend's replays
 // and run_and_check's re-emulation over the backend's partials ask it the same question (with no fault
 // injected). The key holds the request and the partials' hash, so a GPU's read-back partials or another fault
 // get their own emulation. The last two are kept: one config's even and odd inputs, which the check then asks
 // for again (more would hold whole outputs of earlier configs).
+// `hash`: the partials' partials_hash when already taken (the shared partials'), else taken here.
 std::shared_ptr<const reference::Bf16Outputs> emulate_collective_once(const reference::CollectiveRequest& cr,
-                                                                      const reference::Partials& partials) {
+                                                                      const reference::Partials& partials,
+                                                                      std::optional<uint64_t> hash = std::nullopt) {
   GEMMAR_CHECK(!cr.replay && !cr.previous_outputs && !cr.faults.stale_output,
                "emulate_collective_once: a replay or a stale output is not a pure function of its inputs");
   std::ostringstream key;
   key << cr.shape.m << ',' << cr.shape.n << ',' << cr.shape.k << ',' << cr.shape.world << '|' << config_label(cr.config)
       << '|' << cr.config.fuse_quantize << '|' << int(cr.config.scatter_dtype) << '|' << int(cr.wire_format) << '|'
       << cr.faults.label() << '|' << cr.seed << '|' << cr.rows.size() << '|' << (cr.rows.empty() ? -1 : cr.rows.front())
-      << '|' << (cr.rows.empty() ? -1 : cr.rows.back()) << '|' << partials_hash(partials);
+      << '|' << (cr.rows.empty() ? -1 : cr.rows.back()) << '|' << (hash ? *hash : partials_hash(partials));
   struct Entry {
     std::string key;
     std::vector<int64_t> rows;
@@ -190,6 +198,7 @@ class CpuBackend final : public Backend {
   struct Inputs {
     const reference::Partials* even = nullptr;
     const reference::Partials* odd = nullptr;
+    std::optional<uint64_t> even_hash, odd_hash;  // the shared partials' hashes
     reference::Partials own, own_odd;  // partials this run computed itself (faults on the operands, selftest)
     reference::Bf16Outputs stale;      // stale_output: what every iteration's output keeps
   };
@@ -209,9 +218,12 @@ class CpuBackend final : public Backend {
         in.stale = reference::emulate_collective(prev, scaled_partials(in.own, 0, -1));
       }
     } else if (!req.inject.fnuz_read_as_fn && !req.inject.stale_output) {
-      const SharedPartials& sp = shared_partials(req.shape, req.config.quant, req.seed, rows);
+      const SharedPartials& sp =
+          shared_partials(req.shape, req.config.quant, req.seed, rows, !has_collective(req.config.mode));
       in.even = &sp.even.partials;
       in.odd = &sp.odd;
+      in.even_hash = sp.even_hash;
+      in.odd_hash = sp.odd_hash;
       return in;
     } else {
       reference::EmulationRequest e;
@@ -299,7 +311,7 @@ class CpuBackend final : public Backend {
     size_t next_check = 0;
     for (const int it : checked) {
       auto& o = by_parity[it % 2];
-      if (!o) o = emulate_collective_once(cr, partials_of(in, it));
+      if (!o) o = emulate_collective_once(cr, partials_of(in, it), it % 2 ? in.odd_hash : in.even_hash);
       keep(it, checked, next_check, *o, out);
     }
   }
@@ -343,20 +355,13 @@ BackendResult execute_rows(Backend& backend, const RunRequest& req, const std::v
 // (never taken from the backend).
 output_check::ViewRelL2 views_against_reference(const RunRequest& req, const Config& cfg,
                                                 const std::vector<int64_t>& rows, const BackendResult& res) {
-  reference::OperandSpec spec;
-  spec.shape = req.shape;
-  spec.quant = cfg.quant;
-  spec.seed = req.seed;
-  std::vector<float> ref;
-  std::vector<std::vector<float>> rank_refs;  // gemm-only: each rank's own fp32 partial
-  if (has_collective(cfg.mode)) {
-    ref = cached_partials(req.shape, cfg.quant, req.seed, rows).reference;
-  } else {
-    for (int r = 0; r < req.shape.world; ++r)
-      rank_refs.push_back(
-          reference::reference_partial(reference::make_rank_operands(spec, r, rows), cfg.quant, spec.fp8_format));
-  }
-  return output_check::rel_l2_of_views(req.shape, cfg, rows, res.outputs, ref, rank_refs);
+  static const std::vector<float> kNoSum;
+  static const reference::Partials kNoRanks;
+  // The sum over ranks; gemm-only: each rank's own fp32 partial.
+  const bool collective = has_collective(cfg.mode);
+  const reference::PartialsResult& p = shared_partials(req.shape, cfg.quant, req.seed, rows, !collective).even;
+  return output_check::rel_l2_of_views(req.shape, cfg, rows, res.outputs, collective ? p.reference : kNoSum,
+                                       collective ? kNoRanks : p.rank_references);
 }
 
 // NaN/inf and the agreement of the views the collective makes equal, over every element read back.
@@ -465,8 +470,11 @@ RunOutcome run_and_check(Backend& backend, const RunRequest& req) {
   const output_check::IterationChecks iterations = check_bit_exact(req, cfg, rows, res);
   RunRecord rec = run_record(req, cfg, rows, res, views, elements, iterations);
 
+  return judge_outcome(std::move(rec), JudgeOptions{});
+}
+
+RunOutcome judge_outcome(RunRecord rec, JudgeOptions opts) {
   // The same path as `gemmar check`: the record's own fields decide the expectations.
-  JudgeOptions opts;
   opts.judge_timing = rec.max_rank_time_us.has_value();
   RunOutcome out;
   out.expectations = expectations_for(rec, opts);

@@ -76,6 +76,8 @@ struct RunOutcome {
 };
 
 RunOutcome run_and_check(Backend&, const RunRequest&);
+// A record judged as `gemmar check` judges it (its times only where it has them), with `opts`' profile and baseline.
+RunOutcome judge_outcome(RunRecord rec, JudgeOptions opts);
 
 // The transport self-test (`gemmar selftest`, the first step of `gemmar validate`): every rank's window holds
 // rank+1 (GPU: operands whose GEMM gives exactly rank+1), one scatter/reduce/gather of the config; every element

@@ -267,14 +267,49 @@ std::vector<uint16_t> read_bf16_rows(const RankFile& f, const std::string& name,
   return out;
 }
 
+namespace {
+// "0-6", "1, 3, 5-7".
+std::string rank_ranges(const std::vector<int>& ranks) {
+  std::string s;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    s += (s.empty() ? "" : ", ") + std::to_string(ranks[i]) + (j > i ? "-" + std::to_string(ranks[j]) : "");
+    i = j + 1;
+  }
+  return s;
+}
+
+// Not one file per rank: which ranks are there and the likely cause (the usual one: every rank wrote one path).
+[[noreturn]] void wrong_file_count(const DumpRun& run, int W) {
+  std::vector<int> present, missing;
+  for (const auto& f : run.files) present.push_back(f.rank);
+  std::sort(present.begin(), present.end());
+  present.erase(std::unique(present.begin(), present.end()), present.end());
+  for (int r = 0; r < W; ++r)
+    if (!std::binary_search(present.begin(), present.end(), r)) missing.push_back(r);
+  std::string what = "metadata world=" + std::to_string(W) + " but " + std::to_string(run.files.size()) +
+                     " file(s) were given (one per rank is needed)";
+  if (int(run.files.size()) > W) {
+    what += ": files of several runs in one place? give each run its own directory";
+  } else if (run.files.size() == 1) {
+    what += ", rank " + rank_ranges(present) +
+            "'s alone: every rank likely wrote the same file, each overwriting the "
+            "one before (python/gemmar_dump.dump takes a directory and writes DIR/rank<R>.safetensors), or ranks " +
+            rank_ranges(missing) + " did not dump";
+  } else {
+    what += ": ranks " + rank_ranges(missing) + " are missing (did they dump into this directory? did they run?)";
+  }
+  bad(run.files.front().file.path(), what);
+}
+}  // namespace
+
 DumpRun open_run(const std::vector<std::string>& paths) {
   GEMMAR_USAGE_CHECK(!paths.empty(), "no files");
   DumpRun run;
   for (const auto& p : paths) run.files.push_back(open_rank_file(p));
   const int W = run.files.front().world;
-  if (int(run.files.size()) != W)
-    bad(run.files.front().file.path(), "metadata world=" + std::to_string(W) + " but " +
-                                           std::to_string(run.files.size()) + " file(s) were given (one per rank)");
+  if (int(run.files.size()) != W) wrong_file_count(run, W);
   run.by_rank.assign(size_t(W), nullptr);
   for (const auto& f : run.files) {
     if (run.by_rank[size_t(f.rank)])

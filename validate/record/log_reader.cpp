@@ -1,5 +1,7 @@
 #include "validate/record/log_reader.hpp"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -10,7 +12,9 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
+#include <vector>
 
 #include "common/errors.hpp"
 
@@ -744,30 +748,69 @@ void LineReader::read_candidate(const std::string& clean, const std::string& pay
 
 }  // namespace
 
+struct LogStream::Impl {
+  Impl(std::string n, std::function<void(LogEntry&&)> s, LogReadOptions o)
+      : name(std::move(n)), sink(std::move(s)), opt(std::move(o)), reader(name, sink, opt) {}
+  const std::string name;
+  const std::function<void(LogEntry&&)> sink;
+  const LogReadOptions opt;
+  LineReader reader;  // holds references to the three above
+  int64_t bytes = 0;
+};
+
+LogStream::LogStream(std::string name, std::function<void(LogEntry&&)> sink, LogReadOptions opt)
+    : impl_(std::make_unique<Impl>(std::move(name), std::move(sink), std::move(opt))) {}
+LogStream::~LogStream() = default;
+
+void LogStream::feed(const char* p, size_t n) {
+  impl_->bytes += int64_t(n);
+  const char* end = p + n;
+  while (p < end) {
+    const char* nl = static_cast<const char*>(std::memchr(p, '\n', size_t(end - p)));
+    impl_->reader.append(p, size_t((nl ? nl : end) - p));
+    if (!nl) break;
+    impl_->reader.finish_line();
+    p = nl + 1;
+  }
+}
+
+int64_t LogStream::lines() const { return impl_->reader.lineno(); }
+
+LogReadStats LogStream::finish() {
+  LogReadStats st = impl_->reader.finish();
+  st.bytes = impl_->bytes;
+  return st;
+}
+
 LogReadStats read_log(std::istream& in, const std::string& name, const std::function<void(LogEntry&&)>& sink,
                       const LogReadOptions& opt) {
-  LineReader reader(name, sink, opt);
+  LogStream stream(name, sink, opt);
   std::vector<char> buf(size_t(1) << 16);
-  int64_t bytes = 0;
   while (in) {
     in.read(buf.data(), std::streamsize(buf.size()));
     const std::streamsize got = in.gcount();
     if (got <= 0) break;
-    bytes += got;
-    const char* p = buf.data();
-    const char* end = p + got;
-    while (p < end) {
-      const char* nl = static_cast<const char*>(std::memchr(p, '\n', size_t(end - p)));
-      reader.append(p, size_t((nl ? nl : end) - p));
-      if (!nl) break;
-      reader.finish_line();
-      p = nl + 1;
-    }
+    stream.feed(buf.data(), size_t(got));
   }
-  if (in.bad()) throw UsageError(name + ": read error after line " + std::to_string(reader.lineno()));
-  LogReadStats st = reader.finish();
-  st.bytes = bytes;
-  return st;
+  if (in.bad()) throw UsageError(name + ": read error after line " + std::to_string(stream.lines()));
+  return stream.finish();
+}
+
+LogReadStats read_log_fd(int fd, const std::string& name, const std::function<void(LogEntry&&)>& sink,
+                         const LogReadOptions& opt, const std::function<void(const char*, size_t)>& tee) {
+  LogStream stream(name, sink, opt);
+  std::vector<char> buf(size_t(1) << 16);
+  for (;;) {
+    const ssize_t got = ::read(fd, buf.data(), buf.size());
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0)
+      throw UsageError(name + ": read error after line " + std::to_string(stream.lines()) + " (" +
+                       std::strerror(errno) + ")");
+    if (got == 0) break;
+    if (tee) tee(buf.data(), size_t(got));
+    stream.feed(buf.data(), size_t(got));
+  }
+  return stream.finish();
 }
 
 LogReadStats read_log_file(const std::string& path, const std::function<void(LogEntry&&)>& sink,

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,12 +63,35 @@ struct LogReadStats {
   LogContext context;  // sweep stdout, rank validation lines, unread [gemm_ar] lines, embedded records
 };
 
+// The reader fed as bytes arrive: each line is handled when its newline comes, so `sink` sees a record as soon as its
+// line (or its JSON block) is complete, however long the stream runs. read_log and read_log_fd feed one.
+class LogStream {
+ public:
+  LogStream(std::string name, std::function<void(LogEntry&&)> sink, LogReadOptions = {});
+  ~LogStream();
+  LogStream(const LogStream&) = delete;
+  LogStream& operator=(const LogStream&) = delete;
+  void feed(const char* data, size_t n);
+  int64_t lines() const;  // lines finished so far
+  // The last line (without its newline) and a JSON block left open, then the stats.
+  LogReadStats finish();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // Calls `sink` once per candidate line, in order. `name` is what sources are prefixed with.
 LogReadStats read_log(std::istream& in, const std::string& name, const std::function<void(LogEntry&&)>& sink,
                       const LogReadOptions& = {});
 // "-" reads stdin. UsageError (exit 2) naming the path when it cannot be opened or read.
 LogReadStats read_log_file(const std::string& path, const std::function<void(LogEntry&&)>& sink,
                            const LogReadOptions& = {});
+// Reads a file descriptor with read(2), which returns what a pipe holds (`bench | gemmar check -`): each line is
+// handled as soon as it arrives, not when a buffer fills. `tee`, when given, gets every chunk read before its lines
+// are handled (`gemmar check --tee`). UsageError naming `name` on a read error.
+LogReadStats read_log_fd(int fd, const std::string& name, const std::function<void(LogEntry&&)>& sink,
+                         const LogReadOptions& = {}, const std::function<void(const char*, size_t)>& tee = {});
 std::vector<LogEntry> read_log_entries(const std::string& path, const LogReadOptions& = {});
 
 // One line: nullopt when it is not a candidate (noise); else the entry. Stateless (no cross-rank merging).
