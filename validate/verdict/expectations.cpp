@@ -146,7 +146,9 @@ Expectations expectations_for(const RunRecord& r, const JudgeOptions& o) {
   if (scatter_fp8(r)) e.config.scatter_dtype = WireDtype::Fp8;
   try {
     e.prediction = predict_cached(e.profile_name, *e.profile, r.shape, e.config);
-    slowest_machine(e.profile_name, *e.profile, r.shape, e);
+    // The profile's other machines are stacks as well as nodes (v2-015: MORI fd35a5ec, whose bench prints its
+    // quant): a record whose quant had to be inferred came from a bench before --quant and so not from them.
+    if (r.quant_inference.empty()) slowest_machine(e.profile_name, *e.profile, r.shape, e);
     if (has_pull(eff)) {
       e.pull_sweep = sweep_cached(e.profile_name, *e.profile, r.shape, e.config);
       double best = INFINITY;
