@@ -47,15 +47,15 @@ std::vector<ConfigField> make_fields() {
       enum_field<Transport, &Config::gather_transport, parse_transport>(
           "gather_transport", {}, "gather-transport", "who moves the fp8 gather (copy engines or CU pull)"),
       int_field<int, &Config::pull_blocks>("pull_blocks", "pull-blocks",
-                                           "pull kernel grid per rank (default: $MORI_GEMM_AR_PULL_BLOCKS, else 64)",
-                                           1, 65536, "", "MORI_GEMM_AR_PULL_BLOCKS"),
+                                           "pull kernel grid per rank (default: $MORI_GEMM_AR_PULL_BLOCKS, else 64)", 1,
+                                           65536, "", "MORI_GEMM_AR_PULL_BLOCKS"),
       bool_field<&Config::fuse_quantize>("fuse_quantize", "fuse-quantize", "fold the fp8 narrowing into the reduce"),
       bool_field<&Config::fuse_reduce_push>(
           "fuse_reduce_push", "fuse-reduce-push",
           "the reduce fires the bf16 gather's copy-engine puts band by band (bf16 gather over sdma)"),
       int_field<int, &Config::gather_bands>("gather_bands", "gather-bands", "bands of --fuse-reduce-push", 1, 4096),
-      enum_field<Publish, &Config::publish, parse_publish>(
-          "publish", {}, "publish", "how --fuse-reduce-push releases a band to the copy engine"),
+      enum_field<Publish, &Config::publish, parse_publish>("publish", {}, "publish",
+                                                           "how --fuse-reduce-push releases a band to the copy engine"),
       // The table's order is the reading order: the chunk rule and schedule before the counts they constrain.
       enum_field<WireDtype, &Config::scatter_dtype, parse_scatter_wire>(
           "scatter_dtype", {"scatter"}, "scatter-dtype",
@@ -85,8 +85,8 @@ std::vector<ConfigField> make_fields() {
           "logical M)",
           0, int64_t(1) << 20, "0: -m is the logical M"),
       int_field<int, &Config::sdma_queues>("sdma_queues", "sdma-queues",
-                                           "SDMA queues per (source, destination) pair (the bench's 8; the op's 1)",
-                                           1, 64),
+                                           "SDMA queues per (source, destination) pair (the bench's 8; the op's 1)", 1,
+                                           64),
   };
 }
 
@@ -101,7 +101,8 @@ int64_t json_int(const ConfigField& f, const json& v, const std::string& source,
              std::fabs(v.get<double>()) < 9e15) {
     x = int64_t(v.get<double>());
   } else {
-    throw UsageError(source + ": field '" + key + "' must be an integer, got " + (v.is_number() ? v.dump() : v.type_name()));
+    throw UsageError(source + ": field '" + key + "' must be an integer, got " +
+                     (v.is_number() ? v.dump() : v.type_name()));
   }
   if (x < f.lo || x > f.hi)
     throw UsageError(source + ": field '" + key + "' is " + int_text(x) + ", not in [" + int_text(f.lo) + ", " +
@@ -127,8 +128,10 @@ void field_from_json(const ConfigField& f, const json& v, const std::string& sou
     case FieldKind::Bool:
       // Python writes bools as true/false, but hand-edited logs use 0/1.
       if (v.is_boolean()) return f.set_int(c, v.get<bool>());
-      if (v.is_number_integer() && (v.get<int64_t>() == 0 || v.get<int64_t>() == 1)) return f.set_int(c, v.get<int64_t>());
-      throw UsageError(source + ": field '" + key + "' must be a boolean, got " + (v.is_number() ? v.dump() : v.type_name()));
+      if (v.is_number_integer() && (v.get<int64_t>() == 0 || v.get<int64_t>() == 1))
+        return f.set_int(c, v.get<int64_t>());
+      throw UsageError(source + ": field '" + key + "' must be a boolean, got " +
+                       (v.is_number() ? v.dump() : v.type_name()));
   }
 }
 

@@ -23,10 +23,10 @@ struct ConfigField {
   std::vector<const char*> old_keys;  // read too (a record holding two of them must agree)
   const char* flag;                   // command-line option, without "--"
   FieldKind kind;
-  const char* help;         // --help text (enums: the spellings are appended)
-  int64_t lo = 0, hi = 0;   // Int: the accepted range
-  const char* note = "";    // Int: what the range's special value means, for the out-of-range message
-  const char* env = "";     // an environment variable that gives the command-line default, or ""
+  const char* help;        // --help text (enums: the spellings are appended)
+  int64_t lo = 0, hi = 0;  // Int: the accepted range
+  const char* note = "";   // Int: what the range's special value means, for the out-of-range message
+  const char* env = "";    // an environment variable that gives the command-line default, or ""
   // Enum: the spellings ("bf16|fp8"), parse (a UsageError naming `option`) and print.
   std::string (*spellings)() = nullptr;
   void (*set_text)(Config&, const std::string& text, const std::string& option) = nullptr;

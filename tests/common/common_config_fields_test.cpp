@@ -117,7 +117,8 @@ TEST(CommonConfigFields, ReadsMorisSpellingsAndOldKeys) {
   EXPECT_TRUE(c.relaxed_rows);
   EXPECT_EQ(c.schedule, Schedule::None);
   Config w;
-  config_from_json(json::parse(R"({"quant": "mxfp8", "schedule": "wo_b", "scatter": "fp8", "gather": "bf16"})"), "w", w);
+  config_from_json(json::parse(R"({"quant": "mxfp8", "schedule": "wo_b", "scatter": "fp8", "gather": "bf16"})"), "w",
+                   w);
   EXPECT_EQ(w.scatter_dtype, WireDtype::Fp8);
   EXPECT_EQ(w.gather_dtype, WireDtype::Bf16);
   EXPECT_NE(error_of(json::parse(R"({"gather_dtype": "fp8", "gather": "bf16"})"))
