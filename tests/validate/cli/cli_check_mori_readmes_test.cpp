@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -29,10 +30,13 @@ std::vector<Row> readme_rows(const std::string& file) {
   std::ifstream in(kModelData + file);
   EXPECT_TRUE(in) << file;
   std::vector<Row> rows;
+  int line_no = 0;
   for (std::string line; std::getline(in, line);) {
+    ++line_no;
     if (line.empty() || line[0] == '#') continue;
     std::istringstream is(line);
     Row kv;
+    kv["line"] = std::to_string(line_no);
     for (std::string tok; is >> tok;) kv[tok.substr(0, tok.find('='))] = tok.substr(tok.find('=') + 1);
     rows.push_back(kv);
   }
@@ -88,6 +92,23 @@ std::string result_json(const Row& r) {
   return "RESULT_JSON " + j.dump() + "\n";
 }
 
+// Known misses: published healthy cells slower than the model by more than its band (held at 7-7.5%), even against
+// the slowest machine it knows, named as the calibration names them (docs/model.md "Known misses" has each one's
+// number; measured 2026-12-07, docs/results/cpu-2026-12-07-model). Each must still be judged SLOWER_THAN_MODEL, so a
+// model fix that brings one inside the band fails here until it is taken off the list; every other row must pass.
+const std::set<std::string> kExpectedMisses = {
+    // fused-sdma blockscale fp8/lsa gather, W = 8, M = 4096: 329.5 us against 293.0 (301.5 on v2-015); the table
+    // does not state its pull grid, and the model's 384-block grid gives 333.8 us. d5443336's row repeats f3bff0ae's.
+    "readme_d5443336.txt:38 (README.md:397@d5443336)",
+    "readme_f3bff0ae.txt:18 (README.md:741@f3bff0ae)",
+    // fused-lsa blockscale fp8/sdma gather on v2-015, W = 8, M = 4096: 499.4 us against 463.5 there (the measured M
+    // slope of the retest's fused-lsa is flatter than the model's: its M = 16384 cells are over-predicted).
+    "readme_retest_v2015.txt:55 (README.md:439@v2-015-retest)",
+    // split-sdma mxfp8 fp8/lsa gather with the folded quantize, W = 4, M = 16384: 1371.8 us against 1279.8 on v2-015
+    // (+7.2%, the band 7%).
+    "readme_retest_v2015.txt:93 (README.md:456@v2-015-retest)",
+};
+
 }  // namespace
 
 TEST(CheckMoriReadmes, EveryPublishedHealthyRunPassesWithTheMi355xProfile) {
@@ -96,21 +117,29 @@ TEST(CheckMoriReadmes, EveryPublishedHealthyRunPassesWithTheMi355xProfile) {
   for (const char* f : kReadmes)
     for (const Row& r : readme_rows(f)) {
       records += result_json(r);
-      sources.push_back(std::string(f) + " " + r.at("src"));
+      sources.push_back(std::string(f) + ":" + r.at("line") + " (" + r.at("src") + ")");  // the calibration's name
     }
   ASSERT_GE(sources.size(), 290u);  // 53 + 57 + 214 lines less their comments
   const auto res = run_gemmar({"check", "-", "--profile", "mi355x", "--json"}, records);
   const auto j = nlohmann::json::parse(res.out);
   ASSERT_EQ(j.at("runs").size(), sources.size()) << res.err;
-  int failed = 0;
+  int failed = 0, expected = 0;
   for (std::size_t i = 0; i < sources.size(); ++i) {
     const auto& run = j.at("runs")[i];
+    const std::string findings = run.at("findings").dump();
+    if (kExpectedMisses.count(sources[i])) {
+      ++expected;
+      EXPECT_NE(findings.find("SLOWER_THAN_MODEL"), std::string::npos)
+          << sources[i] << ": no longer a miss, take it off kExpectedMisses: " << findings;
+      continue;
+    }
     if (run.at("verdict") == "pass") continue;
     ++failed;
-    ADD_FAILURE() << sources[i] << ": " << run.at("findings").dump();
+    ADD_FAILURE() << sources[i] << ": " << findings;
   }
   EXPECT_EQ(failed, 0);
-  EXPECT_EQ(res.rc, 0) << res.err;
+  EXPECT_EQ(expected, int(kExpectedMisses.size())) << "a listed known miss is no README row";
+  EXPECT_EQ(res.rc, kExpectedMisses.empty() ? 0 : 1) << res.err;
 }
 
 // An fp8-scatter run is timed against the model's fp8 scatter, not withheld as MODEL_UNAVAILABLE: one twice as slow
