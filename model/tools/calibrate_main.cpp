@@ -121,7 +121,8 @@ int main(int argc, char** argv) {
     const auto points = model::load_mi355x_points(a.data);
     model::FitResult fit;
     if (a.fit_only) {
-      GEMMAR_USAGE_CHECK(a.write_profile.empty(), "--fit-only: writes no profile (write it from the run that also prints the leave-one-out)");
+      GEMMAR_USAGE_CHECK(a.write_profile.empty(),
+                         "--fit-only: writes no profile (write it from the run that also prints the leave-one-out)");
       fit = model::fit_profile(start, points, model::fit_parameters(start));
       std::vector<model::LooRow> rows;
       for (const auto& pt : points)
