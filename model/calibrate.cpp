@@ -2,10 +2,15 @@
 #include "model/calibrate.hpp"
 
 #include <Eigen/Dense>
+#include <atomic>
 #include <cmath>
+#include <exception>
 #include <fstream>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "common/config_fields.hpp"
 #include "common/errors.hpp"
@@ -28,18 +33,26 @@ Profile with_values(const Profile& base, const std::vector<FitParam>& params, co
   return p;
 }
 
+// The profile of every machine the points were measured on, built once per set of values.
+std::map<std::string, Profile> machine_profiles(const Profile& p, const std::vector<const CalPoint*>& pts) {
+  std::map<std::string, Profile> out;
+  for (const CalPoint* pt : pts)
+    if (!out.count(pt->machine)) out.emplace(pt->machine, machine_profile(p, pt->machine));
+  return out;
+}
+
 // log(predicted / measured) per point; false when the values make a profile the parser refuses.
 bool residuals(const Profile& base, const std::vector<FitParam>& params, const std::vector<const CalPoint*>& pts,
                const Eigen::VectorXd& x, Eigen::VectorXd& r) {
-  Profile p;
+  std::map<std::string, Profile> by_machine;
   try {
-    p = with_values(base, params, x);
+    by_machine = machine_profiles(with_values(base, params, x), pts);
   } catch (const UsageError&) {
     return false;
   }
   r.resize(Eigen::Index(pts.size()));
   for (std::size_t i = 0; i < pts.size(); ++i)
-    r[Eigen::Index(i)] = std::log(predicted_us(p, *pts[i]) / pts[i]->measured_us);
+    r[Eigen::Index(i)] = std::log(predicted_us(by_machine.at(pts[i]->machine), *pts[i]) / pts[i]->measured_us);
   return true;
 }
 
@@ -104,11 +117,37 @@ FitResult fit_points(const Profile& start, const std::vector<const CalPoint*>& p
 
 double predicted_us(const Profile& prof, const CalPoint& pt) {
   const Prediction pr = predict(prof, pt.shape, pt.config);
-  if (pt.phase.empty()) return pr.total_us;
+  if (pt.phase.empty()) return per_call_in_graph_us(pr, pt.graph_calls);
   if (pt.phase == "layer_total") return pr.in_server_us;
   for (const auto& ph : pr.phases)
     if (ph.name == pt.phase) return ph.us;
   throw UsageError(pt.source + ": the model has no phase '" + pt.phase + "' for " + config_label(pt.config));
+}
+
+Profile machine_profile(const Profile& prof, const std::string& machine) {
+  if (machine.empty()) return prof;
+  const auto machines = prof.source.find("machines");
+  if (machines == prof.source.end() || !machines->contains(machine))
+    throw UsageError(prof.origin + ": machines." + machine + ": missing (a calibration point was measured there)");
+  Profile p = prof;
+  // Every leaf {"value": factor, ...} under machines.<machine>, at the dotted path it stands at there.
+  std::vector<std::pair<std::string, const nlohmann::json*>> stack{{"", &machines->at(machine)}};
+  while (!stack.empty()) {
+    const auto [path, node] = stack.back();
+    stack.pop_back();
+    if (!node->is_object()) continue;
+    if (node->contains("value")) {
+      const auto ptr = value_pointer(path);
+      if (!p.source.contains(ptr) || !p.source[ptr].is_number() || !node->at("value").is_number())
+        throw UsageError(prof.origin + ": machines." + machine + "." + path + ": scales no numeric parameter");
+      p.source[ptr] = p.source[ptr].get<double>() * node->at("value").get<double>();
+      continue;
+    }
+    for (const auto& [key, child] : node->items())
+      if (child.is_object()) stack.emplace_back(path.empty() ? key : path + "." + key, &child);
+  }
+  p.params = parse_params(p.source, p.origin + " on machine " + machine);
+  return p;
 }
 
 namespace {
@@ -234,7 +273,7 @@ void headline_txt(const std::string& path, const std::string& name, std::vector<
     // the GEMM under the links).
     if (p.config.mode == Mode::GemmOnly && p.config.quant == Quant::Ptpc) {
       p.scored = false;
-      p.identifies = "gemm.ptpc_efficiency_ratio";
+      p.identifies = "gemm.efficiency_ratio.ptpc";
     }
     out.push_back(p);
   });
@@ -249,6 +288,64 @@ void chunks_txt(const std::string& path, const std::string& name, std::vector<Ca
     if (!(is >> chunks >> us) || chunks < 1 || chunks > 4096 || !(us > 0)) throw UsageError("expected 'chunks us'");
     CalPoint p = point(name + ":" + std::to_string(line_no), Mode::FusedSdma, Quant::Ptpc, 8, 16384, 7168, 2048, us);
     p.config.chunks = chunks;
+    out.push_back(p);
+  });
+}
+
+// readme_*.txt: one measured cell per row, key=value tokens (tests/data/model/README.md lists the keys). `use`
+// selects the rows: "fit" the points, "check" the rows marked use=check; rows with dup= repeat another file's cell.
+void readme_rows(const std::string& path, const std::string& name, const std::string& use, std::vector<CalPoint>& out) {
+  for_each_row(path, [&](std::istringstream& is, int line_no) {
+    std::map<std::string, std::string> kv;
+    for (std::string tok; is >> tok;) {
+      const auto eq = tok.find('=');
+      if (eq == std::string::npos || eq == 0) throw UsageError("'" + tok + "' is not key=value");
+      if (!kv.emplace(tok.substr(0, eq), tok.substr(eq + 1)).second) throw UsageError("key '" + tok + "' twice");
+    }
+    const auto get = [&](const char* key) -> std::string {
+      const auto it = kv.find(key);
+      if (it == kv.end()) throw UsageError(std::string("no ") + key + "=");
+      return it->second;
+    };
+    const auto num = [&](const char* key) -> int64_t {
+      const std::string v = get(key);
+      if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos)
+        throw UsageError(std::string(key) + "=" + v + " is not a count");
+      return std::stoll(v);
+    };
+    if (kv.count("dup")) return;
+    if ((kv.count("use") && kv.at("use") == "check") != (use == "check")) return;
+    double us = 0;
+    try {
+      us = std::stod(get("us"));
+    } catch (const std::logic_error&) {
+      throw UsageError("us=" + get("us") + " is not a number");
+    }
+    if (!(us > 0)) throw UsageError("us=" + get("us") + " is not a time");
+    CalPoint p = point(name + ":" + std::to_string(line_no) + " (" + get("src") + ")", parse_mode(get("mode")),
+                       parse_quant(get("quant")), num("world"), num("m"), num("n"), num("k"), us);
+    Config& c = p.config;
+    if (kv.count("gather")) c.gather_dtype = parse_wire(get("gather"));
+    if (kv.count("transport")) c.gather_transport = parse_transport(get("transport"));
+    if (kv.count("fq")) c.fuse_quantize = num("fq") == 1;
+    if (kv.count("scatter")) c.scatter_dtype = parse_scatter_wire(get("scatter"));
+    if (kv.count("chunks")) c.chunks = int(num("chunks"));
+    if (kv.count("chunk_bands")) c.chunk_bands = int(num("chunk_bands"));
+    if (kv.count("rule")) c.chunk_rule = parse_chunk_rule(get("rule"));
+    if (kv.count("relaxed") && num("relaxed") == 1) {
+      c.relaxed_rows = true;  // M as run: the relaxed rows' padded M, a multiple of W only
+      p.shape.m = num("m_pad");
+    }
+    if (kv.count("machine")) p.machine = get("machine");
+    const std::string timing = get("timing");
+    if (timing != "graph1" && timing != "graph8")
+      throw UsageError("timing=" + timing + " is neither graph1 nor graph8");
+    p.graph_calls = timing == "graph8" ? 8 : 1;
+    validate_shape_config(p.shape, c);
+    // The padding the row says the run used must be the one the model computes.
+    if (kv.count("m_pad") && padded_m(p.shape, c) != num("m_pad"))
+      throw UsageError("m_pad=" + get("m_pad") + " but the row plan pads M=" + get("m") + " to " +
+                       std::to_string(padded_m(p.shape, c)));
     out.push_back(p);
   });
 }
@@ -287,26 +384,46 @@ void measured_json(const std::string& path, std::vector<CalPoint>& out) {
 
 }  // namespace
 
-const std::vector<FitParam>& default_fit_parameters() {
-  static const std::vector<FitParam> v{
+namespace {
+const char* const kReadmeFiles[] = {"readme_d5443336.txt", "readme_f3bff0ae.txt", "readme_retest_v2015.txt"};
+}  // namespace
+
+std::vector<FitParam> fit_parameters(const Profile& prof) {
+  std::vector<FitParam> v{
       {"gemm.tile_epilogue_us", 0, 30},
       {"gemm.achieved_efficiency", 0.05, 1},
-      {"gemm.partial_wave_compute_fraction", 0.01, 1},
-      {"gemm.mxfp8_efficiency_ratio", 0.3, 3},
-      {"gemm.ptpc_efficiency_ratio", 0.3, 3},
       {"gemm.remote_store_tile_us", 0, 100},
       {"gemm.epilogue_slowdown", 0, 2},
-      {"link.protocol_efficiency", 0.3, 1},
-      {"link.scatter_efficiency", 0.3, 1},
       {"link.lsa_efficiency", 0.3, 1},
+      {"link.remote_store_efficiency", 0.3, 1},
       {"standalone.rank_skew_us", 0, 100},
       {"sync.band_sync_us", 0, 100},
       {"sync.system_release_us", 0, 5},
-      {"gemm.k_iter_latency_us", 0, 5},
       {"cache.miss_slowdown", 0, 3},
       {"link.lsa_bytes_in_flight", 1e5, 5e6},
-      {"copy_engine.aggregate_gbps", 200, 1000},
+      {"sdma_fp8.gather_handoff_us", 0, 100},
+      {"sdma_fp8.dequantize_handoff_us", 0, 100},
   };
+  // Every quant's K loop against the base's that the profile lists (a new quant: its leaf in the profile).
+  for (const auto& [q, _] : prof.params.gemm.efficiency_ratio)
+    v.push_back({"gemm.efficiency_ratio." + to_string(q), 0.3, 3});
+  if (prof.source.contains(value_pointer("gemm.epilogue_cu_gbps"))) v.push_back({"gemm.epilogue_cu_gbps", 2, 1000});
+  if (prof.source.contains(value_pointer("gemm.relaxed_tile_us"))) v.push_back({"gemm.relaxed_tile_us", 0, 50});
+  // Every factor of another machine's rates (machine_profile), within a factor of two of this one's.
+  if (const auto m = prof.source.find("machines"); m != prof.source.end()) {
+    std::vector<std::pair<std::string, const nlohmann::json*>> stack;
+    for (const auto& [name, node] : m->items()) stack.emplace_back("machines." + name, &node);
+    while (!stack.empty()) {
+      const auto [path, node] = stack.back();
+      stack.pop_back();
+      if (!node->is_object()) continue;
+      if (node->contains("value")) {
+        v.push_back({path, 0.5, 2});
+        continue;
+      }
+      for (const auto& [key, child] : node->items()) stack.emplace_back(path + "." + key, &child);
+    }
+  }
   return v;
 }
 
@@ -318,6 +435,13 @@ std::vector<CalPoint> load_mi355x_points(const std::string& data_dir) {
   fuse_push_txt(data_dir + "/model/fuse_reduce_push.txt", "fuse_reduce_push.txt", pts);
   headline_txt(data_dir + "/model/headline_fc89289.txt", "headline_fc89289.txt", pts);
   chunks_txt(data_dir + "/model/chunks_fc89289.txt", "chunks_fc89289.txt", pts);
+  for (const char* f : kReadmeFiles) readme_rows(data_dir + "/model/" + f, f, "fit", pts);
+  return pts;
+}
+
+std::vector<CalPoint> load_mi355x_check_points(const std::string& data_dir) {
+  std::vector<CalPoint> pts;
+  for (const char* f : kReadmeFiles) readme_rows(data_dir + "/model/" + f, f, "check", pts);
   return pts;
 }
 
@@ -332,18 +456,35 @@ std::vector<LooRow> leave_one_out(const Profile& start, const std::vector<CalPoi
   const FitResult all = fit_profile(start, points, params);
   if (full_fit) *full_fit = all;
   std::vector<LooRow> rows;
-  for (const auto& pt : points) {
-    LooRow row{&pt, predicted_us(all.profile, pt) / pt.measured_us - 1.0, std::numeric_limits<double>::quiet_NaN()};
-    if (pt.scored) {
-      std::vector<const CalPoint*> others;
-      for (const auto& q : points)
-        if (&q != &pt) others.push_back(&q);
-      // Start from the full fit: the left-out point only moves the optimum, the optimum is what is scored.
-      const FitResult f = fit_points(all.profile, others, params);
-      row.loo_error = predicted_us(f.profile, pt) / pt.measured_us - 1.0;
+  for (const auto& pt : points)
+    rows.push_back({&pt, predicted_us(machine_profile(all.profile, pt.machine), pt) / pt.measured_us - 1.0,
+                    std::numeric_limits<double>::quiet_NaN()});
+  // One refit per scored point, each independent of the others: spread over the machine's cores.
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  const auto work = [&] {
+    for (std::size_t i; (i = next++) < points.size();) {
+      const CalPoint& pt = points[i];
+      if (!pt.scored) continue;
+      try {
+        std::vector<const CalPoint*> others;
+        for (const auto& q : points)
+          if (&q != &pt) others.push_back(&q);
+        // Start from the full fit: the left-out point only moves the optimum, the optimum is what is scored.
+        const FitResult f = fit_points(all.profile, others, params);
+        rows[i].loo_error = predicted_us(machine_profile(f.profile, pt.machine), pt) / pt.measured_us - 1.0;
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(failure_mutex);
+        failure = std::current_exception();
+      }
     }
-    rows.push_back(row);
-  }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned t = 1; t < std::max(1u, std::thread::hardware_concurrency()); ++t) threads.emplace_back(work);
+  work();
+  for (auto& th : threads) th.join();
+  if (failure) std::rethrow_exception(failure);
   return rows;
 }
 

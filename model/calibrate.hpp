@@ -23,6 +23,12 @@ struct CalPoint {
   // parameter undetermined: fitted, not scored. `identifies` names what it fixes.
   bool scored = true;
   std::string identifies;
+  // The measurement's timing: 1, the bench's one call per graph replay (Prediction::total_us); N, one call inside
+  // a graph of N calls (per_call_in_graph_us).
+  int graph_calls = 1;
+  // Measured on another machine and stack than the profile's (mori's retest machine "v2-015"): the profile's
+  // "machines" entry of that name scales the rates that differ there (machine_profile).
+  std::string machine;
 };
 
 // A fitted parameter: its dotted path in the profile document and the physical range it must stay in.
@@ -34,13 +40,18 @@ struct FitParam {
 // The value of the leaf {"value": v, "source": ...} at a dotted path of a profile document ("gemm.launch_us").
 nlohmann::json::json_pointer value_pointer(const std::string& dotted);
 
-// The parameters gemmar fits on an xGMI node (each with the mechanism it stands for in docs/model.md).
-const std::vector<FitParam>& default_fit_parameters();
+// The parameters gemmar fits on an xGMI node (each with the mechanism it stands for in docs/model.md), with the
+// quant ratios `prof` lists.
+std::vector<FitParam> fit_parameters(const Profile& prof);
 
 // The calibration points of the mi355x profile under `data_dir` (tests/data): mi355x_measured.json's standalone
-// totals and mori's committed sweeps copied into model/ (tests/data/model/README.md names each one's commit and path).
+// totals, mori's committed sweeps and its READMEs' tables copied into model/ (tests/data/model/README.md names each
+// one's commit and path). Rows marked use=check or dup= are not points (check_points has the former).
 // Throws UsageError naming the file and line of a malformed row.
 std::vector<CalPoint> load_mi355x_points(const std::string& data_dir);
+// The README rows marked use=check: repeats of a fitted configuration that differ only in what moves no time
+// (the workspace layouts), predicted and checked, not fitted.
+std::vector<CalPoint> load_mi355x_check_points(const std::string& data_dir);
 
 struct FitResult {
   Profile profile;           // the input profile with the fitted values in place
@@ -48,8 +59,15 @@ struct FitResult {
   int iterations = 0;
 };
 
-// The model's value for the point: its total, one phase, or the in-server layer total.
-double predicted_us(const Profile&, const CalPoint&);
+// The model's value for the point: its total (per call in its graph), one phase, or the in-server layer total.
+// `prof` is the profile of the point's machine (machine_profile).
+double predicted_us(const Profile& prof, const CalPoint&);
+
+// The profile for runs on `machine`: each leaf under the profile's "machines"."<machine>" multiplies the parameter
+// of the same path (mori's retest ran on another machine and stack whose GEMM, links and remote stores run at other
+// rates: README "2026-09-29 operator retest" :250-253 does not pool them). Empty machine: the profile itself.
+// Throws UsageError when the profile has no such machine or a leaf names no parameter.
+Profile machine_profile(const Profile&, const std::string& machine);
 
 // Levenberg-Marquardt on log(predicted / measured) over `points`, starting from `start`'s values, each
 // parameter kept inside [lo, hi].

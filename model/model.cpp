@@ -23,8 +23,10 @@ struct Ctx {
 
   Ctx(const Params& pp, const Shape& sh, const Config& cf) : p(pp), s(sh), c(cf) {
     W = s.world;
-    Mp = double(padded_m(s, c.quant));
-    S = double(slice_rows(s, c.quant));
+    // The run's row plan: M padded to W x BLOCK_M, or the wo_b profile's padding, or relaxed rows (M as given, a
+    // multiple of W only: the last band of a slice is short and a tile may straddle two owners).
+    Mp = double(padded_m(s, c));
+    S = Mp / W;
     N = double(s.n);
     K = double(s.k);
     share = p.one_device ? W : 1.0;
@@ -52,10 +54,9 @@ struct Ctx {
   double hbm_rate() const { return p.hbm.peak_gbps * p.hbm.efficiency / share; }
   double hbm_peak() const { return p.hbm.peak_gbps / share; }
 
-  // The quant's K loop against blockscale's (the profile's gemm.<quant>_efficiency_ratio), one per row of
-  // common/modes.hpp's quant table; blockscale, the calibrated base, has none. A quant added to the table without
-  // its ratio here does not build.
-  double quant_eff() const { return p.gemm.achieved_efficiency * p.gemm.efficiency_ratio(c.quant); }
+  // The quant's K loop against the base quant's (the profile's gemm.efficiency_ratio.QUANT; a quant it does not
+  // list runs at the base's rate, and predict() says so).
+  double quant_eff() const { return p.gemm.achieved_efficiency * p.gemm.ratio(c.quant); }
   // One tile's K loop at the achieved MFMA rate.
   double k_loop_us() const {
     const double bm = block_m(c.quant), bn = p.gemm.tile_n;
@@ -109,6 +110,44 @@ struct Ctx {
   }
   double c_read_slowdown() const { return 1.0 + c_miss_fraction() * p.cache.miss_slowdown; }
   double gemm_flops() const { return 2.0 * Mp * N * K; }
+  // When each row block of BLOCK_M rows (all its N tiles) is done, rank 0's rotated tile order: blocks sorted by
+  // the band their first row is in within its owner's slice, then by owner; tiles leave in waves of compute_units,
+  // a wave every wave_us after t_start; the block holding the GEMM's last tile is done at gemm_end.
+  std::vector<double> row_block_done(double t_start, double wave_us, double gemm_end) const {
+    const double bm = block_m(c.quant);
+    const auto blocks = std::size_t(std::ceil(Mp / bm));
+    const double n_tiles = std::ceil(N / p.gemm.tile_n);
+    std::vector<std::pair<std::pair<int64_t, int64_t>, std::size_t>> order;
+    for (std::size_t b = 0; b < blocks; ++b) {
+      const double row = double(b) * bm;
+      const auto owner = std::min(int64_t(W) - 1, int64_t(row / S));
+      order.push_back({{int64_t((row - double(owner) * S) / bm), owner}, b});
+    }
+    std::sort(order.begin(), order.end());
+    std::vector<double> done(blocks);
+    for (std::size_t i = 0; i < blocks; ++i) {
+      const double last_tile = double(i + 1) * n_tiles - 1;
+      done[order[i].second] =
+          i + 1 == blocks ? gemm_end
+                          : std::min(gemm_end, t_start + (std::floor(last_tile / p.gemm.compute_units) + 1) * wave_us);
+    }
+    return done;
+  }
+  double relaxed_tile_us() const {
+    GEMMAR_USAGE_CHECK(std::isfinite(p.gemm.relaxed_tile_us),
+                       "--relaxed-rows: the profile has no gemm.relaxed_tile_us, so it cannot model the epilogue's "
+                       "per-segment counts");
+    return p.gemm.relaxed_tile_us;
+  }
+  // fp8 scatter, per tile: the block re-reads its bf16 C tile and writes the e4m3 codes and one fp32 scale per row
+  // and 256 columns, at one CU's rate for its own epilogue traffic (gemm.epilogue_cu_gbps).
+  double scatter_quantize_tile_us() const {
+    GEMMAR_USAGE_CHECK(std::isfinite(p.gemm.epilogue_cu_gbps),
+                       "--scatter-dtype fp8: the profile has no gemm.epilogue_cu_gbps, so it cannot model the "
+                       "epilogue's quantize of the scatter leg");
+    const double bm = block_m(c.quant), bn = p.gemm.tile_n;
+    return us_at(bm * bn * 2 + bm * bn + bm * std::ceil(bn / 256) * 4, p.gemm.epilogue_cu_gbps);
+  }
 };
 
 Phase phase(std::string name, double us, double bytes, std::string bound) {
@@ -150,15 +189,22 @@ struct PredictionBuilder {
         N(ctx.N),
         slice_bf16(S * N * 2),
         c_bytes(ctx.Mp * N * 2),
-        scatter_bytes((W - 1) * slice_bf16),
+        fp8_scatter(c.scatter_dtype == WireDtype::Fp8),
+        scatter_bytes(fp8_scatter ? (W - 1) * fp8_scatter_slice_bytes() : (W - 1) * slice_bf16),
         fp8(uses_fp8_wire(c)),
         lsa_gather(c.gather_transport == Transport::Lsa) {}
   const Ctx& x;
   const Params& p;
   const Config& cfg;
   const double L;  // every emulated rank launches its own kernel
-  const double W, S, N, slice_bf16, c_bytes, scatter_bytes;
+  const double W, S, N, slice_bf16, c_bytes;
+  // The scatter leg: bf16 partials, or (fp8 scatter) e4m3 codes with one fp32 scale per row and 256 columns
+  // (mori kernels_fused.py @f3bff0ae, the fp8_scatter epilogue; layout.py scatter_scale_n = 256).
+  const bool fp8_scatter;
+  const double scatter_bytes;
   const bool fp8, lsa_gather;
+  static constexpr double kScatterScaleN = 256;
+  double fp8_scatter_slice_bytes() const { return S * N + S * std::ceil(N / kScatterScaleN) * 4; }
   Prediction pr;
   double lb = 0;  // sum over sequential phases of the time at peak rates
 
@@ -180,12 +226,17 @@ struct PredictionBuilder {
     const double gemm_lb =
         std::max(x.share * x.gemm_flops() / (p.gemm.peak_tflops_dense * 1e6), us_at(c_bytes, x.hbm_peak()));
     const ModeTraits& mt = traits(cfg.mode);
-    if (!mt.collective) {
-      Phase g = phase("gemm", gemm_only, c_bytes, "compute");
+    // The GEMM phase: its FLOPs, its C through HBM, its scatter bytes where the epilogue pushes them.
+    const auto gemm_phase = [&](double us, const char* bound, double link_bytes) {
+      Phase g = phase("gemm", us, c_bytes, bound);
       g.flops = x.gemm_flops();
+      g.link_bytes = link_bytes;
       g.hbm_bytes = c_bytes;
       g.ceiling_us = gemm_ceiling;
       pr.phases.push_back(g);
+    };
+    if (!mt.collective) {
+      gemm_phase(gemm_only, "compute", 0.0);
       lb += (pr.phases.back().lower_bound_us = gemm_lb);
       if (p.one_device) {
         // The one-device backend hands back each rank's partial as its output: W copy-engine copies of C,
@@ -201,21 +252,35 @@ struct PredictionBuilder {
       // One device, fused-lsa: the epilogue's stores into the owners' slots are the C write itself (same
       // HBM, same bytes), so no push tail exists.
       const bool stores_are_c = p.one_device && !sdma;
-      double gemm_f = stores_are_c ? gemm_only : gemm_only * (1.0 + p.gemm.epilogue_slowdown);
+      // fp8 scatter: after a tile's bf16 stores, its block re-reads the tile, takes each row's amax over 256
+      // columns and writes e4m3 codes and scales (kernels_fused.py @f3bff0ae, `if const_expr(fp8_scatter)`): a
+      // cost per tile, paid by every wave.
+      // Relaxed rows: a tile may straddle two owners and two chunks, and its epilogue counts every (owner, chunk)
+      // segment it intersects (kernels_fused.py @f3bff0ae: "completion counters count tile/segment
+      // intersections"), a device-scope atomic each: gemm.relaxed_tile_us more per tile, paid by every wave.
+      const double quantize_tile_us =
+          (fp8_scatter ? x.scatter_quantize_tile_us() : 0.0) + (cfg.relaxed_rows && sdma ? x.relaxed_tile_us() : 0.0);
+      double gemm_f =
+          stores_are_c ? gemm_only : gemm_only * (1.0 + p.gemm.epilogue_slowdown) + x.waves() * quantize_tile_us;
       // Pushes start when the first wave of tiles is done (after the launch and the K-proportional fill; on one
       // device the W ranks' GEMMs start at once, so one launch and one fill).
-      const double wave_us = x.tile_us() * (1.0 + p.gemm.epilogue_slowdown);
+      const double wave_us = x.tile_us() * (1.0 + p.gemm.epilogue_slowdown) + quantize_tile_us;
       const double t_start = p.gemm.launch_us + x.gemm_fill_us();
-      const double wire_rate = (sdma ? x.sdma_rate() : x.cu_rate()) * p.link.scatter_efficiency;
+      // The scatter leg's rate: copy-engine puts, or (fused-lsa) the epilogue's CU stores into the peers' slots.
+      const double wire_rate =
+          sdma ? x.sdma_rate() * p.link.scatter_efficiency : x.cu_rate() * p.link.remote_store_efficiency;
       // fused-sdma over a link follows mori's chunk protocol (bench_gemm_ar.py @fc892894, "Pushes per
-      // destination. This is the whole overlap mechanism"): each destination's slice leaves in `chunks` puts, and
-      // under the rotated tile order every wave works on every destination's rows, so chunk c of every
-      // destination is done with the wave that holds its last tile, at (c + 1) / chunks of the tiles. One chunk
-      // waits for the whole GEMM ("with one chunk the fused path overlaps nothing at all": its drain is the split
-      // scatter). fused-sdma on one device: below (puts_after_gemm).
+      // destination. This is the whole overlap mechanism"): each destination's slice leaves in the chunk plan's
+      // puts (common/config.hpp chunk_plan: the bench's or the op's chunk rule, or --chunk-bands' bands per put
+      // with a short last one), and under the rotated tile order every wave works on every destination's rows,
+      // so chunk c of every destination is done with the wave that holds the last tile of its bands, at
+      // (first band + bands of c) / bands of the tiles. One chunk waits for the whole GEMM ("with one chunk the
+      // fused path overlaps nothing at all": its drain is the split scatter). An fp8 scatter puts its scales
+      // after each payload (a second put). fused-sdma on one device: below (puts_after_gemm).
       const bool chunked = sdma && !p.one_device;
-      const double chunks = chunked ? effective_chunks(x.s, cfg) : 0.0;
-      const double puts_per_queue = chunked ? chunks : 0.0;
+      const ChunkPlan plan = chunk_plan(x.s, cfg);
+      const double puts_per_chunk = fp8_scatter ? 2.0 : 1.0;
+      const double puts_per_queue = chunked ? plan.chunks * puts_per_chunk : 0.0;
       const double push_us = puts_per_queue * p.copy_engine.per_put_us + us_at(scatter_bytes, wire_rate);
       // fused-lsa over a link, where the profile says so: each CU's remote stores of a tile complete (a
       // round trip over the link) before it starts its next tile, so the push adds to the GEMM instead of
@@ -235,24 +300,41 @@ struct PredictionBuilder {
       if (puts_after_gemm) {
         tail = copy_engine_scatter_us();
       } else if (chunked) {
-        // The peer queues run their puts one after another: chunk c leaves at max(its tiles done, chunk c-1 sent).
-        const double put_us = p.copy_engine.per_put_us + us_at(scatter_bytes / chunks, wire_rate);
-        double sent = 0.0;
-        for (int c = 0; c < int(chunks); ++c) {
-          const double waves_done = std::ceil((c + 1) * x.tiles() / chunks / p.gemm.compute_units);
-          const double ready = c + 1 == int(chunks) ? gemm_f : std::min(gemm_f, t_start + waves_done * wave_us);
-          sent = std::max(ready, sent) + put_us;
+        // Each destination's queue runs its puts one after another: chunk c of destination d leaves at max(the
+        // last tile holding its rows done, chunk c-1 sent), its bytes the rows of its bands (the last band of a
+        // relaxed-rows slice is short) at d's share of the links. Under relaxed rows a row block straddles two
+        // owners and sorts by its first row's band, so the first band of the next owner waits for a block of the
+        // previous owner's last band: most chunks are ready only at the GEMM's end (mori kernels_fused.py
+        // @f3bff0ae, the relaxed tile order: "tiles sorted by (t*BLOCK_M % slice_rows)//BLOCK_M, then the
+        // rotated owner").
+        // The elected block submits a chunk's put when the chunk's count completes, so a queue takes its chunks in
+        // the order they are ready, not by index.
+        const std::vector<double> done = x.row_block_done(t_start, wave_us, gemm_f);
+        const double bm = block_m(cfg.quant);
+        double sent_last = 0.0;
+        for (int d = 1; d < int(W); ++d) {              // rank 0's view; destination 0 is its own slice
+          std::vector<std::pair<double, double>> puts;  // (ready, rows)
+          for (int c = 0; c < plan.chunks; ++c) {
+            const double lo = d * S + std::min(S, double(plan.first_band(c)) * bm);
+            const double hi = d * S + std::min(S, double(plan.first_band(c) + plan.band_count(c)) * bm);
+            double ready = 0.0;
+            for (auto blk = int64_t(lo / bm); blk < int64_t(std::ceil(hi / bm)) && blk < int64_t(done.size()); ++blk)
+              ready = std::max(ready, done[std::size_t(blk)]);
+            puts.push_back({ready, hi - lo});
+          }
+          std::sort(puts.begin(), puts.end());
+          double sent = 0.0;
+          for (const auto& [ready, rows] : puts)
+            sent = std::max(ready, sent) + puts_per_chunk * p.copy_engine.per_put_us +
+                   us_at(scatter_bytes / (W - 1) * rows / S, wire_rate / (W - 1));
+          sent_last = std::max(sent_last, sent);
         }
+        const double sent = sent_last;
         tail = std::max(0.0, sent - gemm_f);
       } else if (!stores_are_c && !stores_serialize) {
         tail = std::max(0.0, t_start + wave_us + push_us - gemm_f);
       }
-      Phase g = phase("gemm", gemm_f, c_bytes, tail > 0 && !puts_after_gemm ? "link" : "compute");
-      g.flops = x.gemm_flops();
-      g.link_bytes = scatter_bytes;
-      g.hbm_bytes = c_bytes;
-      g.ceiling_us = gemm_ceiling;
-      pr.phases.push_back(g);
+      gemm_phase(gemm_f, tail > 0 && !puts_after_gemm ? "link" : "compute", scatter_bytes);
       Phase d = phase("drain", tail + p.sync.barrier_us, scatter_bytes * std::min(1.0, tail / push_us),
                       tail > 0 ? "link" : "latency");
       d.link_bytes = d.bytes;
@@ -264,11 +346,7 @@ struct PredictionBuilder {
       const double scatter_lb = stores_are_c ? 0.0 : us_at(scatter_bytes, x.link_peak_raw());
       lb += (pr.phases.back().lower_bound_us = std::max(gemm_lb, scatter_lb));
     } else {
-      Phase g = phase("gemm", gemm_only, c_bytes, "compute");
-      g.flops = x.gemm_flops();
-      g.hbm_bytes = c_bytes;
-      g.ceiling_us = gemm_ceiling;
-      pr.phases.push_back(g);
+      gemm_phase(gemm_only, "compute", 0.0);
       lb += (pr.phases.back().lower_bound_us = gemm_lb);
       if (mt.scatter_by_copy_engine) {
         Phase sc = phase("scatter", copy_engine_scatter_us() + p.sync.barrier_us, scatter_bytes, "link");
@@ -318,8 +396,9 @@ struct PredictionBuilder {
 
   // The owner's reduce of its slice (+ the fp8 wire's quantize, or both in one kernel).
   void reduce() {
-    // --- reduce (+ quantize)
-    const double reduce_b = W * slice_bf16 + slice_bf16;
+    // --- reduce (+ quantize). Under an fp8 scatter it reads the W slots' codes and scales, its own included, and
+    // widens them (kernels_sdma.py sdma_reduce @f3bff0ae, `if cfg.fp8_scatter`); it still writes bf16.
+    const double reduce_b = W * (fp8_scatter ? fp8_scatter_slice_bytes() : slice_bf16) + slice_bf16;
     const double q_b = 2 * slice_bf16 + S * N + 4 * S;  // reads the bf16 slice twice, writes e4m3 + scales
     if (fp8 && cfg.fuse_quantize) {
       // One wave per row for the per-row amax: the kernel's memory parallelism is S waves (Little's law).
@@ -452,13 +531,21 @@ Prediction predict(const Profile& prof, const Shape& shape, const Config& config
   Config cfg = effective_config(config);
   std::vector<std::string> notes;
   bool fused_engaged = true;
-  if (is_fused(cfg.mode) && double(shape.m) < prof.params.fused_min_m) {
+  // Below fused_min_m the engine runs the split path (SPEC 1); a run that asked for a knob only the fused epilogue
+  // takes (an fp8 scatter, --chunk-bands, relaxed rows, the op's chunk rule or schedule: mori's op and its
+  // harness run the fused epilogue at any M) did run fused.
+  const bool fused_only_knobs = cfg.scatter_dtype == WireDtype::Fp8 || cfg.chunk_bands > 0 || cfg.relaxed_rows ||
+                                cfg.schedule == Schedule::WoB || cfg.chunk_rule == ChunkRule::Op;
+  if (is_fused(cfg.mode) && double(shape.m) < prof.params.fused_min_m && !fused_only_knobs) {
     fused_engaged = false;
     std::ostringstream os;
     os << "the fused path engages only at M >= " << prof.params.fused_min_m << ": modeled as split-sdma";
     notes.push_back(os.str());
     cfg.mode = Mode::SplitSdma;
   }
+  if (!prof.params.gemm.has_ratio(cfg.quant))
+    notes.push_back(prof.origin + " has no gemm.efficiency_ratio." + to_string(cfg.quant) + ": the " +
+                    to_string(cfg.quant) + " GEMM is modeled at " + to_string(base_quant()) + "'s rate");
   if (cfg.mode == Mode::FusedSdma && !prof.params.one_device && cfg.chunks > 0 &&
       effective_chunks(shape, cfg) != cfg.chunks) {
     const int64_t bm = block_m(cfg.quant);
@@ -487,6 +574,14 @@ Prediction predict(const Profile& prof, const Shape& shape, const Config& config
   GEMMAR_CHECK(pr.lower_bound_us > 0 && pr.lower_bound_us <= pr.total_us, "lower bound ", pr.lower_bound_us,
                " above the prediction ", pr.total_us);
   return pr;
+}
+
+double per_call_in_graph_us(const Prediction& pr, int calls) {
+  GEMMAR_USAGE_CHECK(calls >= 1, "calls per graph: ", calls, " must be >= 1");
+  double skew = 0.0;
+  for (const auto& ph : pr.phases)
+    if (ph.name == "skew") skew = ph.us;
+  return pr.total_us - skew * (1.0 - 1.0 / calls);
 }
 
 Sweep sweep_pull_blocks(const Profile& prof, const Shape& shape, const Config& config, const std::vector<int>& values) {

@@ -40,6 +40,15 @@ struct Profile {
   Basis basis = Basis::Ceiling;
   bool basis_stated = false;
   std::string basis_source;  // the key's "source" note, or why the default was taken
+  // The devices this profile is the default for ("devices" in the profile): case-insensitive substrings of the
+  // device's name (`family`: a vendor's catch-all, matched only when no profile's `names` match), whether it models
+  // ranks that own a device each or share one, and whether it is the profile of the CPU emulation and of a device
+  // no profile names (exactly one built-in profile is).
+  struct Devices {
+    std::vector<std::string> names, family;
+    enum class Ranks { Any, Own, Shared } ranks = Ranks::Any;
+    bool fallback = false;
+  } devices;
   // The physical parameters, validated (model/profile.hpp).
   Params params;
   std::string origin;  // "profiles/NAME.json" or the file path: what error messages name
@@ -47,8 +56,19 @@ struct Profile {
 
 std::string to_string(Profile::Basis);  // "implementation" | "ceiling"
 
-// The embedded profile names (mi300x, mi355x, h200, h200-1gpu).
+// The embedded profile names (mi300x, mi355x, h200, h200-1gpu): every model/profiles/*.json.
 std::vector<std::string> builtin_profile_names();
+// The built-in names for a help text, "mi355x|h200|...": the fallback profile first. The overload takes the
+// profiles (name -> JSON text) instead of the embedded ones.
+std::string profile_choices();
+std::string profile_choices(const std::map<std::string, std::string>& profiles);
+// The profile a run defaults to: on backend "gpu", the profile whose "devices" name the device (the longest name
+// that the device's contains; a "family" name only when no name matches) and fit its ranks per device; otherwise,
+// and for a device no profile names, the profile marked "fallback". The overload takes the profiles (name -> JSON text)
+// instead of the embedded ones.
+std::string default_profile_for(const std::string& backend, const std::string& device, int ranks_per_device);
+std::string default_profile_for(const std::map<std::string, std::string>& profiles, const std::string& backend,
+                                const std::string& device, int ranks_per_device);
 
 // name: mi355x|mi300x|h200|h200-1gpu (embedded) or a path to a JSON file.
 Profile load_profile(const std::string& name_or_file);
@@ -88,6 +108,12 @@ struct Prediction {
 };
 
 Prediction predict(const Profile&, const Shape&, const Config&);
+
+// One call's time inside a graph of `calls` back-to-back calls (mori's 8-call feature harness, README "2026-09-29
+// operator retest" :186), where total_us is the bench's one call per graph replay: the ranks start a replay
+// unsynchronised, and only the first call of the graph waits out that skew (the later ones start as the previous
+// call's gather ends on every rank), so each call carries 1/calls of the "skew" phase.
+double per_call_in_graph_us(const Prediction&, int calls);
 
 struct SweepPoint {
   int value;

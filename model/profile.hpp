@@ -12,7 +12,10 @@
 
 namespace gemmar::model {
 
-enum class Medium { Xgmi, Nvlink, Hbm };  // hbm: the W ranks are emulated on one device
+enum class Medium { Xgmi, Nvlink, Hbm };
+
+// The quant whose K loop gemm.achieved_efficiency is (the first row of the quant table); the others are ratios to it.
+constexpr Quant base_quant() { return kQuantTable[0].quant; }  // hbm: the W ranks are emulated on one device
 
 struct Params {
   bool one_device = false;  // all W ranks' kernels and traffic share one device
@@ -23,7 +26,7 @@ struct Params {
     // fp8_tflops_dense is a measured vendor rate (h200, h200-1gpu: the GEMM term is the vendor ceiling) needs it,
     // or a GEMM faster than that vendor's reads as "below what moving its bytes takes" (FASTER_THAN_PHYSICS).
     double peak_tflops_dense = 0;
-    double ptpc_efficiency_ratio = 1, mxfp8_efficiency_ratio = 1, launch_us = 0, epilogue_slowdown = 0;
+    double launch_us = 0, epilogue_slowdown = 0;
     // Optional (absent: 0 and 1, a whole wave per started wave). A tile's fixed cost beside its K loop (the C
     // store and the prologue), and the part of a tile's K loop that does not speed up when only part of the
     // CUs run (the MFMA issue): the rest is memory time, shared by the tiles in flight, so a last wave of
@@ -36,18 +39,20 @@ struct Params {
     // state of tile waves (the first wave's pipeline fill, the last wave's drain): a fixed cost proportional to
     // K, paid before the first tile is done too (the fused path's first push) (docs/model.md "GEMM").
     double k_iter_latency_us = 0, block_k = 128;
-    // The quant's achieved MFMA efficiency against blockscale's (1 for blockscale): the one place that maps a
-    // quant to its ratio field, for the model and the profile's checks.
-    double efficiency_ratio(Quant q) const {
-      switch (q) {
-        case Quant::Ptpc:
-          return ptpc_efficiency_ratio;
-        case Quant::Mxfp8:
-          return mxfp8_efficiency_ratio;
-        case Quant::Blockscale:
-          break;
-      }
-      return 1.0;
+    // Optional (absent, NaN: an fp8 scatter cannot be modeled). One CU's rate for its epilogue's own traffic: the
+    // fp8 scatter re-reads a finished bf16 tile and writes its e4m3 codes and scales before the block exits.
+    double epilogue_cu_gbps = std::numeric_limits<double>::quiet_NaN();
+    // Optional (absent, NaN: relaxed rows cannot be modeled). Relaxed rows: what a tile's epilogue pays more for
+    // counting each (owner, chunk) segment it intersects.
+    double relaxed_tile_us = std::numeric_limits<double>::quiet_NaN();
+    // "gemm.efficiency_ratio": {QUANT: leaf}: each quant's achieved MFMA rate against the base quant's (the first
+    // row of common/modes.hpp's quant table, blockscale, whose rate is achieved_efficiency). A quant the profile
+    // does not list runs at the base's rate, and the prediction says so (Prediction::notes).
+    std::map<Quant, double> efficiency_ratio;
+    bool has_ratio(Quant q) const { return q == base_quant() || efficiency_ratio.count(q) != 0; }
+    double ratio(Quant q) const {
+      const auto it = efficiency_ratio.find(q);
+      return it == efficiency_ratio.end() ? 1.0 : it->second;
     }
   } gemm;
   struct {
@@ -68,6 +73,9 @@ struct Params {
     // Optional (absent: 1): the split-lsa all-reduce kernel's CU loads over the links, as a fraction of the
     // protocol rate (its grid and loads in flight, kernels_lsa.py ar_2stage).
     double lsa_efficiency = 1;
+    // Optional (absent: scatter_efficiency): fused-lsa's push, the GEMM epilogue's CU stores into the peers'
+    // receive slots, as a fraction of the protocol rate.
+    double remote_store_efficiency = 1;
     // Optional (absent: unbounded): the split-lsa kernel's bytes of remote loads in flight per rank (its grid x
     // loads per thread), whose Little's-law rate binds when its loads miss the peer's cache.
     double lsa_bytes_in_flight = std::numeric_limits<double>::infinity();

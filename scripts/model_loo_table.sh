@@ -2,7 +2,8 @@
 # Regenerates docs/model.md's leave-one-out table (between the two "loo-table" markers) from the calibration
 # points: fits the mi355x profile on all of them, then once per point without it (build/gemmar_calibrate).
 #   scripts/model_loo_table.sh [BUILD_DIR]          (default build-ci)
-# With WRITE_PROFILE=1 it also writes the fitted values and per-mode bands into model/profiles/mi355x.json.
+# With WRITE_PROFILE=1 it also writes the fitted values (not the per-mode bands, which are held) into
+# model/profiles/mi355x.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-ci}

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <sstream>
 
 #include "common/errors.hpp"
 #include "model/model.hpp"
@@ -135,4 +136,106 @@ TEST(ModelProfile, UnknownNameAndBadJsonAreUsageErrors) {
   std::ofstream(path) << "{\"name\": ";
   EXPECT_NE(error_of([&] { model::load_profile(path.string()); }).find("not valid JSON"), std::string::npos);
   std::filesystem::remove(path);
+}
+
+// Quants are data: the ratios are keyed by quant name, the base quant (achieved_efficiency's) takes none, a name
+// that is no quant is refused, and a quant the profile does not list is predicted at the base's rate with a note.
+TEST(ModelProfile, EfficiencyRatiosAreKeyedByQuant) {
+  const auto prof = model::load_profile("mi355x");
+  EXPECT_DOUBLE_EQ(prof.params.gemm.ratio(Quant::Ptpc),
+                   prof.source["gemm"]["efficiency_ratio"]["ptpc"]["value"].get<double>());
+  EXPECT_DOUBLE_EQ(prof.params.gemm.ratio(Quant::Blockscale), 1.0);
+  struct Case {
+    std::function<void(json&)> mutate;
+    std::string expect;
+  };
+  const std::vector<Case> cases{
+      {[](json& d) {
+         d["gemm"]["efficiency_ratio"]["fp4"] = {{"value", 1.0}, {"source", "x"}};
+       },
+       "gemm.efficiency_ratio.fp4: not a quant"},
+      {[](json& d) {
+         d["gemm"]["efficiency_ratio"]["blockscale"] = {{"value", 1.0}, {"source", "x"}};
+       },
+       "gemm.efficiency_ratio.blockscale: the base quant's rate is gemm.achieved_efficiency"},
+      {[](json& d) { d["gemm"]["efficiency_ratio"]["mxfp8"]["value"] = 9.0; },
+       "gemm.efficiency_ratio.mxfp8: pushes the achieved efficiency above dense peak"},
+      {[](json& d) { d["gemm"]["efficiency_ratio"]["ptpc"].erase("source"); }, "gemm.efficiency_ratio.ptpc.source"},
+      {[](json& d) { d["gemm"]["efficiency_ratio"] = 1.5; }, "gemm.efficiency_ratio: must be an object"},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    json doc = prof.source;
+    cases[i].mutate(doc);
+    const auto path = write_temp(doc, "ratio" + std::to_string(i));
+    const std::string e = error_of([&] { model::load_profile(path); });
+    EXPECT_NE(e.find(cases[i].expect), std::string::npos) << "case " << i << ": " << e;
+    std::filesystem::remove(path);
+  }
+  json doc = prof.source;
+  doc["gemm"]["efficiency_ratio"].erase("mxfp8");
+  const auto path = write_temp(doc, "nomxfp8");
+  const auto without = model::load_profile(path);
+  std::filesystem::remove(path);
+  Shape s;
+  s.world = 4;
+  s.n = 5120;
+  Config c;
+  c.mode = Mode::GemmOnly;
+  c.quant = Quant::Mxfp8;
+  const auto pr = model::predict(without, s, c);
+  ASSERT_EQ(pr.notes.size(), 1u);
+  EXPECT_NE(pr.notes[0].find("has no gemm.efficiency_ratio.mxfp8"), std::string::npos) << pr.notes[0];
+  EXPECT_GT(pr.total_us, model::predict(prof, s, c).total_us);  // mxfp8's K loop is faster than blockscale's
+  EXPECT_TRUE(model::predict(prof, s, c).notes.empty());
+}
+
+// Profiles are data all the way: the help lists the built-in names and each profile says which devices it is the
+// default for, so one more file in model/profiles/ appears in both (the file glob embeds it).
+TEST(ModelProfile, DevicesAndHelpComeFromTheProfiles) {
+  EXPECT_EQ(model::profile_choices(), "mi355x|h200|h200-1gpu|mi300x");
+  EXPECT_EQ(model::default_profile_for("gpu", "AMD Instinct MI355X", 1), "mi355x");
+  EXPECT_EQ(model::default_profile_for("gpu", "gfx942", 1), "mi300x");
+  EXPECT_EQ(model::default_profile_for("gpu", "NVIDIA H100 80GB HBM3", 1), "h200");
+  EXPECT_EQ(model::default_profile_for("gpu", "NVIDIA H200", 8), "h200-1gpu");
+  EXPECT_EQ(model::default_profile_for("gpu", "Some Future GPU", 1), "mi355x");
+  EXPECT_EQ(model::default_profile_for("cpu", "AMD Instinct MI300X", 1), "mi355x");
+
+  json doc = model::load_profile("mi355x").source;
+  doc["name"] = "b300";
+  doc["devices"] = {{"value", {{"names", {"B300", "blackwell ultra"}}, {"ranks", "own"}}},
+                    {"source", "a test's profile file"}};
+  const auto path = write_temp(doc, "b300");
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::filesystem::remove(path);
+  auto profiles = model::embedded_profiles();
+  profiles["b300"] = text.str();
+  EXPECT_EQ(model::profile_choices(profiles), "mi355x|b300|h200|h200-1gpu|mi300x");
+  EXPECT_EQ(model::default_profile_for(profiles, "gpu", "NVIDIA B300 SXM6", 1), "b300");
+  // A name beats a family ("nvidia", h200's catch-all); with several ranks per device b300 does not fit.
+  EXPECT_EQ(model::default_profile_for(profiles, "gpu", "NVIDIA B300 SXM6", 2), "h200-1gpu");
+  EXPECT_EQ(model::default_profile_for(profiles, "gpu", "NVIDIA H200", 1), "h200");
+
+  // Two profiles that name a device as well as each other are a fault of the profiles.
+  doc["devices"]["value"]["names"] = {"h200"};
+  doc["devices"]["value"]["ranks"] = "any";
+  const auto clash = write_temp(doc, "clash");
+  std::ifstream clash_in(clash);
+  std::ostringstream clash_text;
+  clash_text << clash_in.rdbuf();
+  std::filesystem::remove(clash);
+  profiles["b300"] = clash_text.str();
+  try {
+    model::default_profile_for(profiles, "gpu", "NVIDIA H200", 1);
+    ADD_FAILURE() << "a tie between two profiles must not pick one";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("matches profiles"), std::string::npos) << e.what();
+  }
+
+  doc["devices"]["value"]["ranks"] = "some";
+  const auto bad = write_temp(doc, "b300bad");
+  EXPECT_NE(error_of([&] { model::load_profile(bad); }).find("devices.ranks: 'some' is none of any|own|shared"),
+            std::string::npos);
+  std::filesystem::remove(bad);
 }

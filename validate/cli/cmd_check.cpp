@@ -135,9 +135,9 @@ po::options_description check_options_description() {
   po::options_description desc("gemmar check options");
   desc.add_options()("input", po::value<std::vector<std::string>>()->multitoken(), "log files to read ('-' = stdin)")(
       "profile", po::value<std::string>(),
-      "model profile (mi355x|mi300x|h200|h200-1gpu|FILE); overrides the "
-      "runs' own profile field; default mi355x")("pull-blocks", po::value<int>(),
-                                                 "pull grid for runs that carry no pull_blocks (default 64)")(
+      ("model profile (" + model::profile_choices() +
+       "|FILE); overrides the runs' own profile field; default: the profile of the run's device")
+          .c_str())("pull-blocks", po::value<int>(), "pull grid for runs that carry no pull_blocks (default 64)")(
       "world", po::value<int>()->default_value(8), "world_size for records that carry none (older benchmarks)")(
       "expect", po::value<int>(), "fail each input that holds fewer than N runs")(
       "baseline", po::value<std::vector<std::string>>(), "log of baseline runs, matched by shape and config")(

@@ -124,8 +124,8 @@ int cmd_model(const Args& args_in) {
   if (sweep) args.erase(args.begin());
 
   po::options_description desc(sweep ? "gemmar model sweep options" : "gemmar model options");
-  desc.add_options()("profile", po::value<std::string>()->default_value("mi355x"),
-                     "mi355x|mi300x|h200|h200-1gpu or a profile JSON file");
+  desc.add_options()("profile", po::value<std::string>()->default_value(model::default_profile_for("cpu", "", 1)),
+                     (model::profile_choices() + " or a profile JSON file").c_str());
   if (sweep)
     desc.add_options()("param", po::value<std::string>()->default_value("pull-blocks"), "swept parameter: pull-blocks")(
         "values", po::value<std::string>(), "comma-separated values (default 8,12,16,...,1024)");

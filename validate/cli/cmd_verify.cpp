@@ -20,10 +20,10 @@ int cmd_verify(const Args& args) {
       "output rows checked, stratified over every rank's slice; 0 = every row (a row-subset dump: its rows)")(
       "seed", po::value<uint64_t>()->default_value(1234), "seed of the row sampling")(
       "profile", po::value<std::string>(),
-      "model profile (mi355x|mi300x|h200|h200-1gpu|FILE); default: the dump's "
-      "profile metadata, else by its device, else mi355x")(
-      "floors-at-run-m", po::bool_switch()->default_value(false),
-      "derive the floors at the run's own M (default: once per N, K, W, quant at M=16384)");
+      ("model profile (" + model::profile_choices() +
+       "|FILE); default: the dump's profile metadata, else the profile of its device")
+          .c_str())("floors-at-run-m", po::bool_switch()->default_value(false),
+                    "derive the floors at the run's own M (default: once per N, K, W, quant at M=16384)");
   add_common_options(desc);
   po::positional_options_description pos;
   pos.add("input", -1);

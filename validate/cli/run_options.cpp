@@ -5,6 +5,7 @@
 
 #include "common/atomic_file.hpp"
 #include "common/errors.hpp"
+#include "model/model.hpp"
 #include "reference/guard_sample.hpp"
 #include "validate/cli/baseline.hpp"
 #include "validate/cli/data_dir.hpp"
@@ -198,8 +199,10 @@ void add_run_options(po::options_description& d, RunCommand cmd) {
       "GPU: the GEMM of gemm-only and the split modes: gemmar|cublaslt (NVIDIA; fused modes keep gemmar's, whose "
       "epilogue pushes tiles); fused runs are also compared with the vendor GEMM + the split all-reduce")(
       "profile", po::value<std::string>()->default_value(""),
-      "model profile to judge against (default: from the backend and device: mi355x/mi300x on AMD, h200 on "
-      "NVIDIA, h200-1gpu for W ranks on one NVIDIA device, mi355x for the CPU emulation)")(
+      ("model profile to judge against (" + model::profile_choices() +
+       "|FILE; default: the profile whose \"devices\" name the device and its ranks per device, the fallback " +
+       model::default_profile_for("cpu", "", 1) + " for the CPU emulation and unnamed devices)")
+          .c_str())(
       "guard", po::bool_switch()->default_value(false),
       "also judge every checked call (GPU: every replay) by the per-call guard's checksums alone (docs/guard.md): "
       "GUARD_* findings")("guard-sample", po::value<int>()->default_value(32),

@@ -359,7 +359,7 @@ RunRecord make_record(const Ctx& c, const VerifyResult& res, const Sampled& s,
   const std::string device = dump::meta_get(c.f0, "device", false);
   if (!device.empty()) rec.device = device;
   const std::string profile = dump::meta_get(c.f0, "profile", false);
-  rec.profile = !profile.empty() ? profile : !device.empty() ? default_profile("gpu", device, 1) : "mi355x";
+  rec.profile = !profile.empty() ? profile : default_profile("gpu", device, 1);
   rec.checked_rows = int64_t(res.rows.size());
   const std::string seed = dump::meta_get(c.f0, "seed", false);
   if (!seed.empty()) rec.seed = uint64_t(dump::meta_int(c.f0, "seed", seed, 0, std::numeric_limits<int64_t>::max()));

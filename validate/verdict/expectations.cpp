@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/errors.hpp"
+#include "model/calibrate.hpp"
 #include "validate/verdict/verdict.hpp"
 
 namespace gemmar {
@@ -28,8 +29,9 @@ ModelCache& model_cache() {
 
 std::string cache_key(const std::string& profile, const Shape& s, const Config& c) {
   std::ostringstream os;
+  // config_label names the knobs that change the arithmetic but not the asked chunk count or the logical M.
   os << profile << '|' << s.m << ',' << s.n << ',' << s.k << ',' << s.world << '|' << config_label(c) << '|'
-     << c.pull_blocks;
+     << c.pull_blocks << '|' << c.chunks << '|' << c.logical_m;
   return os.str();
 }
 
@@ -63,7 +65,21 @@ model::Sweep sweep_cached(const std::string& pname, const model::Profile& p, con
                 [&] { return model::sweep_pull_blocks(p, s, cfg, model::default_pull_grid()); });
 }
 
-bool contains(const std::string& haystack, const char* needle) { return haystack.find(needle) != std::string::npos; }
+// The slowest prediction over the profile's other machines (model::machine_profile), where it is slower.
+void slowest_machine(const std::string& pname, const model::Profile& p, const Shape& s, Expectations& e) {
+  const auto machines = p.source.find("machines");
+  if (machines == p.source.end() || !machines->is_object()) return;
+  for (const auto& [name, _] : machines->items()) {
+    const std::string key = pname + "@" + name;
+    const auto mp = cached(model_cache().profiles, key,
+                           [&] { return std::make_shared<const model::Profile>(model::machine_profile(p, name)); });
+    const double t = predict_cached(key, *mp, s, e.config).total_us;
+    if (t > std::max(e.prediction->total_us, e.slowest_machine_total_us)) {
+      e.slowest_machine = name;
+      e.slowest_machine_total_us = t;
+    }
+  }
+}
 
 }  // namespace
 
@@ -80,15 +96,9 @@ bool scatter_fp8(const RunRecord& r) {
          (r.raw.is_object() && r.raw.contains("scatter_dtype") && r.raw["scatter_dtype"] == "fp8");
 }
 
+// The profiles say which devices they are the default for ("devices" in model/profiles/*.json).
 std::string default_profile(const std::string& backend, const std::string& device, int ranks_per_device) {
-  if (backend != "gpu") return "mi355x";
-  std::string d;
-  for (char c : device) d += char(std::tolower(static_cast<unsigned char>(c)));
-  if (contains(d, "mi300") || contains(d, "gfx942")) return "mi300x";
-  if (contains(d, "mi355") || contains(d, "mi350") || contains(d, "gfx950")) return "mi355x";
-  if (contains(d, "nvidia") || contains(d, "h100") || contains(d, "h200") || contains(d, "h800"))
-    return ranks_per_device > 1 ? "h200-1gpu" : "h200";
-  return "mi355x";
+  return model::default_profile_for(backend, device, ranks_per_device);
 }
 
 Expectations expectations_for(const RunRecord& r, const JudgeOptions& o) {
@@ -131,14 +141,14 @@ Expectations expectations_for(const RunRecord& r, const JudgeOptions& o) {
     e.profile_error = err.what();
     return e;
   }
-  if (scatter_fp8(r)) {
-    // The model prices the scatter leg in bf16 (twice the fp8 scatter's bytes): judging the time against it would
-    // call a healthy fp8-scatter run slow or fast for the wrong reason.
-    e.model_error = "the model does not price an fp8 scatter (--scatter-dtype fp8) yet";
-    return e;
-  }
+  // A record that names its fp8 scatter only in the raw line (scatter_dtype) is priced with it: the model charges
+  // the scatter leg its e4m3 codes and scales and the epilogue's quantize (docs/model.md "fp8 scatter").
+  if (scatter_fp8(r)) e.config.scatter_dtype = WireDtype::Fp8;
   try {
     e.prediction = predict_cached(e.profile_name, *e.profile, r.shape, e.config);
+    // The profile's other machines are stacks as well as nodes (v2-015: MORI fd35a5ec, whose bench prints its
+    // quant): a record whose quant had to be inferred came from a bench before --quant and so not from them.
+    if (r.quant_inference.empty()) slowest_machine(e.profile_name, *e.profile, r.shape, e);
     if (has_pull(eff)) {
       e.pull_sweep = sweep_cached(e.profile_name, *e.profile, r.shape, e.config);
       double best = INFINITY;

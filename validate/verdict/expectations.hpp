@@ -57,6 +57,11 @@ struct Expectations {
   std::string profile_error;
   std::optional<model::Prediction> prediction;
   std::string model_error;
+  // The slowest of the other machines the profile was calibrated on (its "machines": mori's retest node v2-015,
+  // another MI355X node and stack): a run there is healthy too, so SLOWER_THAN_MODEL compares with the slower of
+  // the two. Empty name and 0 when the profile lists none or none is slower than `prediction`.
+  std::string slowest_machine;
+  double slowest_machine_total_us = 0;
   std::optional<model::Sweep> pull_sweep;  // for configs with a pull (fp8 wire over CU loads)
   double pull_sweep_best_us = 0;           // the model's total at the optimum
   double pull_at_grid_us = 0;              // the model's total at the record's own grid

@@ -138,9 +138,14 @@ Hits slower_than_model(const RunRecord& r, const Basis& b) {
   const double band = b.e.profile->band(b.cfg.mode);  // the mode's measured leave-one-out error + spread
   const double t = *b.time_us;
   const double expected_total = tb.pred.total_us + tb.launch_extra;
-  if (t <= expected_total * (1.0 + band)) return {};
-  const std::string msg = us(t) + " is " + pct(t / expected_total - 1.0) + " over the model's " + us(expected_total) +
-                          (tb.eager ? " (eager: with the launches)" : "") + " (band " + pct(band).substr(1) + ")";
+  // Healthy on another machine the profile was calibrated on (a full run only: its phases are the profile's own).
+  const bool other = !tb.stopped_early && b.e.slowest_machine_total_us > tb.pred.total_us;
+  const double slowest = other ? b.e.slowest_machine_total_us + tb.launch_extra : expected_total;
+  if (t <= slowest * (1.0 + band)) return {};
+  const std::string msg =
+      us(t) + " is " + pct(t / expected_total - 1.0) + " over the model's " + us(expected_total) +
+      (tb.eager ? " (eager: with the launches)" : "") + " (band " + pct(band).substr(1) +
+      (other ? "; " + us(slowest) + " on " + b.e.slowest_machine + ", the slowest machine it knows" : "") + ")";
   // With phases in the record the slow phase is named; only when it is the pull (or the record has no
   // phases) can the pull grid be the explanation.
   const SlowPhase sp = slow_phase(r.phases_us, tb.pred, band);
