@@ -452,21 +452,26 @@ FitResult fit_profile(const Profile& start, const std::vector<CalPoint>& points,
 }
 
 std::vector<LooRow> leave_one_out(const Profile& start, const std::vector<CalPoint>& points,
-                                  const std::vector<FitParam>& params, FitResult* full_fit) {
+                                  const std::vector<FitParam>& params, FitResult* full_fit, int stride) {
+  GEMMAR_CHECK(stride >= 1, "leave_one_out: stride must be at least 1, got ", stride);
   const FitResult all = fit_profile(start, points, params);
   if (full_fit) *full_fit = all;
   std::vector<LooRow> rows;
   for (const auto& pt : points)
     rows.push_back({&pt, predicted_us(machine_profile(all.profile, pt.machine), pt) / pt.measured_us - 1.0,
                     std::numeric_limits<double>::quiet_NaN()});
-  // One refit per scored point, each independent of the others: spread over the machine's cores.
+  // Which scored points are refitted: every stride-th, counted over the scored points in order.
+  std::vector<bool> refit(points.size(), false);
+  for (std::size_t i = 0, scored = 0; i < points.size(); ++i)
+    if (points[i].scored) refit[i] = scored++ % std::size_t(stride) == 0;
+  // One refit per chosen point, each independent of the others: spread over the machine's cores.
   std::atomic<std::size_t> next{0};
   std::exception_ptr failure;
   std::mutex failure_mutex;
   const auto work = [&] {
     for (std::size_t i; (i = next++) < points.size();) {
       const CalPoint& pt = points[i];
-      if (!pt.scored) continue;
+      if (!refit[i]) continue;
       try {
         std::vector<const CalPoint*> others;
         for (const auto& q : points)

@@ -78,8 +78,10 @@ struct LooRow {
   double fitted_error;  // predicted / measured - 1 with every point in the fit
   double loo_error;     // the same with this point left out of the fit (NaN when !scored)
 };
-// Fits on all points, then once per scored point without it.
+// Fits on all points, then once per scored point without it. stride > 1 refits only every stride-th scored point
+// (the others keep loo_error NaN): each refit starts from the full fit and is independent of the others, so a strided
+// row is the very row of the full run, at 1/stride of its cost (the slow test tier's budget).
 std::vector<LooRow> leave_one_out(const Profile& start, const std::vector<CalPoint>& points,
-                                  const std::vector<FitParam>& params, FitResult* full_fit = nullptr);
+                                  const std::vector<FitParam>& params, FitResult* full_fit = nullptr, int stride = 1);
 
 }  // namespace gemmar::model

@@ -5,7 +5,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <set>
+#include <stdexcept>
 #include <string>
 
 #include "model/calibrate.hpp"
@@ -64,17 +66,33 @@ const std::set<std::string> kKnownMisses = {
     "readme_retest_v2015.txt:191 (README.md:626@v2-015-retest)",  // 1264.4 us, -5.75%
 };
 
+// GEMMAR_LOO_STRIDE=S refits every S-th scored point (default 8: 345 refits over 367 points take ~37 min on the 2-core
+// CI machine, 44 take a few); S = 1 is the full run, as scripts/model_loo_table.sh makes it. A strided row is the
+// full run's row (each refit starts from the full fit), so the known misses below hold at any stride.
+int loo_stride() {
+  const char* s = std::getenv("GEMMAR_LOO_STRIDE");
+  const int v = s && *s ? std::atoi(s) : 8;
+  if (v < 1) throw std::invalid_argument(std::string("GEMMAR_LOO_STRIDE must be a positive integer, got '") + s + "'");
+  return v;
+}
+
 TEST(ModelLeaveOneOut, EveryStandaloneTotalIsPredictedWithinFivePercentAndTheBandsCoverIt) {
   const auto prof = model::load_profile("mi355x");
   const auto points = model::load_mi355x_points(GEMMAR_TEST_DATA_DIR);
-  const auto rows = model::leave_one_out(prof, points, model::fit_parameters(prof));
-  int scored = 0, known = 0;
+  const int stride = loo_stride();
+  const auto rows = model::leave_one_out(prof, points, model::fit_parameters(prof), nullptr, stride);
+  std::set<std::string> sources;
+  for (const auto& p : points) sources.insert(p.source);
+  for (const auto& k : kKnownMisses)
+    EXPECT_TRUE(sources.count(k)) << k << ": a listed known miss is no calibration point";
+  int scored = 0, refitted = 0;
   for (const auto& r : rows) {
     if (!r.point->scored || !r.point->phase.empty()) continue;
     ++scored;
+    if (std::isnan(r.loo_error)) continue;  // not refitted at this stride
+    ++refitted;
     std::printf("%-60s %8.1f us  LOO %+6.2f%%\n", r.point->source.c_str(), r.point->measured_us, 100 * r.loo_error);
     if (kKnownMisses.count(r.point->source)) {
-      ++known;
       EXPECT_GT(std::fabs(r.loo_error), kWorstLooError)
           << r.point->source << ": within 5% now, take it off kKnownMisses";
       continue;
@@ -83,7 +101,7 @@ TEST(ModelLeaveOneOut, EveryStandaloneTotalIsPredictedWithinFivePercentAndTheBan
     const double slower = 1.0 / (1.0 + r.loo_error) - 1.0;
     EXPECT_LE(slower, prof.band(r.point->config.mode)) << r.point->source;
   }
-  EXPECT_EQ(known, int(kKnownMisses.size())) << "a listed known miss is no calibration point";
+  EXPECT_GE(refitted, scored / stride) << "stride " << stride;
   // 70 standalone totals, 9 of mori's headline table (its ptpc gemm-only fits a ratio), its 3 chunks rows and the
   // 263 fitted cells of mori's README tables at d5443336, f3bff0ae and the v2-015 retest (tests/data/model).
   // Issue 46: 40 of them are over 5% today, each listed above; the target stands for every other one.
