@@ -47,7 +47,7 @@ void validate_plan(const RunPlan& plan) {
 
 std::vector<RunOutcome> execute_plan(const RunPlan& plan, std::ostream* log, const PlanObserver& observer) {
   if (plan.backend == "python")
-    return execute_python_plan(plan, log, &std::cerr);  // no progress lines: its runner prints its own
+    return execute_python_plan(plan, log, &std::cerr, observer);  // the same progress lines as the C++ backends
   std::unique_ptr<Backend> backend = plan.backend == "gpu" ? make_gpu_backend() : make_cpu_backend();
   std::vector<RunOutcome> outcomes;
   int index = 0;

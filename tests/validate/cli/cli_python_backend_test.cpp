@@ -55,6 +55,24 @@ bool has(const std::vector<std::string>& v, const std::string& x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
+// Issue 47: the Python backend's runs show progress as the C++ backends' do: one stderr line per run as it is judged
+// (the runner's own output goes to its log), and none with --json.
+TEST(CliPythonBackend, ValidatePrintsOneProgressLinePerRunOnStderr) {
+  REQUIRE_NUMPY();
+  const fs::path out = scratch_dir("py_progress") / "out";
+  const CliResult r = gemmar({"validate", "--backend", "python", "--impl", kFake + ":FakeGemmAr", "--m-list", "512",
+                              "--out", out.string(), "--no-report"});
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  for (int i = 1; i <= 5; ++i)
+    EXPECT_NE(r.err.find("gemmar validate: " + std::to_string(i) + "/5 "), std::string::npos) << i << "\n" << r.err;
+  EXPECT_NE(r.err.find("fused-sdma/blockscale/bf16/sdma/scatter-fp8 M=512 pass"), std::string::npos) << r.err;
+  const fs::path out_json = scratch_dir("py_progress_json") / "out";
+  const CliResult j = gemmar({"validate", "--backend", "python", "--impl", kFake + ":FakeGemmAr", "--m-list", "512",
+                              "--out", out_json.string(), "--no-report", "--json"});
+  ASSERT_EQ(j.rc, 0) << j.out << j.err;
+  EXPECT_EQ(j.err.find("gemmar validate: 1/"), std::string::npos) << j.err;
+}
+
 TEST(CliPythonBackend, ValidateVerifiesEverySupportedConfigBitExactAndPasses) {
   REQUIRE_NUMPY();
   const fs::path out = scratch_dir("py_validate") / "out";
