@@ -24,6 +24,8 @@ machine_record "$OUT"
 # 1. The testbed's mxfp8 cases: bit for bit against the op's kernel, the error against the CPU's GEMM.
 step 150 "$BENCH" testbed gemm mxfp8 > "$OUT/testbed.log" 2>&1
 echo "== testbed $(tail -1 "$OUT/testbed.log") t=${SECONDS}s"
+# A failure's reason is the bench's last stderr line, before the rc line (2026-12-07 call 1 showed only "rc=3").
+grep -v "^TESTBED_JSON" "$OUT/testbed.log" | tail -4 | cut -c1-300
 grep -h "TESTBED_SUMMARY" "$OUT/testbed.log"
 grep -h '"subject": "wgmma4-mx-\|"subject": "product"' "$OUT/testbed.log" | grep '"applies": true' |
   sed 's/"kernel": "[^"]*", //; s/"vendor": "[^"]*", //' | cut -c1-300
