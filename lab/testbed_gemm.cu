@@ -1,6 +1,7 @@
 // The testbed's gemm concern (lab/testbed.hpp): every gemm subject over gemm_cases(), checked, then timed beside
 // cuBLASLt.
 #include <algorithm>
+#include <cstdio>
 #include <memory>
 
 #include "lab/gemm_rig.hpp"
@@ -188,8 +189,24 @@ void run_case(const GemmCase& c, TestbedTally& tally) {
 }  // namespace
 
 void testbed_gemm(TestbedTally& tally, const std::vector<Quant>& quants) {
-  for (const GemmCase& c : gemm_cases())
-    if (quants.empty() || std::find(quants.begin(), quants.end(), c.quant) != quants.end()) run_case(c, tally);
+  for (const GemmCase& c : gemm_cases()) {
+    if (!quants.empty() && std::find(quants.begin(), quants.end(), c.quant) == quants.end()) continue;
+    // A GPU call that fails in one case is that case's failure, with its reason in the line: the testbed goes on to
+    // the next (a sticky device error then fails the rest the same way, each line saying so).
+    try {
+      run_case(c, tally);
+    } catch (const Error& e) {
+      JsonLine j;
+      j.add("concern", "gemm").add("quant", to_string(c.quant)).add("m", c.m).add("n", c.n).add("k", c.k);
+      j.add("ran", false).add("checked", false).add("error", std::string(e.what()));
+      j.print("TESTBED_JSON");
+      std::fprintf(stderr, "testbed gemm %s %lld x %lld x %lld: %s\n", to_string(c.quant).c_str(), (long long)c.m,
+                   (long long)c.n, (long long)c.k, e.what());
+      ++tally.lines;
+      ++tally.failed;
+      (void)gpuGetLastError();
+    }
+  }
 }
 
 }  // namespace gemmar::lab
