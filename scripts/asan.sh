@@ -6,9 +6,9 @@
 # cover third-party runtime code only (the OpenMP runtime's thread pool); see docs/reliability.md.
 #   GEMMAR_ASAN_BUILD  build directory (default: the preset's build-asan)
 #   GEMMAR_ASAN_JOBS   build and test parallelism (default nproc)
-#   GEMMAR_MATRIX_STRIDE  the detection matrix's stride here (default 8: every 8th clean run; the Release slow
-#                         tier runs all of them)
-#   GEMMAR_FAULT_MATRIX_STRIDE  the same for the fault classes (default 16: every 16th case of each class, so
+#   GEMMAR_MATRIX_STRIDE  the detection matrix's stride here (default 17: every 17th clean run, 61 runs; 17 is
+#                         prime to the count of configs (< 61), so every config runs; the Release slow tier runs all of them)
+#   GEMMAR_FAULT_MATRIX_STRIDE  the same for the fault classes (default 32: every 32nd case of each class, so
 #                         every class at least once; a fault case checks every row, ~17 s each under ASan)
 # Tests labelled "asan_skip" (tests/CMakeLists.txt GEMMAR_ASAN_SKIP, listed in docs/reliability.md) are excluded:
 # they re-run under ASan only code the fixture or the default tier already runs there; the Release tiers run them.
@@ -25,8 +25,8 @@ echo "asan.sh: build $((SECONDS - t0)) s"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/sanitizers/lsan.supp:print_suppressions=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-export GEMMAR_MATRIX_STRIDE=${GEMMAR_MATRIX_STRIDE:-8}
-export GEMMAR_FAULT_MATRIX_STRIDE=${GEMMAR_FAULT_MATRIX_STRIDE:-16}
+export GEMMAR_MATRIX_STRIDE=${GEMMAR_MATRIX_STRIDE:-17}
+export GEMMAR_FAULT_MATRIX_STRIDE=${GEMMAR_FAULT_MATRIX_STRIDE:-32}
 # The gemmar binary the CLI tests spawn inherits these, so its reports fail those tests too.
 t0=$SECONDS
 ctest --test-dir "$build" -j"$jobs" --output-on-failure --timeout 600 -LE asan_skip
