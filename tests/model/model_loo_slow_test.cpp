@@ -66,9 +66,9 @@ const std::set<std::string> kKnownMisses = {
     "readme_retest_v2015.txt:191 (README.md:626@v2-015-retest)",  // 1264.4 us, -5.75%
 };
 
-// GEMMAR_LOO_STRIDE=S refits every S-th scored point (default 8: 345 refits over 367 points take ~37 min on the 2-core
-// CI machine, 44 take a few); S = 1 is the full run, as scripts/model_loo_table.sh makes it. A strided row is the
-// full run's row (each refit starts from the full fit), so the known misses below hold at any stride.
+// GEMMAR_LOO_STRIDE=S refits every S-th scored point (default 8: 345 refits over 367 points took ~37 min on the 2-core
+// machine, 44 take 107 s, 2026-12-07); S = 1 is the full run, as scripts/model_loo_table.sh makes it. A strided row is
+// the full run's row (each refit starts from the full fit), so the known misses above hold at any stride.
 int loo_stride() {
   const char* s = std::getenv("GEMMAR_LOO_STRIDE");
   const int v = s && *s ? std::atoi(s) : 8;
