@@ -58,7 +58,7 @@ def strip_urls(line):
 
 
 def check(root):
-    tops = {e for e in os.listdir(root) if os.path.isdir(os.path.join(root, e)) and not e.startswith("build")}
+    tops = {e for e in os.listdir(root) if os.path.isdir(os.path.join(root, e)) and not e.startswith("build") and e != "out"}  # out/: bootstrap.sh's output, not the repo
     bad = []
     for page in pages(root):
         rel = os.path.relpath(page, root)
