@@ -51,7 +51,10 @@ struct CaseData {
 CaseData case_data(const GemmCase& c) {
   CaseData d;
   d.c = c;
-  d.mp = padded_rows(c.m);
+  // The op's padded M for the quant (W x BLOCK_M at W = 1: 256 rows for mxfp8), which the operands are generated at,
+  // and a whole number of our kernels' tiles: mxfp8's M = 128 cases stopped at GemmBuffers' size check when this was
+  // the tile's padding alone.
+  d.mp = std::max(padded_rows(c.m), padded_m(Shape{c.m, c.n, c.k, 1}, c.quant));
   d.spec.shape = Shape{d.mp, c.n, c.k, 1};
   d.spec.quant = c.quant;
   d.op = reference::make_rank_operands(d.spec, 0);

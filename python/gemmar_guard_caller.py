@@ -8,6 +8,7 @@ tests/reference/reference_guard_caller_test.cpp feeds both the same records and 
 
     python3 gemmar_guard_caller.py --judge FILE     judge records written by the C++ test (prints the cells)
     python3 gemmar_guard_caller.py --selftest       numpy only: an op emulated on the CPU, clean and faulty calls
+    python3 gemmar_guard_caller.py --cell-layout    each cell field's name and byte offset, then the cell's size
 """
 import argparse
 import ctypes
@@ -593,7 +594,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--judge", metavar="FILE", help="judge the records of FILE (written by the C++ test)")
     ap.add_argument("--selftest", action="store_true", help="numpy only: clean and faulty emulated calls")
+    ap.add_argument("--cell-layout", action="store_true",
+                    help="print each cell field's name and byte offset, then the size (the C++ test compares)")
     args = ap.parse_args()
+    if args.cell_layout:
+        dt = cell_dtype()
+        for name in dt.names:
+            print(name, dt.fields[name][1])
+        print("itemsize", dt.itemsize)
+        return 0
     if args.judge:
         return _judge_file(args.judge)
     if args.selftest:

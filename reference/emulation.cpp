@@ -444,9 +444,11 @@ EmulationResult emulate(const EmulationRequest& req) {
 
 // ---- relL2 ---------------------------------------------------------------------------------------------
 
-std::vector<int64_t> sample_rows(const Shape& s, Quant q, int64_t count, uint64_t seed) {
+namespace {
+// The relL2 helpers below need only the rows each rank owns (S, the run's row plan: slice_rows(Shape, Config)) and
+// the real rows (s.m); the Quant overloads are the plain W * BLOCK_M padding.
+std::vector<int64_t> sample_rows_at(const Shape& s, int64_t S, int64_t count, uint64_t seed) {
   const int W = s.world;
-  const int64_t S = slice_rows(s, q);
   std::vector<int64_t> rows;
   // Real rows per slice; a slice entirely of padding has none to sample.
   std::vector<int64_t> real(static_cast<size_t>(W));
@@ -471,6 +473,14 @@ std::vector<int64_t> sample_rows(const Shape& s, Quant q, int64_t count, uint64_
   }
   return rows;
 }
+}  // namespace
+
+std::vector<int64_t> sample_rows(const Shape& s, Quant q, int64_t count, uint64_t seed) {
+  return sample_rows_at(s, slice_rows(s, q), count, seed);
+}
+std::vector<int64_t> sample_rows(const Shape& s, const Config& c, int64_t count, uint64_t seed) {
+  return sample_rows_at(s, slice_rows(s, c), count, seed);
+}
 
 RowErrors row_errors(const std::vector<uint16_t>& out, const std::vector<float>& ref, int64_t n) {
   GEMMAR_CHECK(out.size() == ref.size() && n > 0 && out.size() % size_t(n) == 0);
@@ -493,9 +503,9 @@ RowErrors row_errors(const std::vector<uint16_t>& out, const std::vector<float>&
   return e;
 }
 
-RelL2 stratified_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows, const RowErrors& e) {
+namespace {
+RelL2 stratified_at(const Shape& s, int64_t S, const std::vector<int64_t>& rows, const RowErrors& e) {
   const int W = s.world;
-  const int64_t S = slice_rows(s, q);
   GEMMAR_CHECK(e.err2.size() == rows.size() && e.ref2.size() == rows.size());
   std::vector<double> se(size_t(W), 0), sr(size_t(W), 0);
   std::vector<int64_t> nh(size_t(W), 0);
@@ -553,6 +563,11 @@ RelL2 stratified_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& row
   out.stderr_ = out.value > 0 ? se_q / (2.0 * out.value) : se_q;
   return out;
 }
+}  // namespace
+
+RelL2 stratified_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows, const RowErrors& e) {
+  return stratified_at(s, slice_rows(s, q), rows, e);
+}
 
 namespace {
 std::vector<RowErrors> view_errors(const Shape& s, const Bf16Outputs& outs, const std::vector<float>& ref) {
@@ -562,26 +577,26 @@ std::vector<RowErrors> view_errors(const Shape& s, const Bf16Outputs& outs, cons
 }
 }  // namespace
 
-std::vector<RelL2> per_rank_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows,
-                                   const std::vector<RowErrors>& views) {
+namespace {
+std::vector<RelL2> per_rank_at(const Shape& s, int64_t S, const std::vector<int64_t>& rows,
+                               const std::vector<RowErrors>& views) {
   std::vector<RelL2> v;
-  for (const auto& e : views) v.push_back(stratified_rel_l2(s, q, rows, e));
+  for (const auto& e : views) v.push_back(stratified_at(s, S, rows, e));
   return v;
 }
 
-RelL2 all_views_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows, const std::vector<RowErrors>& views) {
+RelL2 all_views_at(const Shape& s, int64_t S, const std::vector<int64_t>& rows, const std::vector<RowErrors>& views) {
   RowErrors sum;
   sum.err2.assign(rows.size(), 0.0);
   for (const auto& e : views) {
     for (size_t i = 0; i < rows.size(); ++i) sum.err2[i] += e.err2[i] / double(views.size());
     sum.ref2 = e.ref2;
   }
-  return stratified_rel_l2(s, q, rows, sum);
+  return stratified_at(s, S, rows, sum);
 }
 
-std::vector<double> per_slice_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows,
-                                     const std::vector<RowErrors>& views) {
-  const int64_t S = slice_rows(s, q);
+std::vector<double> per_slice_at(const Shape& s, int64_t S, const std::vector<int64_t>& rows,
+                                 const std::vector<RowErrors>& views) {
   std::vector<double> e(size_t(s.world), 0), r(size_t(s.world), 0);
   std::vector<int64_t> n(size_t(s.world), 0);
   for (const auto& re : views) {
@@ -599,6 +614,31 @@ std::vector<double> per_slice_rel_l2(const Shape& s, Quant q, const std::vector<
                  : (r[h] > 0 ? std::sqrt(e[h] / r[h]) : (e[h] > 0 ? std::numeric_limits<double>::infinity() : 0.0));
   return out;
 }
+}  // namespace
+
+std::vector<RelL2> per_rank_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows,
+                                   const std::vector<RowErrors>& views) {
+  return per_rank_at(s, slice_rows(s, q), rows, views);
+}
+std::vector<RelL2> per_rank_rel_l2(const Shape& s, const Config& c, const std::vector<int64_t>& rows,
+                                   const std::vector<RowErrors>& views) {
+  return per_rank_at(s, slice_rows(s, c), rows, views);
+}
+RelL2 all_views_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows, const std::vector<RowErrors>& views) {
+  return all_views_at(s, slice_rows(s, q), rows, views);
+}
+RelL2 all_views_rel_l2(const Shape& s, const Config& c, const std::vector<int64_t>& rows,
+                       const std::vector<RowErrors>& views) {
+  return all_views_at(s, slice_rows(s, c), rows, views);
+}
+std::vector<double> per_slice_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows,
+                                     const std::vector<RowErrors>& views) {
+  return per_slice_at(s, slice_rows(s, q), rows, views);
+}
+std::vector<double> per_slice_rel_l2(const Shape& s, const Config& c, const std::vector<int64_t>& rows,
+                                     const std::vector<RowErrors>& views) {
+  return per_slice_at(s, slice_rows(s, c), rows, views);
+}
 
 std::vector<RelL2> per_rank_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows, const Bf16Outputs& outs,
                                    const std::vector<float>& ref) {
@@ -613,6 +653,19 @@ RelL2 all_views_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows
 std::vector<double> per_slice_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows, const Bf16Outputs& outs,
                                      const std::vector<float>& ref) {
   return per_slice_rel_l2(s, q, rows, view_errors(s, outs, ref));
+}
+
+std::vector<RelL2> per_rank_rel_l2(const Shape& s, const Config& c, const std::vector<int64_t>& rows,
+                                   const Bf16Outputs& outs, const std::vector<float>& ref) {
+  return per_rank_rel_l2(s, c, rows, view_errors(s, outs, ref));
+}
+RelL2 all_views_rel_l2(const Shape& s, const Config& c, const std::vector<int64_t>& rows, const Bf16Outputs& outs,
+                       const std::vector<float>& ref) {
+  return all_views_rel_l2(s, c, rows, view_errors(s, outs, ref));
+}
+std::vector<double> per_slice_rel_l2(const Shape& s, const Config& c, const std::vector<int64_t>& rows,
+                                     const Bf16Outputs& outs, const std::vector<float>& ref) {
+  return per_slice_rel_l2(s, c, rows, view_errors(s, outs, ref));
 }
 
 void RelL2Sums::add(const uint16_t* out, const float* ref, size_t count) {

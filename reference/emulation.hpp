@@ -190,6 +190,21 @@ std::vector<RelL2> per_rank_rel_l2(const Shape&, Quant, const std::vector<int64_
 RelL2 all_views_rel_l2(const Shape&, Quant, const std::vector<int64_t>& rows, const std::vector<RowErrors>& views);
 std::vector<double> per_slice_rel_l2(const Shape&, Quant, const std::vector<int64_t>& rows,
                                      const std::vector<RowErrors>& views);
+// The same under the run's row plan (slices of slice_rows(Shape, Config) rows: relaxed rows, the wo_b schedule's
+// padded M); the Quant overloads above slice at the plain W * BLOCK_M padding. Code that judges a run uses these.
+std::vector<int64_t> sample_rows(const Shape&, const Config&, int64_t count, uint64_t seed);
+std::vector<RelL2> per_rank_rel_l2(const Shape&, const Config&, const std::vector<int64_t>& rows, const Bf16Outputs&,
+                                   const std::vector<float>& ref);
+RelL2 all_views_rel_l2(const Shape&, const Config&, const std::vector<int64_t>& rows, const Bf16Outputs&,
+                       const std::vector<float>& ref);
+std::vector<double> per_slice_rel_l2(const Shape&, const Config&, const std::vector<int64_t>& rows, const Bf16Outputs&,
+                                     const std::vector<float>& ref);
+std::vector<RelL2> per_rank_rel_l2(const Shape&, const Config&, const std::vector<int64_t>& rows,
+                                   const std::vector<RowErrors>& views);
+RelL2 all_views_rel_l2(const Shape&, const Config&, const std::vector<int64_t>& rows,
+                       const std::vector<RowErrors>& views);
+std::vector<double> per_slice_rel_l2(const Shape&, const Config&, const std::vector<int64_t>& rows,
+                                     const std::vector<RowErrors>& views);
 // Plain relL2 of one bf16 output against an fp32 reference (same layout).
 double rel_l2(const std::vector<uint16_t>& out, const std::vector<float>& ref);
 // rel_l2's sums, added to in element order over consecutive blocks (the same sums, bit for bit).

@@ -67,19 +67,23 @@ std::vector<float> emulated_partial(const RankOperands& o, Quant q, Fp8Format de
   // One scale per row over the whole K (ptpc): the scales multiply the finished dot once, no block accumulation.
   const bool whole_k = quant_traits(q).a.k == 0;
   std::vector<float> acc(size_t(m * n), 0.0f);
-  std::vector<float> ablk(size_t(m * bk)), bblk(size_t(n * bk)), dot(size_t(m * n));
+  std::vector<float> ablk(size_t(m * bk)), bblk(size_t(n * bk)), dot(size_t(m * n)), sb(static_cast<size_t>(n));
   for (int64_t k0 = 0; k0 < k; k0 += bk) {
     decode_block(o.a, k0, bk, table, ablk.data());
     decode_block(o.b, k0, bk, table, bblk.data());
     gemm_f32(ablk.data(), bblk.data(), m, n, bk, dot.data());
+    // B's scales of this K block, looked up once per column rather than once per element: the per-element
+    // lookup was a quarter of the detection matrix's time. The arithmetic below is unchanged.
+    for (int64_t j = 0; j < n; ++j) sb[size_t(j)] = o.b.scales[size_t(scale_index(q, Operand::B, n, k, j, k0))];
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < m; ++i) {
       const float sa = o.a.scales[size_t(scale_index(q, Operand::A, m, k, i, k0))];
-      for (int64_t j = 0; j < n; ++j) {
-        const float sb = o.b.scales[size_t(scale_index(q, Operand::B, n, k, j, k0))];
-        float& c = acc[size_t(i * n + j)];
-        c = whole_k ? numerics::ptpc_epilogue(dot[size_t(i * n + j)], sa, sb)
-                    : numerics::block_accumulate(c, dot[size_t(i * n + j)], sa, sb);
+      float* c = acc.data() + i * n;
+      const float* d = dot.data() + i * n;
+      if (whole_k) {
+        for (int64_t j = 0; j < n; ++j) c[j] = numerics::ptpc_epilogue(d[j], sa, sb[size_t(j)]);
+      } else {
+        for (int64_t j = 0; j < n; ++j) c[j] = numerics::block_accumulate(c[j], d[j], sa, sb[size_t(j)]);
       }
     }
   }

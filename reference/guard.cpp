@@ -36,7 +36,7 @@ std::string num(double v) {
 // Rows of `rows` per slice (index = owner): [first, last) positions in the ascending row list.
 std::vector<std::pair<size_t, size_t>> slice_ranges(const GuardContext& c) {
   const int W = c.shape.world;
-  const int64_t S = slice_rows(c.shape, c.config.quant);
+  const int64_t S = slice_rows(c.shape, c.config);
   std::vector<std::pair<size_t, size_t>> out(size_t(W), {0, 0});
   size_t i = 0;
   for (int s = 0; s < W; ++s) {
@@ -342,7 +342,7 @@ GuardSums guard_rank_sums(const GuardContext& c, int rank, const std::vector<uin
                           const GuardWeights* weights) {
   const int W = c.shape.world;
   const int64_t N = c.shape.n, K = c.shape.k, nb = guard_column_blocks(N);
-  const int64_t S = slice_rows(c.shape, c.config.quant);
+  const int64_t S = slice_rows(c.shape, c.config);
   const size_t R = c.rows.size();
   GEMMAR_CHECK(partial.size() == R * size_t(N) && output.size() == R * size_t(N), "guard: buffer sizes");
   const size_t WN = static_cast<size_t>(W * N);

@@ -118,11 +118,15 @@ GEMMAR_HD inline const float* rank_record(const float* base, const Layout& l, in
 }
 
 // The prediction check of view v at listed row p (global position in the call's list) and block b; s owns p.
+// kWorld > 0: l.world known when compiled (the device unrolls the ranks' loop and issues their loads together); the
+// sums run in the same rank order either way, so the bits are the same.
+template <int kWorld = 0>
 GEMMAR_HD inline Terms check_terms(const Layout& l, const Consts& c, const float* base, int v, int s, int64_t p,
                                    int b) {
   const int64_t at = p * l.nb + b;
+  const int world = kWorld > 0 ? kWorld : l.world;
   double pred = 0, pabs = 0, g2 = 0, p2 = 0, psum = 0;
-  for (int r = 0; r < l.world; ++r) {
+  for (int r = 0; r < world; ++r) {
     const float* R = rank_record(base, l, r);
     pred += double(R[l.pred + at]);
     pabs += double(R[l.pabs + at]);
@@ -155,14 +159,19 @@ GEMMAR_HD inline Terms check_terms(const Layout& l, const Consts& c, const float
   return t;
 }
 
-// What one (view, slice) cell found over its checks; 16 words, the device writes it as it is.
+// What one (view, slice) cell found over its checks; 16 words, the device writes it as it is: the C ABI
+// (kernels/check/gemmar_guard.h, "cells of 16 words") and Python's cell_dtype (python/gemmar_guard_caller.py) read
+// it at that stride. Without the two pad words the device wrote 14-word cells, and Python read every cell after the
+// first from the wrong offset: every clean call was flagged on the first device run of the library (2026-12-07).
 struct Cell {
   uint32_t checks = 0, pred_fail = 0, nonfinite = 0, worst_idx = 0;  // idx = local row * nb + block
   float worst_ratio = -1, worst_d = 0, worst_bound = 0, zsum = 0;    // worst_ratio: +inf for a non-finite sum
   uint32_t gather = 0, gather_first = 0xffffffffu;  // bitwise mismatches against the view it must equal
   uint32_t wire = 0, wire_first = 0xffffffffu;      // fp8 gather: off the wire's re-quantization or its bound
   uint32_t bypass = 0, other = 0xffffffffu;         // non-owner holding the owner's exact sums; the compared rank
+  uint32_t pad0 = 0, pad1 = 0;
 };
+static_assert(sizeof(Cell) == 16 * sizeof(uint32_t), "the C ABI's and Python's cell is 16 words");
 
 struct Outcome {
   bool fail = false, nonfinite = false;
@@ -179,11 +188,12 @@ GEMMAR_HD inline int other_non_owner(int world, int v, int s) {
   return -1;
 }
 
-// Every test of view v at listed row p, block b (s owns p).
+// Every test of view v at listed row p, block b (s owns p); kWorld as check_terms'.
+template <int kWorld = 0>
 GEMMAR_HD inline Outcome check_one(const Layout& l, const Consts& c, const float* base, int v, int s, int64_t p,
                                    int b) {
   Outcome o;
-  const Terms t = check_terms(l, c, base, v, s, p, b);
+  const Terms t = check_terms<kWorld>(l, c, base, v, s, p, b);
   const double bound = t.det + c.lambda * t.sigma;
   o.d = t.d;
   o.bound = bound;

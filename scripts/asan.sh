@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The sanitizer job (docs/reliability.md): configure the "asan" preset (AddressSanitizer + UBSan, warnings as errors),
-# build everything, run the ctest suite (default and slow tiers) but the tests labelled "asan_skip" (see below).
+# The sanitizer job (docs/reliability.md): configure the "asan" preset (clang++-19, AddressSanitizer + UBSan, warnings
+# as errors, the libFuzzer targets beside the suite so that scripts/fuzz.sh reuses this build), build everything, run the ctest suite (default and slow tiers) but the tests labelled "asan_skip" (see below).
 # Exits non-zero on any build error, test failure or sanitizer
 # report (UBSan is fatal: -fno-sanitize-recover=all). LeakSanitizer suppressions (tests/sanitizers/lsan.supp)
 # cover third-party runtime code only (the OpenMP runtime's thread pool); see docs/reliability.md.
@@ -18,6 +18,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 build=${GEMMAR_ASAN_BUILD:-$root/build-asan}
 jobs=${GEMMAR_ASAN_JOBS:-$(nproc)}
+command -v clang++-19 >/dev/null || { echo "asan.sh: clang++-19 missing (GEMMAR_FUZZ_DEPS=1 scripts/install_deps.sh)" >&2; exit 3; }
 t0=$SECONDS
 cmake --preset asan -B "$build" >/dev/null
 cmake --build "$build" -j"$jobs"

@@ -269,6 +269,29 @@ def cost_point(t, m, scatter, gather, reps):
     return r
 
 
+def guard_kernels(t, m, scatter, gather, calls):
+    """The guard's GPU kernels over `calls` eager calls (torch.profiler): {name: launches, us per call, us each}."""
+    from torch.profiler import ProfilerActivity, profile
+    a, sa_raw, sa = t.inputs(m, 13)
+    outs = tg.gemm_ar(t.parts(a, sa_raw), scatter, gather)
+    guards = t.guards(scatter, gather)
+    gg.enqueue_local(guards, t.weights, a, sa, outs)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            gg.enqueue_local(guards, t.weights, a, sa, outs)
+        torch.cuda.synchronize()
+    res = {}
+    for e in prof.key_averages():
+        us = getattr(e, "device_time_total", None)
+        if us is None:
+            us = e.cuda_time_total
+        if us <= 0:
+            continue
+        res[e.key] = {"launches": e.count, "us_per_call": us / calls, "us_per_launch": us / max(1, e.count)}
+    return dict(sorted(res.items(), key=lambda kv: -kv[1]["us_per_call"]))
+
+
 def section_cost(out, reps):
     t = target("v4-pro")
     res = {}
@@ -283,6 +306,15 @@ def section_cost(out, reps):
                 RESULT.setdefault("errors", {})[f"cost {key}"] = res[key]["error"]
             RESULT["cost"] = res
             save(out)
+    # Where the guard's time goes: its GPU kernels over 5 eager calls at M = 16384 (8 ranks), per kernel name.
+    try:
+        RESULT["cost_kernels_16384"] = guard_kernels(t, 16384, "bf16", "bf16", 5)
+        for name, v in RESULT["cost_kernels_16384"].items():
+            log(f"cost kernels M=16384 bf16/bf16: {name[:70]}: {v['launches']} launches, {v['us_per_call']:.1f} us "
+                f"per call (8 ranks), {v['us_per_launch']:.2f} us each")
+    except Exception:  # noqa: BLE001 - the profile is extra; the error is in the JSON
+        RESULT.setdefault("errors", {})["cost kernels"] = traceback.format_exc()
+    save(out)
     # The torch fallback (no library) once, wall time per call including its numpy judges on the host.
     a, sa_raw, sa = t.inputs(16384, 12)
     outs = tg.gemm_ar(t.parts(a, sa_raw), "bf16", "bf16")

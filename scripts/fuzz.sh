@@ -1,27 +1,27 @@
 #!/usr/bin/env bash
-# The CI fuzz job (docs/reliability.md): configure the "fuzz" preset (clang++-19, libFuzzer + ASan + UBSan), build the
-# fuzz targets, run each on its seed corpus (tests/fuzz/corpus/<target>/) for GEMMAR_FUZZ_SECONDS (default 30)
+# The CI fuzz job (docs/reliability.md): configure the "asan" preset (clang++-19, ASan + UBSan, the libFuzzer targets
+# beside the test suite: scripts/asan.sh's build, reused when it is already there), build the fuzz targets, run each on its seed corpus (tests/fuzz/corpus/<target>/) for GEMMAR_FUZZ_SECONDS (default 30)
 # seconds, and exit non-zero if any target crashed, leaked, hit a sanitizer report, timed out or ran out of
 # memory. Installs nothing: scripts/install_deps.sh with GEMMAR_FUZZ_DEPS=1 does.
 #   GEMMAR_FUZZ_SECONDS  seconds per target (default 30)
 #   GEMMAR_FUZZ_SEED     libFuzzer -seed (default 1: CI explores the same mutation sequence each run; 0 = random)
-#   GEMMAR_FUZZ_BUILD    build directory (default: the preset's build-fuzz)
+#   GEMMAR_FUZZ_BUILD    build directory (default: the preset's build-asan)
 #   GEMMAR_FUZZ_TARGETS  space-separated subset (default: all)
 #   GEMMAR_FUZZ_JOBS     build parallelism (default nproc)
 #   GEMMAR_FUZZ_PARALLEL targets fuzzed at once (default GEMMAR_FUZZ_JOBS)
-# Crash inputs are kept in $GEMMAR_FUZZ_BUILD/findings/<target>/ (reproduce: build-fuzz/tests/fuzz/fuzz_X FILE).
+# Crash inputs are kept in $GEMMAR_FUZZ_BUILD/findings/<target>/ (reproduce: build-asan/tests/fuzz/fuzz_X FILE).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 seconds=${GEMMAR_FUZZ_SECONDS:-30}
 seed=${GEMMAR_FUZZ_SEED:-1}
-build=${GEMMAR_FUZZ_BUILD:-$root/build-fuzz}
+build=${GEMMAR_FUZZ_BUILD:-$root/build-asan}
 jobs=${GEMMAR_FUZZ_JOBS:-$(nproc)}
 targets=${GEMMAR_FUZZ_TARGETS:-"log_line trace profile results phase_map safetensors"}
 
 command -v clang++-19 >/dev/null || { echo "fuzz.sh: clang++-19 missing (GEMMAR_FUZZ_DEPS=1 scripts/install_deps.sh)" >&2; exit 3; }
 t0=$SECONDS
-cmake --preset fuzz -B "$build" >/dev/null
+cmake --preset asan -B "$build" >/dev/null
 cmake --build "$build" -j"$jobs" --target gemmar_fuzz
 echo "fuzz.sh: build $((SECONDS - t0)) s"
 t0=$SECONDS

@@ -12,6 +12,10 @@ if [[ "${GEMMAR_FORMAT_DEPS:-0}" != 0 ]]; then
   # scripts/format.sh --check (scripts/test.sh): the layout of .clang-format as clang-format 14 writes it.
   packages+=(clang-format-14)
 fi
+if [[ "${GEMMAR_CCACHE_DEPS:-0}" != 0 ]]; then
+  # scripts/test.sh: the package build takes the objects it shares with the ci build from ccache.
+  packages+=(ccache)
+fi
 if [[ "${GEMMAR_FUZZ_DEPS:-0}" != 0 ]]; then
   packages+=(libclang-rt-19-dev libomp-19-dev)
 fi

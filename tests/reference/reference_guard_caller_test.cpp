@@ -8,10 +8,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "guard_caller_fixture.hpp"
 
@@ -75,6 +78,45 @@ TEST(ReferenceGuardCaller, ASingleElementIsCaughtExactlyWhenItsRowIsSampled) {
 // python/gemmar_guard_caller.py judges records in numpy (the torch fallback and the CPU self-test): on the same
 // records (a faulty call, so that every field is exercised) it must find the same cells, or a serving process and
 // gemmar would judge differently.
+// The device library writes cg::Cell as it is and Python reads the bytes with cell_dtype: the same fields at the
+// same offsets and the same size, or every cell after the first is read from the wrong place (as on the library's
+// first device run: 14-word cells read as 16).
+TEST(ReferenceGuardCaller, PythonReadsTheDevicesCellsAtTheirOffsets) {
+  const std::string py = std::string(GEMMAR_TEST_DATA_DIR) + "/../../python/gemmar_guard_caller.py";
+  FILE* pipe = popen(("/usr/bin/python3 " + py + " --cell-layout").c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string text;
+  char buf[4096];
+  for (size_t got; (got = fread(buf, 1, sizeof(buf), pipe)) > 0;) text.append(buf, got);
+  ASSERT_EQ(pclose(pipe), 0) << py;
+  const std::vector<std::pair<std::string, size_t>> want = {{"checks", offsetof(cg::Cell, checks)},
+                                                            {"pred_fail", offsetof(cg::Cell, pred_fail)},
+                                                            {"nonfinite", offsetof(cg::Cell, nonfinite)},
+                                                            {"worst_idx", offsetof(cg::Cell, worst_idx)},
+                                                            {"worst_ratio", offsetof(cg::Cell, worst_ratio)},
+                                                            {"worst_d", offsetof(cg::Cell, worst_d)},
+                                                            {"worst_bound", offsetof(cg::Cell, worst_bound)},
+                                                            {"zsum", offsetof(cg::Cell, zsum)},
+                                                            {"gather", offsetof(cg::Cell, gather)},
+                                                            {"gather_first", offsetof(cg::Cell, gather_first)},
+                                                            {"wire", offsetof(cg::Cell, wire)},
+                                                            {"wire_first", offsetof(cg::Cell, wire_first)},
+                                                            {"bypass", offsetof(cg::Cell, bypass)},
+                                                            {"other", offsetof(cg::Cell, other)},
+                                                            {"pad0", offsetof(cg::Cell, pad0)},
+                                                            {"pad1", offsetof(cg::Cell, pad1)},
+                                                            {"itemsize", sizeof(cg::Cell)}};
+  std::istringstream in(text);
+  for (const auto& [name, offset] : want) {
+    std::string got_name;
+    size_t got_offset = 0;
+    in >> got_name >> got_offset;
+    ASSERT_TRUE(bool(in)) << "python printed fewer fields than cg::Cell has:\n" << text;
+    EXPECT_EQ(got_name, name) << text;
+    EXPECT_EQ(got_offset, offset) << name;
+  }
+}
+
 TEST(ReferenceGuardCaller, PythonJudgesTheSameRecordsAlike) {
   for (int mode = 0; mode < 3; ++mode) {  // bf16 gather; fp8 gather, mori's recipe replayed; fp8 gather, no recipe
     const bool fp8 = mode > 0;

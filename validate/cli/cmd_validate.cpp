@@ -81,12 +81,18 @@ void add_model_context(nlohmann::json& results, const RunPlan& plan, const std::
   if (!plan.m_values.empty()) shape.m = *std::max_element(plan.m_values.begin(), plan.m_values.end());
   const nlohmann::json reference_shape = {{"m", shape.m}, {"n", shape.n}, {"k", shape.k}, {"world", shape.world}};
   const model::Profile profile = model::load_profile(profile_name);
-  nlohmann::json predictions = nlohmann::json::array();
+  nlohmann::json predictions = nlohmann::json::array(), unavailable = nlohmann::json::array();
   for (const Config& c : plan.configs) {
-    nlohmann::json p = model::to_json(model::predict(profile, shape, c));
-    p["config"] = config_label(c);
-    p["shape"] = reference_shape;
-    predictions.push_back(p);
+    // A config the profile cannot price (an fp8 scatter on a profile without gemm.epilogue_cu_gbps) is listed with
+    // the model's reason, as its runs' MODEL_UNAVAILABLE says: the runs were judged, so the command still reports them.
+    try {
+      nlohmann::json p = model::to_json(model::predict(profile, shape, c));
+      p["config"] = config_label(c);
+      p["shape"] = reference_shape;
+      predictions.push_back(p);
+    } catch (const UsageError& e) {
+      unavailable.push_back({{"config", config_label(c)}, {"shape", reference_shape}, {"error", e.what()}});
+    }
   }
   Config pull;
   pull.mode = Mode::FusedSdma;
@@ -94,6 +100,7 @@ void add_model_context(nlohmann::json& results, const RunPlan& plan, const std::
   pull.gather_transport = Transport::Lsa;
   results["profile"] = profile_name;
   results["model_predictions"] = predictions;
+  if (!unavailable.empty()) results["model_unavailable"] = unavailable;
   results["model_sweeps"] = nlohmann::json::array(
       {model::to_json(model::sweep_pull_blocks(profile, shape, pull, model::default_pull_grid()))});
   results["model_sweeps"][0]["config"] = config_to_json(pull);

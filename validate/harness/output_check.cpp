@@ -21,15 +21,19 @@ std::vector<int64_t> rows_to_check(const Shape& shape, Quant q, int64_t check_ro
   return reference::sample_rows(shape, q, std::max<int64_t>(count, shape.world), seed);
 }
 
+std::vector<int64_t> rows_to_check(const Shape& shape, const Config& cfg, int64_t check_rows, uint64_t seed) {
+  const int64_t count = check_rows == 0 ? std::numeric_limits<int64_t>::max() / 4 : check_rows;
+  return reference::sample_rows(shape, cfg, std::max<int64_t>(count, shape.world), seed);
+}
+
 ViewRelL2 rel_l2_of_views(const Shape& shape, const Config& cfg, const std::vector<int64_t>& rows,
                           const reference::Bf16Outputs& outputs, const std::vector<float>& ref,
                           const std::vector<std::vector<float>>& rank_refs) {
   ViewRelL2 v;
   if (has_collective(cfg.mode)) {
-    for (const auto& x : reference::per_rank_rel_l2(shape, cfg.quant, rows, outputs, ref))
-      v.per_rank.push_back(x.value);
-    v.per_slice = reference::per_slice_rel_l2(shape, cfg.quant, rows, outputs, ref);
-    const reference::RelL2 av = reference::all_views_rel_l2(shape, cfg.quant, rows, outputs, ref);
+    for (const auto& x : reference::per_rank_rel_l2(shape, cfg, rows, outputs, ref)) v.per_rank.push_back(x.value);
+    v.per_slice = reference::per_slice_rel_l2(shape, cfg, rows, outputs, ref);
+    const reference::RelL2 av = reference::all_views_rel_l2(shape, cfg, rows, outputs, ref);
     v.all_views = av.value;
     v.all_views_stderr = av.stderr_;
   } else {
@@ -46,9 +50,9 @@ ViewRelL2 rel_l2_of_row_errors(const Shape& shape, const Config& cfg, const std:
                                const std::vector<double>& gemm_only_per_rank) {
   ViewRelL2 v;
   if (has_collective(cfg.mode)) {
-    for (const auto& x : reference::per_rank_rel_l2(shape, cfg.quant, rows, views)) v.per_rank.push_back(x.value);
-    v.per_slice = reference::per_slice_rel_l2(shape, cfg.quant, rows, views);
-    const reference::RelL2 av = reference::all_views_rel_l2(shape, cfg.quant, rows, views);
+    for (const auto& x : reference::per_rank_rel_l2(shape, cfg, rows, views)) v.per_rank.push_back(x.value);
+    v.per_slice = reference::per_slice_rel_l2(shape, cfg, rows, views);
+    const reference::RelL2 av = reference::all_views_rel_l2(shape, cfg, rows, views);
     v.all_views = av.value;
     v.all_views_stderr = av.stderr_;
   } else {

@@ -25,6 +25,8 @@ namespace gemmar::output_check {
 // The rows of the fp32-reference relL2: `check_rows` stratified over the slices (at least one per rank), or
 // every real row when check_rows is 0.
 std::vector<int64_t> rows_to_check(const Shape&, Quant, int64_t check_rows, uint64_t seed);
+// The same under the run's row plan (relaxed rows, the wo_b schedule): what a run checks.
+std::vector<int64_t> rows_to_check(const Shape&, const Config&, int64_t check_rows, uint64_t seed);
 
 // relL2 of every rank's view of `rows` (outputs [rank][rows x N]). With a collective: against the one fp32
 // reference (`ref`); gemm-only: each rank against its own fp32 partial (`rank_refs`).

@@ -165,6 +165,8 @@ bool replay_fault(const Faults& f) { return f.stale_replay || f.frozen_flag; }
 class CpuBackend final : public Backend {
  public:
   std::string name() const override { return "cpu-emulation"; }
+  // The emulation owns rows by the run's row plan (reference/emulation.hpp), relaxed rows included.
+  bool runs_relaxed_rows() const override { return true; }
   BackendResult execute(const RunRequest& req, const std::vector<int64_t>& rows) override {
     GEMMAR_USAGE_CHECK(!req.inject.flip_unsampled, "--inject flip-unsampled: GPU only (the CPU emulation holds only ",
                        "the sampled rows, so the fault has no element to act on); use --backend gpu");
@@ -457,13 +459,15 @@ RunRecord run_record(const RunRequest& req, const Config& cfg, const std::vector
 
 RunOutcome run_and_check(Backend& backend, const RunRequest& req) {
   validate_shape_config(req.shape, req.config);
-  // Issue 45: the knobs whose row layout a backend does not follow yet are refused here, not run as something
-  // else. Remove the line when reference/emulation.cpp and kernels/pipeline/ follow relaxed rows. The fp8 scatter
-  // runs on both (reference/emulation.cpp; kernels/collective/scatter_fp8.cu through kernels/pipeline/legs_gemm.cu).
-  GEMMAR_USAGE_CHECK(!row_plan(req.shape, req.config).relaxed_rows,
-                     "--relaxed-rows: gemmar's backends pad M to W * BLOCK_M; relaxed rows are not run yet (issue 45)");
+  // A backend that does not follow relaxed rows is refused them here, not run as something else: the GPU kernels
+  // put whole BLOCK_M bands per owner (kernels/pipeline/), and a relaxed slice's last band straddles two owners.
+  // The fp8 scatter runs on both (reference/emulation.cpp; kernels/collective/scatter_fp8.cu).
+  GEMMAR_USAGE_CHECK(!row_plan(req.shape, req.config).relaxed_rows || backend.runs_relaxed_rows(),
+                     "--relaxed-rows: the ", backend.name(),
+                     " backend pads M to W * BLOCK_M (its tiles never straddle two owners); run relaxed rows on the "
+                     "cpu backend (issue 45)");
   const Config cfg = effective_config(req.config);
-  const std::vector<int64_t> rows = output_check::rows_to_check(req.shape, cfg.quant, req.check_rows, req.seed);
+  const std::vector<int64_t> rows = output_check::rows_to_check(req.shape, cfg, req.check_rows, req.seed);
   BackendResult res = execute_rows(backend, req, rows);
   const output_check::ViewRelL2 views = views_against_reference(req, cfg, rows, res);
   const output_check::ElementChecks elements = element_checks(req.shape, cfg, rows, res);
@@ -507,7 +511,7 @@ SelftestLegs selftest_legs(const Shape& shape, const Config& cfg, const std::vec
   SelftestLegs legs;
   const int W = shape.world;
   const int64_t n = shape.n;
-  const int64_t S = slice_rows(shape, cfg.quant);
+  const int64_t S = slice_rows(shape, cfg);
   for (size_t i = 0; i < rows.size(); ++i) {
     const int owner = int(rows[i] / S);
     const uint16_t* own = outputs[size_t(owner)].data() + i * size_t(n);
@@ -585,8 +589,7 @@ SelftestResult run_selftest(Backend& backend, const Shape& shape, const Config& 
   req.check_every = 1;
   req.selftest_fill = true;
   // Every real row (the shape is small).
-  const std::vector<int64_t> rows =
-      reference::sample_rows(shape, cfg.quant, std::numeric_limits<int64_t>::max() / 4, 1);
+  const std::vector<int64_t> rows = reference::sample_rows(shape, cfg, std::numeric_limits<int64_t>::max() / 4, 1);
   BackendResult res = backend.execute(req, rows);
   GEMMAR_CHECK(res.rows == rows && int(res.outputs.size()) == W, "selftest: backend returned other rows or ranks");
   // The sum every element must hold: W(W+1)/2, as bf16 (exact for W <= 32: an integer with <= 8 significant bits).

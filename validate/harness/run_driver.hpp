@@ -61,6 +61,10 @@ class Backend {
   // Runs one config end to end on the given operands, returns the sampled rows (the rows listed in
   // `rows_to_return`) of every rank's output and partials, and timings where it has them.
   virtual BackendResult execute(const RunRequest&, const std::vector<int64_t>& rows_to_return) = 0;
+  // Whether it runs relaxed rows (mori's --relaxed-rows: M padded to a multiple of W only, so a BLOCK_M tile may
+  // straddle two owners) as mori does. One that does not is refused such a run by run_and_check (exit 2), never
+  // handed a padded run in its place.
+  virtual bool runs_relaxed_rows() const { return false; }
 };
 
 std::unique_ptr<Backend> make_cpu_backend();

@@ -379,7 +379,7 @@ std::vector<int64_t> rell2_rows(const Ctx& c, const VerifyOptions& opt, VerifyRe
     res.rows = c.f0.rows;
     for (size_t i = 0; i < res.rows.size(); ++i) file_rows.push_back(int64_t(i));
   } else {
-    res.rows = output_check::rows_to_check(c.shape, c.cfg.quant, opt.check_rows, opt.seed);
+    res.rows = output_check::rows_to_check(c.shape, c.cfg, opt.check_rows, opt.seed);
     file_rows = res.rows;
   }
   return file_rows;

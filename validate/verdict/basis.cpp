@@ -143,7 +143,7 @@ void rank_spread(const RunRecord& r, const Config& cfg, NumericsBasis& n) {
       int(pr.size()) == r.shape.world && r.shape.world > 1) {
     const double world = r.shape.world, fb2 = *n.floor_bf16 * *n.floor_bf16, f82 = *n.floor_fp8 * *n.floor_fp8;
     const double e82 = std::max(fb2, (f82 - fb2 / world) * world / (world - 1.0));
-    const double real = double(r.shape.m), S = double(slice_rows(r.shape, cfg.quant));
+    const double real = double(r.shape.m), S = double(slice_rows(r.shape, cfg));  // the run's row plan
     for (size_t i = 0; i < pr.size(); ++i) {
       const double own = std::clamp(real - double(i) * S, 0.0, S);
       const double expect = std::sqrt((own * fb2 + (real - own) * e82) / real);

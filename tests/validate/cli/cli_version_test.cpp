@@ -36,8 +36,16 @@ TEST(CliVersion, JsonIsOneDocumentWhoseFlagsMatchHowTheBuildWasConfigured) {
   const std::string commit = j["commit"];
   const bool hex12 = commit.size() == 12 && commit.find_first_not_of("0123456789abcdef") == std::string::npos;
   EXPECT_TRUE(hex12 || commit == "unknown") << commit;
-  // This test is built with the same options: the sanitizer and GPU macros are an independent witness.
+  // This test is built with the same options: the sanitizer and GPU macros are an independent witness (GCC
+  // defines __SANITIZE_ADDRESS__, clang answers __has_feature).
 #if defined(__SANITIZE_ADDRESS__)
+#define GEMMAR_TEST_BUILT_WITH_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GEMMAR_TEST_BUILT_WITH_ASAN 1
+#endif
+#endif
+#if defined(GEMMAR_TEST_BUILT_WITH_ASAN)
   EXPECT_EQ(j["sanitizers"], nlohmann::json::array({"address", "undefined"}));
 #else
   EXPECT_TRUE(j["sanitizers"].empty());
