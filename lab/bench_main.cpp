@@ -21,8 +21,8 @@
 //   gemmar_gpu_bench selftest                    the fp8 wire's hardware conversions vs numerics_inline.hpp, all
 //                                                2^32 fp32 inputs (4 scales) and every code at 65536 scales
 //   gemmar_gpu_bench variants                    every subject of the testbed (JSON lines)
-//   gemmar_gpu_bench testbed [gemm|widen|pipeline ...] [QUANT ...]  every subject of those concerns (all three by
-//                                                default; the gemm cases of the QUANTs named, all by default)
+//   gemmar_gpu_bench testbed [gemm|widen|pipeline|guard ...] [QUANT ...]  every subject of those concerns (all four
+//                                                by default; the gemm cases of the QUANTs named, all by default)
 //                                                checked against the CPU reference, then timed (lab/testbed.hpp)
 //   gemmar_gpu_bench pipeline SUBJECT M MODE[/WIRE[/TRANSPORT]] [QUANT [guard]]  one config (8 ranks, N = 7168,
 //                                                K = 2048) as the op runs it and as SUBJECT, as the testbed does
@@ -392,10 +392,13 @@ int run(const std::vector<std::string>& a) {
         concerns.push_back(lab::Concern::Widen);
       else if (a[i] == "pipeline")
         concerns.push_back(lab::Concern::Pipeline);
+      else if (a[i] == "guard")
+        concerns.push_back(lab::Concern::Guard);
       else
-        quants.push_back(parse_quant(a[i], "testbed (a concern gemm|widen|pipeline or a QUANT)"));
+        quants.push_back(parse_quant(a[i], "testbed (a concern gemm|widen|pipeline|guard or a QUANT)"));
     }
-    if (concerns.empty()) concerns = {lab::Concern::Gemm, lab::Concern::Widen, lab::Concern::Pipeline};
+    if (concerns.empty())
+      concerns = {lab::Concern::Gemm, lab::Concern::Widen, lab::Concern::Pipeline, lab::Concern::Guard};
     return lab::run_testbed(concerns, quants) ? 0 : 1;
   }
   std::fprintf(stderr, "gemmar_gpu_bench: unknown command '%s'\n", a[0].c_str());
@@ -412,7 +415,7 @@ int main(int argc, char** argv) {
           stderr,
           "usage: gemmar_gpu_bench ceilings [GiB [M...]] | gemm M N K [QUANT [SUBJECT]] | gemm-concurrent M N K "
           "W [QUANT [SUBJECT]] | gemm-nan M N K [QUANT [SUBJECT]] | data [ROWS N PULL [SUBJECT]] | "
-          "copy-overlap [MiB] | selftest | variants | testbed [gemm|widen|pipeline ...] [QUANT ...]\n");
+          "copy-overlap [MiB] | selftest | variants | testbed [gemm|widen|pipeline|guard ...] [QUANT ...]\n");
       return 2;
     }
     return run(a);

@@ -10,6 +10,9 @@
 //   pipeline  the op end to end on one device (8 ranks): every output element against the collective the device
 //             recomputes from its own partials, the partials' sampled rows against the CPU's GEMM, no poison left,
 //             every output row read back bit for bit against the op's; then timed in alternation with the op
+//   guard     the caller guard's kernels (libgemmar_guard.so) on mori's targets: every rank's record within its fp32
+//             rounding of the CPU reference's, the judge's cells equal to the CPU judge's, each variant's bit for
+//             bit the product's; then timed beside the product (the sums by block kind, the judge, a call)
 // One `TESTBED_JSON {...}` line per (subject, case), a subject that does not run a case says why
 // ("applies": false, or "ran": false with the launch's error); then `TESTBED_SUMMARY {...}`.
 #pragma once
@@ -24,7 +27,7 @@ namespace gemmar::lab {
 // (all of them when empty).
 bool run_testbed(const std::vector<Concern>&, const std::vector<Quant>& quants = {});
 
-// lab/testbed_{gemm,widen,pipeline}.cu: one concern each. `tally` counts the lines printed, the subjects that ran
+// lab/testbed_{gemm,widen,pipeline,guard}.cu: one concern each. `tally` counts the lines printed, the subjects that ran
 // and those whose checks failed.
 struct TestbedTally {
   int lines = 0, ran = 0, failed = 0;
@@ -32,6 +35,7 @@ struct TestbedTally {
 void testbed_gemm(TestbedTally&, const std::vector<Quant>& quants);
 void testbed_widen(TestbedTally&);
 void testbed_pipeline(TestbedTally&);
+void testbed_guard(TestbedTally&);
 // One pipeline config of one's own (gemmar_gpu_bench pipeline), as testbed_pipeline runs each of its cases.
 struct PipelineCase;
 void testbed_pipeline_case(const PipelineCase&, TestbedTally&);

@@ -158,6 +158,7 @@ bool run_testbed(const std::vector<Concern>& concerns, const std::vector<Quant>&
     if (c == Concern::Gemm) testbed_gemm(tally, quants);
     if (c == Concern::Widen) testbed_widen(tally);
     if (c == Concern::Pipeline) testbed_pipeline(tally);
+    if (c == Concern::Guard) testbed_guard(tally);
   }
   JsonLine j;
   j.add("lines", tally.lines).add("ran", tally.ran).add("failed", tally.failed).add("ok", tally.failed == 0);

@@ -60,6 +60,16 @@ std::vector<PipelineCase> pipeline_cases() {
   };
 }
 
+std::vector<GuardCase> guard_cases() {
+  // V4-Pro (blockscale, W = 8, 7168 x 2048; mori's flat [K/128, M] scales) at the two M of docs/guard.md's cost goal,
+  // on the bf16 and the fp8 gather; V4-Flash (mxfp8, W = 4, 5120 x 2048; mori's packed e8m0 scales).
+  return {{"v4-pro bf16", 8, 4096, 7168, 2048, 0, 128, false},
+          {"v4-pro bf16", 8, 16384, 7168, 2048, 0, 128, false},
+          {"v4-pro fp8", 8, 16384, 7168, 2048, 0, 128, true},
+          {"v4-flash bf16", 4, 4096, 5120, 2048, 3, 32, false},
+          {"v4-flash fp8", 4, 16384, 5120, 2048, 3, 32, true}};
+}
+
 std::vector<Subject> subjects_of(Concern c) {
   std::vector<Subject> out;
   for (const SubjectInfo& i : subjects())

@@ -38,6 +38,17 @@ struct PipelineCase {
 };
 std::vector<PipelineCase> pipeline_cases();
 
+// One caller-guard problem (libgemmar_guard.so): mori's targets at the guard's default sample (one row in 32), the
+// A scales as the caller holds them (gemmar_guard.h gg_a_scale_kind), the gather's wire. Every guard subject runs it.
+struct GuardCase {
+  const char* name;
+  int world;
+  int64_t m, n, k;
+  int a_scale_kind, a_scale_k;  // gg_a_scale_kind and the K columns per scale
+  bool fp8_gather;              // the owner's rows re-quantized by mori's recipe (the wire blocks run)
+};
+std::vector<GuardCase> guard_cases();
+
 // The subjects of a concern, in table order.
 std::vector<Subject> subjects_of(Concern);
 

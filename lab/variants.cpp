@@ -67,6 +67,14 @@ const std::vector<SubjectInfo> kSubjects = {
      "--guard with only the fp8 wire's sums"},
     {S::PipelineGuardGemm, "guard-gemm", C::Pipeline, false, true, "GEMMAR_GUARD_PARTS=gemm",
      "--guard with only the GEMM check"},
+    {S::GuardProduct, "guard-product", C::Guard, true, true, "",
+     "libgemmar_guard.so's caller_sums_kernel and caller_judge_kernel as gg_sums and gg_judge launch them"},
+    {S::GuardPredictPreload, "guard-predict-preload", C::Guard, false, true, "none (new with issue 49)",
+     "the prediction blocks issue a K step's 16 weight loads before its FMAs, two K steps at a time"},
+    {S::GuardJudgeWorld, "guard-judge-world", C::Guard, false, true, "none (new with issue 49)",
+     "the judge with the world fixed when compiled (8, 4): the ranks' loop unrolled, its record loads together"},
+    {S::GuardBoth, "guard-both", C::Guard, false, true, "none (new with issue 49)",
+     "guard-predict-preload's sums and guard-judge-world's judge"},
 };
 
 }  // namespace
@@ -92,6 +100,8 @@ const char* to_string(Concern c) {
       return "widen";
     case Concern::Pipeline:
       return "pipeline";
+    case Concern::Guard:
+      return "guard";
   }
   return "?";
 }

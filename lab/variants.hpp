@@ -1,10 +1,10 @@
 // Everything the lab's testbed runs, in one table (plain C++: tests/kernels checks it on the CPU). A subject is
 // either the op's own code (`product`: launch_gemm's choice, each of its kernel families forced, the pipeline as
 // the op runs it), run here so the testbed checks it on any device, or a measurement variant of the lab (lab/gemm,
-// lab/convert, lab/pipeline_variants.cu), which the op never links. Each runs through the testbed (lab/testbed.hpp):
-// checked against the CPU reference before it is timed, and timed beside the vendor's GEMM or the product's own
-// kernel in the same process. Promoting a variant is a commit that makes it the product's code and deletes the
-// loser, with the numbers in docs/results/ (lab/README.md).
+// lab/convert, lab/pipeline_variants.cu, lab/guard), which the op never links. Each runs through the testbed
+// (lab/testbed.hpp): checked against the CPU reference before it is timed, and timed beside the vendor's GEMM or the
+// product's own kernel in the same process. Promoting a variant is a commit that makes it the product's code and
+// deletes the loser, with the numbers in docs/results/ (lab/README.md).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -13,7 +13,7 @@
 
 namespace gemmar::lab {
 
-enum class Concern { Gemm, Widen, Pipeline };
+enum class Concern { Gemm, Widen, Pipeline, Guard };
 
 enum class Subject {
   // gemm: one GEMM of the quant at M x N x K, against the CPU reference and cuBLASLt
@@ -45,6 +45,12 @@ enum class Subject {
   PipelineGuardOutput,   // lab: the guard's output pass alone
   PipelineGuardWire,     // lab: the guard's fp8 wire pass alone
   PipelineGuardGemm,     // lab: the guard's GEMM check alone
+  // guard: the caller guard's kernels (libgemmar_guard.so) on one rank's inputs and the gathered records, against
+  // the CPU reference (reference/guard_caller.cpp) and the product bit for bit, timed beside the product
+  GuardProduct,         // the library's kernels as gg_sums and gg_judge launch them
+  GuardPredictPreload,  // lab: the prediction blocks' weight loads issued before their FMAs, two K steps at a time
+  GuardJudgeWorld,      // lab: the judge with the world fixed when compiled (the ranks' loop unrolled)
+  GuardBoth,            // lab: both
   kCount
 };
 

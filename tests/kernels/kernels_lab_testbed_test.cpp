@@ -1,8 +1,8 @@
 // The lab's one table (lab/variants.hpp) and the testbed's cases (lab/testbed_plan.hpp): every subject has its row,
 // every lab variant and every product subject runs at least one testbed case, the GEMM cases cover every quant x
 // every K of kWgmma4KBlocks x the edge M, and each concern's launcher (lab/gemm/variants.cu,
-// lab/convert/widen_variants.cu, lab/pipeline_variants.cu) names every variant of its concern, so none is enumerated
-// without a kernel behind it. Plain C++ on the CPU.
+// lab/convert/widen_variants.cu, lab/pipeline_variants.cu, lab/guard/caller_guard_variants.cu) names every variant of
+// its concern, so none is enumerated without a kernel behind it. Plain C++ on the CPU.
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -88,13 +88,16 @@ TEST(KernelsLabTestbed, EverySubjectRunsAtLeastOneTestbedCase) {
       runs.insert(s);
     }
   }
+  if (!gemmar::lab::guard_cases().empty())
+    for (const Subject s : gemmar::lab::subjects_of(Concern::Guard)) runs.insert(s);
   for (const SubjectInfo& i : gemmar::lab::subjects()) EXPECT_TRUE(runs.count(i.id)) << i.name << " runs no case";
 }
 
 TEST(KernelsLabTestbed, EachConcernsLauncherNamesEveryOneOfItsVariants) {
   const std::pair<Concern, const char*> launchers[] = {{Concern::Gemm, "lab/gemm/variants.cu"},
                                                        {Concern::Widen, "lab/convert/widen_variants.cu"},
-                                                       {Concern::Pipeline, "lab/pipeline_variants.cu"}};
+                                                       {Concern::Pipeline, "lab/pipeline_variants.cu"},
+                                                       {Concern::Guard, "lab/guard/caller_guard_variants.cu"}};
   const std::vector<std::string> names = enumerators();
   for (const auto& [concern, file] : launchers) {
     const std::string src = read_source(file);
