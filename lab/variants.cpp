@@ -75,6 +75,11 @@ const std::vector<SubjectInfo> kSubjects = {
      "the judge with the world fixed when compiled (8, 4): the ranks' loop unrolled, its record loads together"},
     {S::GuardBoth, "guard-both", C::Guard, false, true, "none (new with issue 49)",
      "guard-predict-preload's sums and guard-judge-world's judge"},
+    {S::GuardPredictSplitK, "guard-predict-split-k", C::Guard, false, false, "none (new with issue 49)",
+     "one listed row per prediction block, its K walked by the block's 128 threads (two steps at K = 2048), the "
+     "warps' sums added in warp order: another summation order, checked against the CPU reference"},
+    {S::GuardSplitKJudgeWorld, "guard-split-k-judge-world", C::Guard, false, false, "none (new with issue 49)",
+     "guard-predict-split-k's sums and guard-judge-world's judge"},
 };
 
 }  // namespace

@@ -47,10 +47,12 @@ enum class Subject {
   PipelineGuardGemm,     // lab: the guard's GEMM check alone
   // guard: the caller guard's kernels (libgemmar_guard.so) on one rank's inputs and the gathered records, against
   // the CPU reference (reference/guard_caller.cpp) and the product bit for bit, timed beside the product
-  GuardProduct,         // the library's kernels as gg_sums and gg_judge launch them
-  GuardPredictPreload,  // lab: the prediction blocks' weight loads issued before their FMAs, two K steps at a time
-  GuardJudgeWorld,      // lab: the judge with the world fixed when compiled (the ranks' loop unrolled)
-  GuardBoth,            // lab: both
+  GuardProduct,           // the library's kernels as gg_sums and gg_judge launch them
+  GuardPredictPreload,    // lab: the prediction blocks' weight loads issued before their FMAs, two K steps at a time
+  GuardJudgeWorld,        // lab: the judge with the world fixed when compiled (the ranks' loop unrolled)
+  GuardBoth,              // lab: both
+  GuardPredictSplitK,     // lab: one listed row per prediction block, its K walked by the block's 128 threads
+  GuardSplitKJudgeWorld,  // lab: GuardPredictSplitK's sums and GuardJudgeWorld's judge
   kCount
 };
 

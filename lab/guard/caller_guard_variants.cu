@@ -9,6 +9,12 @@
 //                          loop of check_terms unrolled, its 5 x W record loads issued together; the same sums in the
 //                          same order: the same bits.
 //   guard-both             both.
+//   guard-predict-split-k  one listed row per prediction block, its K walked by all 128 threads (two steps at
+//                          K = 2048 where the product's warp takes eight), the loads as guard-predict-preload's;
+//                          another summation order: checked against the CPU reference, not the product's bits.
+//   guard-split-k-judge-world  guard-predict-split-k's sums and guard-judge-world's judge.
+#include <type_traits>
+
 #include "kernels/check/caller_guard_kernels.cuh"
 #include "lab/guard/caller_guard_variants.hpp"
 
@@ -63,8 +69,79 @@ struct PredictPreload {
   }
 };
 
+// One listed row per block: the block's 128 threads walk the row's K together (thread t: 8 consecutive k from
+// 8 t, 1024 k a step, two steps at K = 2048 where the product's warp takes eight), each step's 16 weight loads
+// issued before its FMAs; the warps' partial sums added in warp order from zero. Another summation order than the
+// product's: its records are checked against the CPU's, not the product's bits (the bound's det_pred is
+// gamma(K + 3), any order's). Launched with one row group per listed row (launch_kinds): i0 / kPredRows is the row.
+struct PredictSplitK {
+  __device__ void operator()(const SumsParams& p, uint64_t call, int64_t i0, int b0) const {
+    __shared__ float part_s[kWarps][kPredBlocks], part_a[kWarps][kPredBlocks], part_q[kWarps];
+    const int t = int(threadIdx.x), warp = t / GEMMAR_WARP_SIZE, lane = t % GEMMAR_WARP_SIZE;
+    const int64_t i = i0 / kPredRows;
+    const int64_t row = listed_row(p, call, i);
+    const int live = p.l.nb - b0 < kPredBlocks ? p.l.nb - b0 : kPredBlocks;
+    float s[kPredBlocks] = {}, sa[kPredBlocks] = {}, sq = 0;
+    for (int64_t kc = int64_t(t) * kPredKVec; kc < p.k; kc += int64_t(kThreads) * kPredKVec) {
+      const uint2 raw = *reinterpret_cast<const uint2*>(p.a + row * p.k + kc);
+      const float sc = a_scale_of(p, row, kc / p.a_scale_k);
+      float4 lo[kPredBlocks], hi[kPredBlocks];
+#pragma unroll
+      for (int bl = 0; bl < kPredBlocks; ++bl) {
+        const float4* wp = reinterpret_cast<const float4*>(p.w + int64_t(b0 + (bl < live ? bl : live - 1)) * p.k + kc);
+        lo[bl] = wp[0];
+        hi[bl] = wp[1];
+      }
+      float av[kPredKVec];
+#pragma unroll
+      for (int e = 0; e < kPredKVec; ++e) {
+        av[e] = nm::dequantize_operand(uint8_t((e < 4 ? raw.x : raw.y) >> (8 * (e % 4))), sc, p.a_fnuz != 0);
+        sq = fmaf(av[e], av[e], sq);
+      }
+#pragma unroll
+      for (int bl = 0; bl < kPredBlocks; ++bl) {
+        const float wv[kPredKVec] = {lo[bl].x, lo[bl].y, lo[bl].z, lo[bl].w, hi[bl].x, hi[bl].y, hi[bl].z, hi[bl].w};
+#pragma unroll
+        for (int e = 0; e < kPredKVec; ++e) {
+          s[bl] = fmaf(av[e], wv[e], s[bl]);
+          sa[bl] = fmaf(nm::abs_f32(av[e]), nm::abs_f32(wv[e]), sa[bl]);
+        }
+      }
+    }
+#pragma unroll
+    for (int bl = 0; bl < kPredBlocks; ++bl) {
+      const float v = warp_sum(s[bl]), va = warp_sum(sa[bl]);
+      if (lane == 0) {
+        part_s[warp][bl] = v;
+        part_a[warp][bl] = va;
+      }
+    }
+    sq = warp_sum(sq);
+    if (lane == 0) part_q[warp] = sq;
+    __syncthreads();
+    if (t < live) {
+      float v = 0.0f, va = 0.0f;
+      for (int w = 0; w < kWarps; ++w) {
+        v = nm::add_rn(v, part_s[w][t]);
+        va = nm::add_rn(va, part_a[w][t]);
+      }
+      p.rec[p.l.pred + i * p.l.nb + b0 + t] = v;
+      p.rec[p.l.pabs + i * p.l.nb + b0 + t] = va;
+    }
+    if (t == 0 && b0 == 0) {
+      float q = 0.0f;
+      for (int w = 0; w < kWarps; ++w) q = nm::add_rn(q, part_q[w]);
+      p.rec[p.l.asq + i] = q;
+    }
+  }
+};
+
 template <typename Predict>
 bool launch_kinds(SumsParams p, int kinds, gpuStream_t stream) {
+  if (std::is_same<Predict, PredictSplitK>::value) {  // one row group (block) per listed row
+    p.pred_row_groups = int(p.l.L);
+    p.pred_blocks = int(p.l.L) * ((p.l.nb + kPredBlocks - 1) / kPredBlocks);
+  }
   int blocks = 0;
   if (kinds == kGuardAllKinds) {
     blocks = p.pred_blocks + p.view_blocks + p.wire_blocks;
@@ -112,6 +189,9 @@ bool guard_sums(Subject s, const gg_sums_args& a, int kinds, gpuStream_t stream)
     case Subject::GuardPredictPreload:
     case Subject::GuardBoth:
       return launch_kinds<PredictPreload>(p, kinds, stream);
+    case Subject::GuardPredictSplitK:
+    case Subject::GuardSplitKJudgeWorld:
+      return launch_kinds<PredictSplitK>(p, kinds, stream);
     default:
       return false;
   }
@@ -121,10 +201,12 @@ bool guard_judge(Subject s, const gg_judge_args& a, gpuStream_t stream) {
   switch (s) {
     case Subject::GuardProduct:
     case Subject::GuardPredictPreload:
+    case Subject::GuardPredictSplitK:
       launch_judge_world<0>(a, stream);
       return true;
     case Subject::GuardJudgeWorld:
     case Subject::GuardBoth:
+    case Subject::GuardSplitKJudgeWorld:
       judge_fixed_world(a, stream);
       return true;
     default:
