@@ -14,8 +14,12 @@
 #
 # Writes OUTDIR/{machine.txt, library.txt, guard_python.json, guard_python.log, summary.txt} and, with GEMMAR,
 # OUTDIR/pipeline/{machine.txt, pipeline.log, summary.txt}. summary.txt is printed at the end.
+# With GEMMAR_GPU_BENCH (a CUDA gemmar_gpu_bench, e.g. .dev/cand/gemmar_gpu_bench): first the lab testbed's guard
+# concern (`gemmar_gpu_bench testbed guard`: the library's kernels by block kind, beside the lab's variants) into
+# OUTDIR/testbed_guard.txt, killed at TESTBED_TIMEOUT (120 s), one line per (subject, case) appended to summary.txt.
 # Usage: [COST_REPS=10 FAULT_CALLS=8 NAN_CALLS=320 CLEAN_CALLS=150 VARIANT_CALLS=100 BUDGET_S=160 PY_TIMEOUT=200
-#         SECTIONS="agree cost faults clean"] scripts/device_guard_python.sh OUTDIR [GEMMAR]
+#         SECTIONS="agree cost faults clean" GEMMAR_GPU_BENCH= TESTBED_TIMEOUT=120]
+#         scripts/device_guard_python.sh OUTDIR [GEMMAR]
 # PY_TIMEOUT kills the python sections; BUDGET_S is their own time: the NaN and clean loops stop at it and record
 # how far they got (the clean calls go round every configuration), so the call ends in time whatever the device.
 set -uo pipefail
@@ -65,6 +69,19 @@ LIB=${GEMMAR_GUARD_LIB:-$PWD/build-cuda/kernels/libgemmar_guard.so}
 } 2>&1 | tee "$OUT/library.txt"
 LIB=$(sed -n 's/^library: \(carried\|built here\), \([^ ]*\).*/\2/p' "$OUT/library.txt" | tail -1)
 export GEMMAR_GUARD_LIB=${LIB:-$PWD/build-device/absent/libgemmar_guard.so}
+
+# The library's kernels alone (the lab testbed's guard concern: by block kind, beside the lab's variants), when a
+# CUDA gemmar_gpu_bench is given: $GEMMAR_GPU_BENCH, carried by scripts/device_pack.sh (.xz, unpacked here).
+BENCH=${GEMMAR_GPU_BENCH:-}
+if [[ -n $BENCH ]]; then
+  [[ -f $BENCH.xz && ! -x $BENCH ]] && { source scripts/device_lib.sh; unpack_dev; }
+  if [[ -x $BENCH ]]; then
+    timeout -s KILL "${TESTBED_TIMEOUT:-120}" "$BENCH" testbed guard > "$OUT/testbed_guard.txt" 2>&1
+    echo "testbed guard: rc=$?, $(( $(date +%s) - start )) s" >> "$OUT/testbed_guard.txt"
+  else
+    echo "testbed guard: skipped, $BENCH is not an executable" > "$OUT/testbed_guard.txt"
+  fi
+fi
 
 timeout -s KILL "${PY_TIMEOUT:-200}" python3 scripts/device_guard_python.py --out "$OUT" \
   --sections "${SECTIONS:-agree cost faults clean}" --budget-s "${BUDGET_S:-160}" > "$OUT/guard_python.log" 2>&1
@@ -121,6 +138,21 @@ for t, g in runs["on"]:
 PY
   cat "$OUT/pipeline/summary.txt" >> "$OUT/summary.txt"
   echo "pipeline: $(( $(date +%s) - start )) s" >> "$OUT/summary.txt"
+fi
+if [[ -f $OUT/testbed_guard.txt ]]; then
+  # One line per (subject, case) of the testbed: its checks, then its times beside the product's.
+  python3 - "$OUT/testbed_guard.txt" <<'PY' >> "$OUT/summary.txt"
+import json, sys
+for line in open(sys.argv[1]):
+    if line.startswith("TESTBED_JSON "):
+        j = json.loads(line[len("TESTBED_JSON "):])
+        kinds = " ".join(f"{k} {v:.1f}" for k, v in (j.get("sums_kinds_us") or {}).items())
+        times = (f"sums {j['sums_us']:.1f} us ({kinds}), judge {j['judge_us']:.1f} us, a call per rank "
+                 f"{j['call_per_rank_us']:.1f} us ({j.get('vs_product') or float('nan'):.2f}x the product)") if "sums_us" in j else "not timed"
+        print(f"testbed {j['subject']} {j['case']} M={j['m']}: ok {j.get('ok')}; {times}")
+    elif line.startswith("TESTBED_SUMMARY") or line.startswith("testbed guard:"):
+        print(line.rstrip())
+PY
 fi
 cat "$OUT/library.txt" "$OUT/summary.txt"
 echo "total: $(( $(date +%s) - start )) s"
