@@ -74,7 +74,8 @@ export GEMMAR_GUARD_LIB=${LIB:-$PWD/build-device/absent/libgemmar_guard.so}
 # CUDA gemmar_gpu_bench is given: $GEMMAR_GPU_BENCH, carried by scripts/device_pack.sh (.xz, unpacked here).
 BENCH=${GEMMAR_GPU_BENCH:-}
 if [[ -n $BENCH ]]; then
-  [[ -f $BENCH.xz && ! -x $BENCH ]] && { source scripts/device_lib.sh; unpack_dev; }
+  # One empty argument: a bare `source` would hand device_lib.sh this script's OUTDIR and GEMMAR as its own two.
+  [[ -f $BENCH.xz && ! -x $BENCH ]] && { source scripts/device_lib.sh ""; unpack_dev; }
   if [[ -x $BENCH ]]; then
     timeout -s KILL "${TESTBED_TIMEOUT:-120}" "$BENCH" testbed guard > "$OUT/testbed_guard.txt" 2>&1
     echo "testbed guard: rc=$?, $(( $(date +%s) - start )) s" >> "$OUT/testbed_guard.txt"
