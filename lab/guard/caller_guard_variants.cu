@@ -21,6 +21,37 @@
 namespace gemmar::lab {
 namespace {
 
+// One K step of 8 consecutive k from kc of one row: its 16 weight loads (8 column blocks x 2 float4) issued before
+// any of its FMAs, which run in the product's order (caller_guard_kernels.cuh predict). A dead block (past the live
+// ones) re-reads the last live one, so no branch stands before a load; its sums are never written.
+__device__ __forceinline__ void preload_step(const SumsParams& p, int64_t row, int64_t kc, int b0, int live,
+                                             float (&s)[kPredBlocks], float (&sa)[kPredBlocks], float& sq) {
+  const uint2 raw = *reinterpret_cast<const uint2*>(p.a + row * p.k + kc);
+  const float sc = a_scale_of(p, row, kc / p.a_scale_k);
+  float4 lo[kPredBlocks], hi[kPredBlocks];
+#pragma unroll
+  for (int bl = 0; bl < kPredBlocks; ++bl) {
+    const float4* wp = reinterpret_cast<const float4*>(p.w + int64_t(b0 + (bl < live ? bl : live - 1)) * p.k + kc);
+    lo[bl] = wp[0];
+    hi[bl] = wp[1];
+  }
+  float av[kPredKVec];
+#pragma unroll
+  for (int e = 0; e < kPredKVec; ++e) {
+    av[e] = nm::dequantize_operand(uint8_t((e < 4 ? raw.x : raw.y) >> (8 * (e % 4))), sc, p.a_fnuz != 0);
+    sq = fmaf(av[e], av[e], sq);
+  }
+#pragma unroll
+  for (int bl = 0; bl < kPredBlocks; ++bl) {
+    const float wv[kPredKVec] = {lo[bl].x, lo[bl].y, lo[bl].z, lo[bl].w, hi[bl].x, hi[bl].y, hi[bl].z, hi[bl].w};
+#pragma unroll
+    for (int e = 0; e < kPredKVec; ++e) {
+      s[bl] = fmaf(av[e], wv[e], s[bl]);
+      sa[bl] = fmaf(nm::abs_f32(av[e]), nm::abs_f32(wv[e]), sa[bl]);
+    }
+  }
+}
+
 struct PredictPreload {
   __device__ void operator()(const SumsParams& p, uint64_t call, int64_t i0, int b0) const {
     const int warp = int(threadIdx.x) / GEMMAR_WARP_SIZE, lane = int(threadIdx.x) % GEMMAR_WARP_SIZE;
@@ -31,30 +62,7 @@ struct PredictPreload {
     float s[kPredBlocks] = {}, sa[kPredBlocks] = {}, sq = 0;
 #pragma unroll 2
     for (int64_t kc = int64_t(lane) * kPredKVec; kc < p.k; kc += int64_t(GEMMAR_WARP_SIZE) * kPredKVec) {
-      const uint2 raw = *reinterpret_cast<const uint2*>(p.a + row * p.k + kc);
-      const float sc = a_scale_of(p, row, kc / p.a_scale_k);
-      float4 lo[kPredBlocks], hi[kPredBlocks];
-#pragma unroll
-      for (int bl = 0; bl < kPredBlocks; ++bl) {  // a dead block re-reads the last live one: no branch before a load
-        const float4* wp = reinterpret_cast<const float4*>(p.w + int64_t(b0 + (bl < live ? bl : live - 1)) * p.k + kc);
-        lo[bl] = wp[0];
-        hi[bl] = wp[1];
-      }
-      float av[kPredKVec];
-#pragma unroll
-      for (int e = 0; e < kPredKVec; ++e) {
-        av[e] = nm::dequantize_operand(uint8_t((e < 4 ? raw.x : raw.y) >> (8 * (e % 4))), sc, p.a_fnuz != 0);
-        sq = fmaf(av[e], av[e], sq);
-      }
-#pragma unroll
-      for (int bl = 0; bl < kPredBlocks; ++bl) {
-        const float wv[kPredKVec] = {lo[bl].x, lo[bl].y, lo[bl].z, lo[bl].w, hi[bl].x, hi[bl].y, hi[bl].z, hi[bl].w};
-#pragma unroll
-        for (int e = 0; e < kPredKVec; ++e) {
-          s[bl] = fmaf(av[e], wv[e], s[bl]);
-          sa[bl] = fmaf(nm::abs_f32(av[e]), nm::abs_f32(wv[e]), sa[bl]);
-        }
-      }
+      preload_step(p, row, kc, b0, live, s, sa, sq);
     }
 #pragma unroll
     for (int bl = 0; bl < kPredBlocks; ++bl) {
@@ -83,30 +91,7 @@ struct PredictSplitK {
     const int live = p.l.nb - b0 < kPredBlocks ? p.l.nb - b0 : kPredBlocks;
     float s[kPredBlocks] = {}, sa[kPredBlocks] = {}, sq = 0;
     for (int64_t kc = int64_t(t) * kPredKVec; kc < p.k; kc += int64_t(kThreads) * kPredKVec) {
-      const uint2 raw = *reinterpret_cast<const uint2*>(p.a + row * p.k + kc);
-      const float sc = a_scale_of(p, row, kc / p.a_scale_k);
-      float4 lo[kPredBlocks], hi[kPredBlocks];
-#pragma unroll
-      for (int bl = 0; bl < kPredBlocks; ++bl) {
-        const float4* wp = reinterpret_cast<const float4*>(p.w + int64_t(b0 + (bl < live ? bl : live - 1)) * p.k + kc);
-        lo[bl] = wp[0];
-        hi[bl] = wp[1];
-      }
-      float av[kPredKVec];
-#pragma unroll
-      for (int e = 0; e < kPredKVec; ++e) {
-        av[e] = nm::dequantize_operand(uint8_t((e < 4 ? raw.x : raw.y) >> (8 * (e % 4))), sc, p.a_fnuz != 0);
-        sq = fmaf(av[e], av[e], sq);
-      }
-#pragma unroll
-      for (int bl = 0; bl < kPredBlocks; ++bl) {
-        const float wv[kPredKVec] = {lo[bl].x, lo[bl].y, lo[bl].z, lo[bl].w, hi[bl].x, hi[bl].y, hi[bl].z, hi[bl].w};
-#pragma unroll
-        for (int e = 0; e < kPredKVec; ++e) {
-          s[bl] = fmaf(av[e], wv[e], s[bl]);
-          sa[bl] = fmaf(nm::abs_f32(av[e]), nm::abs_f32(wv[e]), sa[bl]);
-        }
-      }
+      preload_step(p, row, kc, b0, live, s, sa, sq);
     }
 #pragma unroll
     for (int bl = 0; bl < kPredBlocks; ++bl) {
