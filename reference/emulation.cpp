@@ -446,7 +446,7 @@ EmulationResult emulate(const EmulationRequest& req) {
 
 namespace {
 // The relL2 helpers below need only the rows each rank owns (S, the run's row plan: slice_rows(Shape, Config)) and
-// the real rows (s.m); the Quant overloads are the plain W * BLOCK_M padding.
+// the real rows (s.m); sample_rows' Quant overload is the plain W * BLOCK_M padding.
 std::vector<int64_t> sample_rows_at(const Shape& s, int64_t S, int64_t count, uint64_t seed) {
   const int W = s.world;
   std::vector<int64_t> rows;
@@ -565,10 +565,6 @@ RelL2 stratified_at(const Shape& s, int64_t S, const std::vector<int64_t>& rows,
 }
 }  // namespace
 
-RelL2 stratified_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows, const RowErrors& e) {
-  return stratified_at(s, slice_rows(s, q), rows, e);
-}
-
 namespace {
 std::vector<RowErrors> view_errors(const Shape& s, const Bf16Outputs& outs, const std::vector<float>& ref) {
   std::vector<RowErrors> v;
@@ -616,43 +612,17 @@ std::vector<double> per_slice_at(const Shape& s, int64_t S, const std::vector<in
 }
 }  // namespace
 
-std::vector<RelL2> per_rank_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows,
-                                   const std::vector<RowErrors>& views) {
-  return per_rank_at(s, slice_rows(s, q), rows, views);
-}
 std::vector<RelL2> per_rank_rel_l2(const Shape& s, const Config& c, const std::vector<int64_t>& rows,
                                    const std::vector<RowErrors>& views) {
   return per_rank_at(s, slice_rows(s, c), rows, views);
-}
-RelL2 all_views_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows, const std::vector<RowErrors>& views) {
-  return all_views_at(s, slice_rows(s, q), rows, views);
 }
 RelL2 all_views_rel_l2(const Shape& s, const Config& c, const std::vector<int64_t>& rows,
                        const std::vector<RowErrors>& views) {
   return all_views_at(s, slice_rows(s, c), rows, views);
 }
-std::vector<double> per_slice_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows,
-                                     const std::vector<RowErrors>& views) {
-  return per_slice_at(s, slice_rows(s, q), rows, views);
-}
 std::vector<double> per_slice_rel_l2(const Shape& s, const Config& c, const std::vector<int64_t>& rows,
                                      const std::vector<RowErrors>& views) {
   return per_slice_at(s, slice_rows(s, c), rows, views);
-}
-
-std::vector<RelL2> per_rank_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows, const Bf16Outputs& outs,
-                                   const std::vector<float>& ref) {
-  return per_rank_rel_l2(s, q, rows, view_errors(s, outs, ref));
-}
-
-RelL2 all_views_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows, const Bf16Outputs& outs,
-                       const std::vector<float>& ref) {
-  return all_views_rel_l2(s, q, rows, view_errors(s, outs, ref));
-}
-
-std::vector<double> per_slice_rel_l2(const Shape& s, Quant q, const std::vector<int64_t>& rows, const Bf16Outputs& outs,
-                                     const std::vector<float>& ref) {
-  return per_slice_rel_l2(s, q, rows, view_errors(s, outs, ref));
 }
 
 std::vector<RelL2> per_rank_rel_l2(const Shape& s, const Config& c, const std::vector<int64_t>& rows,

@@ -162,6 +162,9 @@ EmulationResult emulate(const EmulationRequest&);
 // Stratified row sampling: `count` rows spread evenly over the W slices (real rows only, never padding),
 // one draw per equal sub-range of each slice; deterministic in seed; sorted. count >= all real rows -> all.
 std::vector<int64_t> sample_rows(const Shape&, Quant, int64_t count, uint64_t seed);
+// The same under the run's row plan (slices of slice_rows(Shape, Config) rows); the Quant overload samples slices of
+// the plain W * BLOCK_M padding (a GEMM's rows, a floor's).
+std::vector<int64_t> sample_rows(const Shape&, const Config&, int64_t count, uint64_t seed);
 
 struct RelL2 {
   double value = 0;
@@ -172,33 +175,19 @@ struct RowErrors {
   std::vector<double> err2, ref2;  // one per row
 };
 RowErrors row_errors(const std::vector<uint16_t>& out, const std::vector<float>& ref, int64_t n);
-// Combines rows (global indices `rows`) into a relL2 over the whole output, treating each slice as a stratum.
-RelL2 stratified_rel_l2(const Shape&, Quant, const std::vector<int64_t>& rows, const RowErrors&);
-// relL2 of every rank's output; and relL2 over all ranks' views together (mean of squared errors).
-std::vector<RelL2> per_rank_rel_l2(const Shape&, Quant, const std::vector<int64_t>& rows, const Bf16Outputs&,
-                                   const std::vector<float>& ref);
-RelL2 all_views_rel_l2(const Shape&, Quant, const std::vector<int64_t>& rows, const Bf16Outputs&,
-                       const std::vector<float>& ref);
-// Per slice (index = owning rank) over all ranks' views of that slice's rows: a missing slice shows as ~1.
-// Slices with no sampled row get NaN.
-std::vector<double> per_slice_rel_l2(const Shape&, Quant, const std::vector<int64_t>& rows, const Bf16Outputs&,
-                                     const std::vector<float>& ref);
-// The same from each view's per-row errors (one RowErrors per rank, rows as `rows`), computed block by block
-// (gemmar verify streams them): bit-identical to the above, whose per-row sums are independent.
-std::vector<RelL2> per_rank_rel_l2(const Shape&, Quant, const std::vector<int64_t>& rows,
-                                   const std::vector<RowErrors>& views);
-RelL2 all_views_rel_l2(const Shape&, Quant, const std::vector<int64_t>& rows, const std::vector<RowErrors>& views);
-std::vector<double> per_slice_rel_l2(const Shape&, Quant, const std::vector<int64_t>& rows,
-                                     const std::vector<RowErrors>& views);
-// The same under the run's row plan (slices of slice_rows(Shape, Config) rows: relaxed rows, the wo_b schedule's
-// padded M); the Quant overloads above slice at the plain W * BLOCK_M padding. Code that judges a run uses these.
-std::vector<int64_t> sample_rows(const Shape&, const Config&, int64_t count, uint64_t seed);
+// relL2 of every rank's output; and relL2 over all ranks' views together (mean of squared errors); each slice (the
+// rows the run's row plan gives a rank: slice_rows(Shape, Config), so relaxed rows and the wo_b schedule's padded M
+// count) a stratum of the rows sampled.
 std::vector<RelL2> per_rank_rel_l2(const Shape&, const Config&, const std::vector<int64_t>& rows, const Bf16Outputs&,
                                    const std::vector<float>& ref);
 RelL2 all_views_rel_l2(const Shape&, const Config&, const std::vector<int64_t>& rows, const Bf16Outputs&,
                        const std::vector<float>& ref);
+// Per slice (index = owning rank) over all ranks' views of that slice's rows: a missing slice shows as ~1.
+// Slices with no sampled row get NaN.
 std::vector<double> per_slice_rel_l2(const Shape&, const Config&, const std::vector<int64_t>& rows, const Bf16Outputs&,
                                      const std::vector<float>& ref);
+// The same from each view's per-row errors (one RowErrors per rank, rows as `rows`), computed block by block
+// (gemmar verify streams them): bit-identical to the above, whose per-row sums are independent.
 std::vector<RelL2> per_rank_rel_l2(const Shape&, const Config&, const std::vector<int64_t>& rows,
                                    const std::vector<RowErrors>& views);
 RelL2 all_views_rel_l2(const Shape&, const Config&, const std::vector<int64_t>& rows,

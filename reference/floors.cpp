@@ -51,7 +51,7 @@ FloorResult predict_floors(const FloorRequest& req) {
   auto floor_of = [&](const Config& c, WireDtype scatter) {
     cr.config = c;
     cr.config.scatter_dtype = scatter;
-    const RelL2 r = all_views_rel_l2(req.shape, req.quant, p.rows, emulate_collective(cr, p.partials), p.reference);
+    const RelL2 r = all_views_rel_l2(req.shape, cr.config, p.rows, emulate_collective(cr, p.partials), p.reference);
     return PairFloor{r.value, r.stderr_};
   };
   FloorResult r;

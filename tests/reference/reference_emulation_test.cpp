@@ -47,7 +47,7 @@ Bf16Outputs run(const Config& c, const Faults& f = {}, const std::vector<int64_t
 }
 
 double view_rel_l2(const Bf16Outputs& o) {
-  return all_views_rel_l2(kShape, Quant::Blockscale, partials().rows, o, partials().reference).value;
+  return all_views_rel_l2(kShape, Config{}, partials().rows, o, partials().reference).value;
 }
 
 }  // namespace
@@ -374,7 +374,7 @@ TEST(EmulationFaults, MissingSliceIsNamedByPerSliceRelL2) {
     for (int64_t row = 5 * S; row < 6 * S; ++row)
       if (r != 5)
         for (int64_t c = 0; c < kShape.n; ++c) out[size_t(r)][size_t(row * kShape.n + c)] = 0;  // slice 5 never landed
-  const auto per_slice = per_slice_rel_l2(kShape, Quant::Blockscale, partials().rows, out, partials().reference);
+  const auto per_slice = per_slice_rel_l2(kShape, Config{}, partials().rows, out, partials().reference);
   for (int h = 0; h < kShape.world; ++h) {
     if (h == 5) {
       EXPECT_GT(per_slice[size_t(h)], 0.9);
@@ -382,7 +382,7 @@ TEST(EmulationFaults, MissingSliceIsNamedByPerSliceRelL2) {
       EXPECT_LT(per_slice[size_t(h)], 3e-3);
     }
   }
-  const auto per_rank = per_rank_rel_l2(kShape, Quant::Blockscale, partials().rows, out, partials().reference);
+  const auto per_rank = per_rank_rel_l2(kShape, Config{}, partials().rows, out, partials().reference);
   EXPECT_LT(per_rank[5].value, 3e-3);  // the owner itself has its rows
   EXPECT_GT(per_rank[0].value, 0.3);
 }
@@ -391,7 +391,7 @@ TEST(EmulationFaults, NoReleaseGivesAPerRankErrorAroundOneHundredth) {
   Faults f;
   f.no_release = true;
   const Bf16Outputs out = run(make_config(Mode::FusedSdma, WireDtype::Bf16, Transport::Sdma), f);
-  const auto per_rank = per_rank_rel_l2(kShape, Quant::Blockscale, partials().rows, out, partials().reference);
+  const auto per_rank = per_rank_rel_l2(kShape, Config{}, partials().rows, out, partials().reference);
   double lo = 1, hi = 0;
   for (const auto& r : per_rank) {
     lo = std::min(lo, r.value);
@@ -419,23 +419,23 @@ TEST(EmulationFaults, PerturbedRankStaleOutputBypassedWireAndFnuzReadAsFn) {
   req.rows = {1, 129, 257, 385, 513, 641, 769, 897};
   req.faults.stale_output = true;
   const EmulationResult st = emulate(req);
-  const double se = all_views_rel_l2(kShape, Quant::Blockscale, st.rows, st.outputs, st.reference).value;
+  const double se = all_views_rel_l2(kShape, Config{}, st.rows, st.outputs, st.reference).value;
   EXPECT_NEAR(se, std::sqrt(2.0), 0.25);
 
   req.faults = {};
   req.data = DataKind::Bench;  // benchmark data never reaches fnuz's max, so the 2x per operand shows cleanly
   req.fp8_format = Fp8Format::E4M3FNUZ;
   const EmulationResult good = emulate(req);
-  EXPECT_LT(all_views_rel_l2(kShape, Quant::Blockscale, good.rows, good.outputs, good.reference).value, 3e-3);
+  EXPECT_LT(all_views_rel_l2(kShape, Config{}, good.rows, good.outputs, good.reference).value, 3e-3);
   req.faults.fnuz_read_as_fn = true;
   const EmulationResult bad = emulate(req);
-  EXPECT_NEAR(all_views_rel_l2(kShape, Quant::Blockscale, bad.rows, bad.outputs, bad.reference).value, 3.0, 0.05);
+  EXPECT_NEAR(all_views_rel_l2(kShape, Config{}, bad.rows, bad.outputs, bad.reference).value, 3.0, 0.05);
 }
 
 TEST(RelL2, SampledAgreesWithFullWithinItsStandardError) {
   const Config c = make_config(Mode::FusedSdma, WireDtype::Fp8, Transport::Lsa);
   const Bf16Outputs out = run(c);
-  const RelL2 full = all_views_rel_l2(kShape, Quant::Blockscale, partials().rows, out, partials().reference);
+  const RelL2 full = all_views_rel_l2(kShape, Config{}, partials().rows, out, partials().reference);
   EXPECT_EQ(full.stderr_, 0.0);
   const std::vector<int64_t> rows = sample_rows(kShape, Quant::Blockscale, 64, 99);
   ASSERT_EQ(rows.size(), 64u);
@@ -447,7 +447,7 @@ TEST(RelL2, SampledAgreesWithFullWithinItsStandardError) {
     ref.insert(ref.end(), partials().reference.begin() + row * kShape.n,
                partials().reference.begin() + (row + 1) * kShape.n);
   }
-  const RelL2 s = all_views_rel_l2(kShape, Quant::Blockscale, rows, sub, ref);
+  const RelL2 s = all_views_rel_l2(kShape, Config{}, rows, sub, ref);
   EXPECT_GT(s.stderr_, 0.0);
   EXPECT_LT(s.stderr_, 0.05 * s.value);
   EXPECT_LT(std::fabs(s.value - full.value), 4 * s.stderr_) << s.value << " vs " << full.value;
