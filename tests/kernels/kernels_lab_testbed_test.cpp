@@ -74,6 +74,24 @@ TEST(KernelsLabTestbed, TheGemmCasesCoverEveryQuantEveryTunedKAndTheEdgeM) {
       }
 }
 
+TEST(KernelsLabTestbed, TheGuardCasesCoverMorisTwoTargetsOnBothGathersWithTheirScaleLayoutsAndTheCostGoalsM) {
+  // V4-Pro: blockscale, W = 8, 7168 x 2048, mori's flat fp32 [K/128, M] A scales (gg_a_scale_kind 0); V4-Flash:
+  // mxfp8, W = 4, 5120 x 2048, mori's packed e8m0 (3). docs/guard.md's cost goal is stated at M = 4096 and 16384.
+  bool pro_bf16_4096 = false, pro_bf16_16384 = false, pro_fp8 = false, flash_bf16 = false, flash_fp8 = false;
+  for (const auto& c : gemmar::lab::guard_cases()) {
+    const bool pro = c.world == 8 && c.n == 7168 && c.k == 2048 && c.a_scale_kind == 0 && c.a_scale_k == 128;
+    const bool flash = c.world == 4 && c.n == 5120 && c.k == 2048 && c.a_scale_kind == 3 && c.a_scale_k == 32;
+    EXPECT_TRUE(pro || flash) << c.name;
+    EXPECT_EQ(c.m % (int64_t(c.world) * 32), 0) << c.name << ": M a multiple of world x the default sample stride";
+    pro_bf16_4096 |= pro && !c.fp8_gather && c.m == 4096;
+    pro_bf16_16384 |= pro && !c.fp8_gather && c.m == 16384;
+    pro_fp8 |= pro && c.fp8_gather;
+    flash_bf16 |= flash && !c.fp8_gather;
+    flash_fp8 |= flash && c.fp8_gather;
+  }
+  EXPECT_TRUE(pro_bf16_4096 && pro_bf16_16384 && pro_fp8 && flash_bf16 && flash_fp8);
+}
+
 TEST(KernelsLabTestbed, EverySubjectRunsAtLeastOneTestbedCase) {
   std::set<Subject> runs;
   for (const auto& c : gemmar::lab::gemm_cases())
