@@ -84,6 +84,32 @@ __device__ __forceinline__ int64_t listed_row(const SumsParams& p, uint64_t call
   return p.stride == 1 ? pos : gemmar::guard_sample::row(p.seed, call, pos, p.stride);
 }
 
+// One K step's 8 codes of a row (one 8-byte load) dequantized with their scale, and their squares added to sq.
+__device__ __forceinline__ void dequantize8(const SumsParams& p, uint2 raw, float sc, float (&av)[kPredKVec],
+                                            float& sq) {
+#pragma unroll
+  for (int e = 0; e < kPredKVec; ++e) {
+    av[e] = nm::dequantize_operand(uint8_t((e < 4 ? raw.x : raw.y) >> (8 * (e % 4))), sc, p.a_fnuz != 0);
+    sq = fmaf(av[e], av[e], sq);
+  }
+}
+
+// A warp's sums of listed row i over column blocks b0 .. b0 + live - 1, reduced over its lanes; lane 0 writes them.
+__device__ __forceinline__ void write_prediction(const SumsParams& p, int lane, int64_t i, int b0, int live,
+                                                 const float (&s)[kPredBlocks], const float (&sa)[kPredBlocks],
+                                                 float sq) {
+#pragma unroll
+  for (int bl = 0; bl < kPredBlocks; ++bl) {
+    const float v = warp_sum(s[bl]), va = warp_sum(sa[bl]);
+    if (lane == 0 && bl < live) {
+      p.rec[p.l.pred + i * p.l.nb + b0 + bl] = v;
+      p.rec[p.l.pabs + i * p.l.nb + b0 + bl] = va;
+    }
+  }
+  sq = warp_sum(sq);
+  if (lane == 0 && b0 == 0) p.rec[p.l.asq + i] = sq;
+}
+
 // The prediction of listed rows i0 .. i0 + kPredRows - 1 (one per warp) for column blocks b0 .. b0 + 7.
 __device__ void predict(const SumsParams& p, uint64_t call, int64_t i0, int b0) {
   const int warp = int(threadIdx.x) / GEMMAR_WARP_SIZE, lane = int(threadIdx.x) % GEMMAR_WARP_SIZE;
@@ -96,11 +122,7 @@ __device__ void predict(const SumsParams& p, uint64_t call, int64_t i0, int b0) 
     const uint2 raw = *reinterpret_cast<const uint2*>(p.a + row * p.k + kc);
     const float sc = a_scale_of(p, row, kc / p.a_scale_k);
     float av[kPredKVec];
-#pragma unroll
-    for (int e = 0; e < kPredKVec; ++e) {
-      av[e] = nm::dequantize_operand(uint8_t((e < 4 ? raw.x : raw.y) >> (8 * (e % 4))), sc, p.a_fnuz != 0);
-      sq = fmaf(av[e], av[e], sq);
-    }
+    dequantize8(p, raw, sc, av, sq);
 #pragma unroll
     for (int bl = 0; bl < kPredBlocks; ++bl) {
       if (bl >= live) break;
@@ -114,16 +136,7 @@ __device__ void predict(const SumsParams& p, uint64_t call, int64_t i0, int b0) 
       }
     }
   }
-#pragma unroll
-  for (int bl = 0; bl < kPredBlocks; ++bl) {
-    const float v = warp_sum(s[bl]), va = warp_sum(sa[bl]);
-    if (lane == 0 && bl < live) {
-      p.rec[p.l.pred + i * p.l.nb + b0 + bl] = v;
-      p.rec[p.l.pabs + i * p.l.nb + b0 + bl] = va;
-    }
-  }
-  sq = warp_sum(sq);
-  if (lane == 0 && b0 == 0) p.rec[p.l.asq + i] = sq;
+  write_prediction(p, lane, i, b0, live, s, sa, sq);
 }
 
 // One thread's 8 values of one row: its sums of x, x^2 and |x| in column order.

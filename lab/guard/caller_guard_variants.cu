@@ -36,11 +36,7 @@ __device__ __forceinline__ void preload_step(const SumsParams& p, int64_t row, i
     hi[bl] = wp[1];
   }
   float av[kPredKVec];
-#pragma unroll
-  for (int e = 0; e < kPredKVec; ++e) {
-    av[e] = nm::dequantize_operand(uint8_t((e < 4 ? raw.x : raw.y) >> (8 * (e % 4))), sc, p.a_fnuz != 0);
-    sq = fmaf(av[e], av[e], sq);
-  }
+  dequantize8(p, raw, sc, av, sq);
 #pragma unroll
   for (int bl = 0; bl < kPredBlocks; ++bl) {
     const float wv[kPredKVec] = {lo[bl].x, lo[bl].y, lo[bl].z, lo[bl].w, hi[bl].x, hi[bl].y, hi[bl].z, hi[bl].w};
@@ -64,16 +60,7 @@ struct PredictPreload {
     for (int64_t kc = int64_t(lane) * kPredKVec; kc < p.k; kc += int64_t(GEMMAR_WARP_SIZE) * kPredKVec) {
       preload_step(p, row, kc, b0, live, s, sa, sq);
     }
-#pragma unroll
-    for (int bl = 0; bl < kPredBlocks; ++bl) {
-      const float v = warp_sum(s[bl]), va = warp_sum(sa[bl]);
-      if (lane == 0 && bl < live) {
-        p.rec[p.l.pred + i * p.l.nb + b0 + bl] = v;
-        p.rec[p.l.pabs + i * p.l.nb + b0 + bl] = va;
-      }
-    }
-    sq = warp_sum(sq);
-    if (lane == 0 && b0 == 0) p.rec[p.l.asq + i] = sq;
+    write_prediction(p, lane, i, b0, live, s, sa, sq);
   }
 };
 
