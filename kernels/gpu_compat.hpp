@@ -154,6 +154,14 @@ __device__ __forceinline__ float shfl_xor(float v, int o) {
 #endif
 }
 
+__device__ __forceinline__ uint32_t shfl_down(uint32_t v, int o) {
+#if defined(GEMMAR_GPU_HIP)
+  return __shfl_down(v, unsigned(o), GEMMAR_WARP_SIZE);
+#else
+  return __shfl_down_sync(0xffffffffu, v, unsigned(o));
+#endif
+}
+
 // Spins the calling thread for `us` microseconds of wall time (the straggler fault's delay).
 __device__ __forceinline__ void spin_for_us(float us) {
 #if defined(GEMMAR_GPU_HIP)

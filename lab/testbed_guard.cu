@@ -246,8 +246,16 @@ bool same_cells(const std::vector<cg::Cell>& x, const std::vector<cg::Cell>& y) 
   return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(cg::Cell)) == 0;
 }
 
+// A cell's aggregate sum on the device against the CPU's: each check adds one float rounding (2^-24 of the sum), in
+// another order (the device merges its threads' cells, the CPU adds in index order), so within 2^-24 per check.
+bool zsum_agrees(const cg::Cell& a, const cg::Cell& b) {
+  if (a.zsum == b.zsum) return true;  // infinities too
+  const double scale = std::max(std::fabs(double(a.zsum)), std::fabs(double(b.zsum)));
+  return std::fabs(double(a.zsum) - double(b.zsum)) <= 0x1p-24 * double(b.checks + 1) * scale;
+}
+
 // The judge's verdict fields of the device's cells against the CPU's judge of the same records (the worst ratio to
-// 1e-6: the device may fuse the double multiply-adds of the bound that the host rounds apart).
+// 1e-6: the device may fuse the double multiply-adds of the bound that the host rounds apart; zsum: zsum_agrees).
 bool cells_agree(const std::vector<cg::Cell>& dev, const std::vector<cg::Cell>& cpu) {
   if (dev.size() != cpu.size()) return false;
   for (size_t i = 0; i < dev.size(); ++i) {
@@ -255,7 +263,8 @@ bool cells_agree(const std::vector<cg::Cell>& dev, const std::vector<cg::Cell>& 
     if (a.checks != b.checks || a.pred_fail != b.pred_fail || a.nonfinite != b.nonfinite ||
         a.worst_idx != b.worst_idx || a.gather != b.gather || a.wire != b.wire || a.bypass != b.bypass ||
         a.gather_first != b.gather_first || a.wire_first != b.wire_first || a.other != b.other ||
-        !(std::fabs(double(a.worst_ratio) - double(b.worst_ratio)) <= 1e-6 * std::fabs(double(b.worst_ratio))))
+        !(std::fabs(double(a.worst_ratio) - double(b.worst_ratio)) <= 1e-6 * std::fabs(double(b.worst_ratio))) ||
+        !zsum_agrees(a, b))
       return false;
   }
   return true;

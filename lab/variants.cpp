@@ -69,17 +69,20 @@ const std::vector<SubjectInfo> kSubjects = {
      "--guard with only the GEMM check"},
     {S::GuardProduct, "guard-product", C::Guard, true, true, "",
      "libgemmar_guard.so's caller_sums_kernel and caller_judge_kernel as gg_sums and gg_judge launch them"},
-    {S::GuardPredictPreload, "guard-predict-preload", C::Guard, false, true, "none (new with issue 49)",
-     "the prediction blocks issue a K step's 16 weight loads before its FMAs, two K steps at a time"},
-    {S::GuardJudgeWorld, "guard-judge-world", C::Guard, false, true, "none (new with issue 49)",
-     "the judge with the world fixed when compiled (8, 4): the ranks' loop unrolled, its record loads together"},
-    {S::GuardBoth, "guard-both", C::Guard, false, true, "none (new with issue 49)",
-     "guard-predict-preload's sums and guard-judge-world's judge"},
     {S::GuardPredictSplitK, "guard-predict-split-k", C::Guard, false, false, "none (new with issue 49)",
      "one listed row per prediction block, its K walked by the block's 128 threads (two steps at K = 2048), the "
      "warps' sums added in warp order: another summation order, checked against the CPU reference"},
-    {S::GuardSplitKJudgeWorld, "guard-split-k-judge-world", C::Guard, false, false, "none (new with issue 49)",
-     "guard-predict-split-k's sums and guard-judge-world's judge"},
+    {S::GuardJudgeTree, "guard-judge-tree", C::Guard, false, false, "none (the product's judge until 2026-12-07)",
+     "the judge's ranks read in a loop with the world from the layout, its threads' cells merged by a tree of 8 "
+     "rounds over shared memory: another merge order (zsum), checked against the CPU reference"},
+    {S::GuardPredictASteps, "guard-predict-a-steps", C::Guard, false, true, "none (new with issue 49)",
+     "the prediction warp loads the codes and scales of 8 K steps (all of K = 2048) before the first step"},
+    {S::GuardViewRows8, "guard-view-rows-8", C::Guard, false, true, "none (new with issue 49)",
+     "view blocks of 8 listed rows, their loads in one round trip (4 times the blocks), in place of 32 in 4 rounds"},
+    {S::GuardWirePerBlock, "guard-wire-per-block", C::Guard, false, true, "none (new with issue 49)",
+     "one wire block per (owned listed row, column block), each taking the row's amax and narrowing one column block"},
+    {S::GuardNext, "guard-next", C::Guard, false, true, "none (new with issue 49)",
+     "guard-predict-a-steps, guard-view-rows-8 and guard-wire-per-block together"},
 };
 
 }  // namespace

@@ -47,12 +47,13 @@ enum class Subject {
   PipelineGuardGemm,     // lab: the guard's GEMM check alone
   // guard: the caller guard's kernels (libgemmar_guard.so) on one rank's inputs and the gathered records, against
   // the CPU reference (reference/guard_caller.cpp) and the product bit for bit, timed beside the product
-  GuardProduct,           // the library's kernels as gg_sums and gg_judge launch them
-  GuardPredictPreload,    // lab: the prediction blocks' weight loads issued before their FMAs, two K steps at a time
-  GuardJudgeWorld,        // lab: the judge with the world fixed when compiled (the ranks' loop unrolled)
-  GuardBoth,              // lab: both
-  GuardPredictSplitK,     // lab: one listed row per prediction block, its K walked by the block's 128 threads
-  GuardSplitKJudgeWorld,  // lab: GuardPredictSplitK's sums and GuardJudgeWorld's judge
+  GuardProduct,        // the library's kernels as gg_sums and gg_judge launch them
+  GuardPredictSplitK,  // lab: one listed row per prediction block, its K walked by the block's 128 threads
+  GuardJudgeTree,      // lab: the judge of the product before 2026-12-07 (its cells merged by a shared-memory tree)
+  GuardPredictASteps,  // lab: the prediction's codes and scales of 8 K steps loaded before the first step
+  GuardViewRows8,      // lab: view blocks of 8 listed rows (one round of loads), not 32
+  GuardWirePerBlock,   // lab: one wire block per (owned listed row, column block), not per row
+  GuardNext,           // lab: the three above together
   kCount
 };
 

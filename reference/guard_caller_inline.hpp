@@ -118,25 +118,43 @@ GEMMAR_HD inline const float* rank_record(const float* base, const Layout& l, in
 }
 
 // The prediction check of view v at listed row p (global position in the call's list) and block b; s owns p.
-// kWorld > 0: l.world known when compiled (the device unrolls the ranks' loop and issues their loads together); the
-// sums run in the same rank order either way, so the bits are the same.
+// kWorld > 0: l.world known when compiled (the device issues every rank's loads before the math); the sums run in the
+// same rank order either way, so the bits are the same.
 template <int kWorld = 0>
 GEMMAR_HD inline Terms check_terms(const Layout& l, const Consts& c, const float* base, int v, int s, int64_t p,
                                    int b) {
   const int64_t at = p * l.nb + b;
-  const int world = kWorld > 0 ? kWorld : l.world;
   double pred = 0, pabs = 0, g2 = 0, p2 = 0, psum = 0;
-  for (int r = 0; r < world; ++r) {
-    const float* R = rank_record(base, l, r);
-    pred += double(R[l.pred + at]);
-    pabs += double(R[l.pabs + at]);
-    const double asq = double(R[l.asq + p]);
+  // One rank's terms, added in rank order.
+  const auto add_rank = [&](float rp, float ra, float rs, float w1, float w2) {
+    pred += double(rp);
+    pabs += double(ra);
+    const double asq = double(rs);
     const double a = sqrt((asq > 0 ? asq : 0.0) * c.k_asq);
-    const double g = a * double(R[l.wnorm + b]);
-    const double q = a * double(R[l.wnorm + l.nb + b]);
+    const double g = a * double(w1);
+    const double q = a * double(w2);
     g2 += g * g;
     p2 += q * q;
     psum += q;
+  };
+  if constexpr (kWorld > 0) {
+    // Every rank's five loads before any of the math: one round trip, not one per rank (a square root's slow path
+    // between them keeps the compiler from hoisting the next rank's loads).
+    float rp[kWorld], ra[kWorld], rs[kWorld], w1[kWorld], w2[kWorld];
+    for (int r = 0; r < kWorld; ++r) {
+      const float* R = rank_record(base, l, r);
+      rp[r] = R[l.pred + at];
+      ra[r] = R[l.pabs + at];
+      rs[r] = R[l.asq + p];
+      w1[r] = R[l.wnorm + b];
+      w2[r] = R[l.wnorm + l.nb + b];
+    }
+    for (int r = 0; r < kWorld; ++r) add_rank(rp[r], ra[r], rs[r], w1[r], w2[r]);
+  } else {
+    for (int r = 0; r < l.world; ++r) {
+      const float* R = rank_record(base, l, r);
+      add_rank(R[l.pred + at], R[l.pabs + at], R[l.asq + p], R[l.wnorm + b], R[l.wnorm + l.nb + b]);
+    }
   }
   const float* V = rank_record(base, l, v);
   const float* O = rank_record(base, l, s);

@@ -1,18 +1,26 @@
 // The caller guard's lab variants (lab/guard/caller_guard_variants.hpp): each one concern of the product's kernels
 // (kernels/check/caller_guard_kernels.cuh) replaced, the rest the product's own code.
-//   guard-predict-preload  the prediction blocks issue the 16 weight loads of a K step (8 column blocks x 2 float4)
-//                          before any of its FMAs, and two K steps at a time: the product's loop loads a column
-//                          block's weights after the previous block's FMAs (its `break` on the live blocks keeps
-//                          the compiler from hoisting them), so a step waits for up to 8 L2 round trips in turn. The
-//                          FMAs run in the product's order: the same bits.
-//   guard-judge-world      the judge with the world fixed when compiled (8 or 4, else the product's): the ranks'
-//                          loop of check_terms unrolled, its 5 x W record loads issued together; the same sums in the
-//                          same order: the same bits.
-//   guard-both             both.
 //   guard-predict-split-k  one listed row per prediction block, its K walked by all 128 threads (two steps at
-//                          K = 2048 where the product's warp takes eight), the loads as guard-predict-preload's;
+//                          K = 2048 where the product's warp takes eight), each step the product's predict_step;
 //                          another summation order: checked against the CPU reference, not the product's bits.
-//   guard-split-k-judge-world  guard-predict-split-k's sums and guard-judge-world's judge.
+//   guard-judge-tree       the product's judge before 2026-12-07: the ranks' records read in a loop with the world
+//                          from the layout (a square root between one rank's loads and the next), the threads' cells
+//                          merged by a tree of 8 rounds over shared memory (16-word cells at a 16-word stride, a
+//                          barrier a round; the judge's TreeMerge); another merge order (zsum's roundings): checked
+//                          against the CPU reference.
+//   guard-predict-a-steps  the prediction warp loads the codes and scales of 8 K steps (all of K = 2048) before the
+//                          first step, so the row's HBM latency is paid once, not once per step pair: the same FMAs
+//                          in the same order, the same bits.
+//   guard-view-rows-8      view blocks of 8 listed rows (their loads in one round trip, 4 times the blocks) in place
+//                          of the product's 32 (4 rounds): the same sums, the same bits.
+//   guard-wire-per-block   one wire block per (owned listed row, column block), each taking the row's amax from its
+//                          loads issued together and narrowing its one column block, in place of one block per row
+//                          narrowing all of its column blocks (64 blocks at M = 16384, W = 8): the same sums, the
+//                          same bits.
+//   guard-next             the three above together: the candidate for the product.
+// Promoted and retired (docs/results/h100-1gpu-2026-12-07-guard-cost/): guard-predict-preload (the product's
+// predict_step since), guard-judge-world (the judge's ranks unrolled: no faster), guard-both,
+// guard-split-k-judge-world.
 #include <type_traits>
 
 #include "kernels/check/caller_guard_kernels.cuh"
@@ -21,52 +29,9 @@
 namespace gemmar::lab {
 namespace {
 
-// One K step of 8 consecutive k from kc of one row: its 16 weight loads (8 column blocks x 2 float4) issued before
-// any of its FMAs, which run in the product's order (caller_guard_kernels.cuh predict). A dead block (past the live
-// ones) re-reads the last live one, so no branch stands before a load; its sums are never written.
-__device__ __forceinline__ void preload_step(const SumsParams& p, int64_t row, int64_t kc, int b0, int live,
-                                             float (&s)[kPredBlocks], float (&sa)[kPredBlocks], float& sq) {
-  const uint2 raw = *reinterpret_cast<const uint2*>(p.a + row * p.k + kc);
-  const float sc = a_scale_of(p, row, kc / p.a_scale_k);
-  float4 lo[kPredBlocks], hi[kPredBlocks];
-#pragma unroll
-  for (int bl = 0; bl < kPredBlocks; ++bl) {
-    const float4* wp = reinterpret_cast<const float4*>(p.w + int64_t(b0 + (bl < live ? bl : live - 1)) * p.k + kc);
-    lo[bl] = wp[0];
-    hi[bl] = wp[1];
-  }
-  float av[kPredKVec];
-  dequantize8(p, raw, sc, av, sq);
-#pragma unroll
-  for (int bl = 0; bl < kPredBlocks; ++bl) {
-    const float wv[kPredKVec] = {lo[bl].x, lo[bl].y, lo[bl].z, lo[bl].w, hi[bl].x, hi[bl].y, hi[bl].z, hi[bl].w};
-#pragma unroll
-    for (int e = 0; e < kPredKVec; ++e) {
-      s[bl] = fmaf(av[e], wv[e], s[bl]);
-      sa[bl] = fmaf(nm::abs_f32(av[e]), nm::abs_f32(wv[e]), sa[bl]);
-    }
-  }
-}
-
-struct PredictPreload {
-  __device__ void operator()(const SumsParams& p, uint64_t call, int64_t i0, int b0) const {
-    const int warp = int(threadIdx.x) / GEMMAR_WARP_SIZE, lane = int(threadIdx.x) % GEMMAR_WARP_SIZE;
-    const int64_t i = i0 + warp;
-    if (i >= p.l.L) return;
-    const int64_t row = listed_row(p, call, i);
-    const int live = p.l.nb - b0 < kPredBlocks ? p.l.nb - b0 : kPredBlocks;
-    float s[kPredBlocks] = {}, sa[kPredBlocks] = {}, sq = 0;
-#pragma unroll 2
-    for (int64_t kc = int64_t(lane) * kPredKVec; kc < p.k; kc += int64_t(GEMMAR_WARP_SIZE) * kPredKVec) {
-      preload_step(p, row, kc, b0, live, s, sa, sq);
-    }
-    write_prediction(p, lane, i, b0, live, s, sa, sq);
-  }
-};
-
 // One listed row per block: the block's 128 threads walk the row's K together (thread t: 8 consecutive k from
-// 8 t, 1024 k a step, two steps at K = 2048 where the product's warp takes eight), each step's 16 weight loads
-// issued before its FMAs; the warps' partial sums added in warp order from zero. Another summation order than the
+// 8 t, 1024 k a step, two steps at K = 2048 where the product's warp takes eight), each step the product's
+// predict_step; the warps' partial sums added in warp order from zero. Another summation order than the
 // product's: its records are checked against the CPU's, not the product's bits (the bound's det_pred is
 // gamma(K + 3), any order's). Launched with one row group per listed row (launch_kinds): i0 / kPredRows is the row.
 struct PredictSplitK {
@@ -78,7 +43,7 @@ struct PredictSplitK {
     const int live = p.l.nb - b0 < kPredBlocks ? p.l.nb - b0 : kPredBlocks;
     float s[kPredBlocks] = {}, sa[kPredBlocks] = {}, sq = 0;
     for (int64_t kc = int64_t(t) * kPredKVec; kc < p.k; kc += int64_t(kThreads) * kPredKVec) {
-      preload_step(p, row, kc, b0, live, s, sa, sq);
+      predict_step(p, row, kc, b0, live, s, sa, sq);
     }
 #pragma unroll
     for (int bl = 0; bl < kPredBlocks; ++bl) {
@@ -108,12 +73,85 @@ struct PredictSplitK {
   }
 };
 
-template <typename Predict>
+// guard-predict-a-steps: the codes and scales of kASteps K steps loaded before the first step, then the product's
+// predict_step on each in order (a K loop of the product's predict_rows).
+constexpr int kASteps = 8;
+struct ASteps {
+  __device__ void operator()(const SumsParams& p, int64_t row, int lane, int b0, int live, float (&s)[kPredBlocks],
+                             float (&sa)[kPredBlocks], float& sq) const {
+    constexpr int64_t step = int64_t(GEMMAR_WARP_SIZE) * kPredKVec;
+    for (int64_t k0 = int64_t(lane) * kPredKVec; k0 < p.k; k0 += kASteps * step) {
+      uint2 raw[kASteps];
+      float sc[kASteps];
+#pragma unroll
+      for (int j = 0; j < kASteps; ++j) {
+        const int64_t kc = k0 + j * step;
+        raw[j] = kc < p.k ? *reinterpret_cast<const uint2*>(p.a + row * p.k + kc) : uint2{0u, 0u};
+        sc[j] = kc < p.k ? a_scale_of(p, row, kc / p.a_scale_k) : 0.0f;
+      }
+#pragma unroll
+      for (int j = 0; j < kASteps; ++j)
+        if (k0 + j * step < p.k) predict_step(p, raw[j], sc[j], k0 + j * step, b0, live, s, sa, sq);
+    }
+  }
+};
+struct PredictASteps {
+  __device__ void operator()(const SumsParams& p, uint64_t call, int64_t i0, int b0) const {
+    predict_rows<ASteps>(p, call, i0, b0);
+  }
+};
+
+// guard-wire-per-block: wire block blk is column block blk % nb of owned listed row blk / nb (launch_kinds gives
+// Ls x nb of them); each takes the row's amax itself and narrows its one column block, with the product's helpers.
+struct WirePerBlock {
+  __device__ void operator()(const SumsParams& p, uint64_t call, int blk) const {
+    __shared__ float part[kWarps][kRowChunk];
+    const int64_t i = blk / p.l.nb;
+    const int b = blk % p.l.nb;
+    const WireRowRef r = wire_row(p, call, i);
+    uint4 held[kWireHeld];
+    const WireScale w = wire_scale_of(p, wire_row_amax(p, r, held));
+    const float s = wire_warp_sum(p, w, r.live(p, b) ? r.load(b) : uint4{0u, 0u, 0u, 0u}, r.live(p, b));
+    if (r.t % GEMMAR_WARP_SIZE == 0) part[r.t / GEMMAR_WARP_SIZE][0] = s;
+    __syncthreads();
+    if (r.t == 0) {
+      p.rec[p.l.wsum + i * p.l.nb + b] = add_warps(part, 0);
+      if (b == 0) p.rec[p.l.wscale + i] = w.scale;
+    }
+  }
+};
+
+// The product's judge merge before 2026-12-07 (guard-judge-tree): every thread's cell into shared memory, then a
+// tree of log2(threads) rounds, a barrier each.
+struct TreeMerge {
+  __device__ cg::Cell operator()(const cg::Cell& mine) const {
+    __shared__ uint4 storage[(kJudgeThreads * sizeof(cg::Cell) + 15) / 16];  // raw: Cell has initializers
+    cg::Cell* part = reinterpret_cast<cg::Cell*>(storage);
+    const int t = int(threadIdx.x);
+    part[t] = mine;
+    __syncthreads();
+    for (int half = kJudgeThreads / 2; half > 0; half >>= 1) {
+      if (t < half) cg::cell_merge(part[t], part[t + half]);
+      __syncthreads();
+    }
+    return part[0];
+  }
+};
+
+// View blocks of `rows` listed rows (the largest power of two up to it dividing a slice's listed rows).
+void set_view_rows(SumsParams& p, int rows) {
+  p.len = rows;
+  while (p.l.Ls % p.len) p.len /= 2;
+  p.view_blocks = int(p.l.L / p.len) * p.l.nb;
+}
+
+template <typename Predict, typename Wire = ProductWire>
 bool launch_kinds(SumsParams p, int kinds, gpuStream_t stream) {
   if (std::is_same<Predict, PredictSplitK>::value) {  // one row group (block) per listed row
     p.pred_row_groups = int(p.l.L);
     p.pred_blocks = int(p.l.L) * ((p.l.nb + kPredBlocks - 1) / kPredBlocks);
   }
+  if (std::is_same<Wire, WirePerBlock>::value && p.wire_blocks > 0) p.wire_blocks = int(p.l.Ls) * p.l.nb;
   int blocks = 0;
   if (kinds == kGuardAllKinds) {
     blocks = p.pred_blocks + p.view_blocks + p.wire_blocks;
@@ -128,58 +166,54 @@ bool launch_kinds(SumsParams p, int kinds, gpuStream_t stream) {
   } else {
     return false;
   }
-  if (blocks > 0) caller_sums_kernel<Predict><<<unsigned(blocks), kThreads, 0, stream>>>(p);
+  if (blocks > 0) caller_sums_kernel<Predict, Wire><<<unsigned(blocks), kThreads, 0, stream>>>(p);
   return true;
-}
-
-template <int kWorld>
-void launch_judge_world(const gg_judge_args& a, gpuStream_t stream) {
-  cg::Layout l = cg::make_layout(a.world, a.m, a.n, a.stride);
-  if (a.records_ld) l.ld = a.records_ld;
-  caller_judge_kernel<kWorld><<<unsigned(l.world * l.world), kJudgeThreads, 0, stream>>>(
-      l, consts_of(a.consts), static_cast<const float*>(a.records), static_cast<cg::Cell*>(a.cells),
-      static_cast<unsigned long long*>(a.call));
-}
-
-void judge_fixed_world(const gg_judge_args& a, gpuStream_t stream) {
-  if (a.world == 8)
-    launch_judge_world<8>(a, stream);
-  else if (a.world == 4)
-    launch_judge_world<4>(a, stream);
-  else
-    launch_judge_world<0>(a, stream);
 }
 
 }  // namespace
 
 bool guard_sums(Subject s, const gg_sums_args& a, int kinds, gpuStream_t stream) {
-  const SumsParams p = sums_params(a);
+  SumsParams p = sums_params(a);
   switch (s) {
     case Subject::GuardProduct:
-    case Subject::GuardJudgeWorld:
+    case Subject::GuardJudgeTree:
       return launch_kinds<ProductPredict>(p, kinds, stream);
-    case Subject::GuardPredictPreload:
-    case Subject::GuardBoth:
-      return launch_kinds<PredictPreload>(p, kinds, stream);
     case Subject::GuardPredictSplitK:
-    case Subject::GuardSplitKJudgeWorld:
       return launch_kinds<PredictSplitK>(p, kinds, stream);
+    case Subject::GuardPredictASteps:
+      return launch_kinds<PredictASteps>(p, kinds, stream);
+    case Subject::GuardViewRows8:
+      set_view_rows(p, 8);
+      return launch_kinds<ProductPredict>(p, kinds, stream);
+    case Subject::GuardWirePerBlock:
+      return launch_kinds<ProductPredict, WirePerBlock>(p, kinds, stream);
+    case Subject::GuardNext:
+      set_view_rows(p, 8);
+      return launch_kinds<PredictASteps, WirePerBlock>(p, kinds, stream);
     default:
       return false;
   }
 }
 
 bool guard_judge(Subject s, const gg_judge_args& a, gpuStream_t stream) {
+  cg::Layout l = cg::make_layout(a.world, a.m, a.n, a.stride);
+  if (a.records_ld) l.ld = a.records_ld;
+  const cg::Consts k = consts_of(a.consts);
+  const auto* records = static_cast<const float*>(a.records);
+  auto* cells = static_cast<cg::Cell*>(a.cells);
+  auto* call = static_cast<unsigned long long*>(a.call);
   switch (s) {
     case Subject::GuardProduct:
-    case Subject::GuardPredictPreload:
     case Subject::GuardPredictSplitK:
-      launch_judge_world<0>(a, stream);
+    case Subject::GuardPredictASteps:
+    case Subject::GuardViewRows8:
+    case Subject::GuardWirePerBlock:
+    case Subject::GuardNext:
+      launch_judge(l, k, records, cells, call, stream);
       return true;
-    case Subject::GuardJudgeWorld:
-    case Subject::GuardBoth:
-    case Subject::GuardSplitKJudgeWorld:
-      judge_fixed_world(a, stream);
+    case Subject::GuardJudgeTree:
+      caller_judge_kernel<0, TreeMerge>
+          <<<unsigned(l.world * l.world), kJudgeThreads, 0, stream>>>(l, k, records, cells, call);
       return true;
     default:
       return false;
