@@ -3,7 +3,9 @@
 // (reference/guard_caller.cpp: the record within the fp32 sums' rounding, the cells equal), each lab variant's bit
 // for bit against the product's (one that sums in another order, same_bits false, against the CPU as the product); then
 // each is timed beside the product: one rank's sums kernel (and each of its block kinds alone), the judge, and a call
-// of every rank in turn (W sums, W judges: the graph the Python cost measure replays, without the exchange).
+// of every rank in turn (W sums, W judges: the graph the Python cost measure replays, without the exchange); the sums
+// and the call also "cold", with L2 overwritten before each launch, as a serving process calls the guard right after
+// the op has streamed hundreds of MB through it.
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -271,23 +273,57 @@ bool cells_agree(const std::vector<cg::Cell>& dev, const std::vector<cg::Cell>& 
 }
 
 struct Times {
-  double sums = 0, judge = 0, call_per_rank = 0;
-  std::map<std::string, double> kinds;
+  double sums = 0, judge = 0, call_per_rank = 0, sums_cold = 0, call_per_rank_cold = 0;
+  std::map<std::string, double> kinds, kinds_cold;
 };
 
-Times time_subject(const DeviceCase& d, Subject s, gpuStream_t st, gpuEvent_t e0, gpuEvent_t e1) {
+// Overwrites L2 on a stream: a memset of twice its size (outside the timed events).
+struct L2Flush {
+  uint8_t* buf = nullptr;
+  size_t bytes = 0;
+  L2Flush() {
+    gpuDeviceProp prop{};
+    GPU_CHECK(gpuGetDeviceProperties(&prop, 0));
+    bytes = 2 * size_t(prop.l2CacheSize);
+    buf = dalloc<uint8_t>(int64_t(bytes));
+  }
+  ~L2Flush() { (void)gpuFree(buf); }
+  L2Flush(const L2Flush&) = delete;
+  L2Flush& operator=(const L2Flush&) = delete;
+  void operator()(gpuStream_t s) const { GPU_CHECK(gpuMemsetAsync(buf, 0, bytes, s)); }
+};
+
+// One untimed call of fn, then the median over `iterations` of fn bracketed by events, L2 flushed before each.
+template <typename Fn>
+double timed_cold_median_us(gpuStream_t s, gpuEvent_t e0, gpuEvent_t e1, const L2Flush& flush, int iterations,
+                            Fn&& fn) {
+  fn();
+  GPU_CHECK(gpuStreamSynchronize(s));
+  std::vector<double> v;
+  for (int i = 0; i < iterations; ++i) {
+    flush(s);
+    v.push_back(timed_once_us(s, e0, e1, fn));
+  }
+  return median(v);
+}
+
+Times time_subject(const DeviceCase& d, Subject s, gpuStream_t st, gpuEvent_t e0, gpuEvent_t e1, const L2Flush& flush) {
   Times t;
   const gg_sums_args rank0 = d.sums_args(0);
   t.sums = timed_median_us(st, e0, e1, kTimed, [&] { guard_sums(s, rank0, kGuardAllKinds, st); });
+  t.sums_cold = timed_cold_median_us(st, e0, e1, flush, kTimed, [&] { guard_sums(s, rank0, kGuardAllKinds, st); });
   const std::pair<const char*, int> kinds[] = {{"predict", kGuardPredict}, {"view", kGuardView}, {"wire", kGuardWire}};
   for (const auto& kind : kinds) {
     const int k = kind.second;
-    if (k != kGuardWire || d.c.fp8_gather)
+    if (k != kGuardWire || d.c.fp8_gather) {
       t.kinds[kind.first] = timed_median_us(st, e0, e1, kTimed, [&] { guard_sums(s, rank0, k, st); });
+      t.kinds_cold[kind.first] = timed_cold_median_us(st, e0, e1, flush, kTimed, [&] { guard_sums(s, rank0, k, st); });
+    }
   }
   const gg_judge_args j = d.judge_args();
   t.judge = timed_median_us(st, e0, e1, kTimed, [&] { guard_judge(s, j, st); });
   t.call_per_rank = timed_median_us(st, e0, e1, kTimed, [&] { d.run(s, st); }) / d.c.world;
+  t.call_per_rank_cold = timed_cold_median_us(st, e0, e1, flush, kTimed, [&] { d.run(s, st); }) / d.c.world;
   return t;
 }
 
@@ -300,6 +336,7 @@ void run_case(const GuardCase& c, TestbedTally& tally) {
   GPU_CHECK(gpuStreamCreateWithFlags(&st, gpuStreamNonBlocking));
   GPU_CHECK(gpuEventCreate(&e0));
   GPU_CHECK(gpuEventCreate(&e1));
+  const L2Flush flush;
   std::vector<float> product_records, cpu;
   std::vector<cg::Cell> product_cells;
   Times product;
@@ -346,12 +383,16 @@ void run_case(const GuardCase& c, TestbedTally& tally) {
       j.print("TESTBED_JSON");
       continue;
     }
-    const Times t = time_subject(d, s, st, e0, e1);
+    const Times t = time_subject(d, s, st, e0, e1, flush);
     if (s == Subject::GuardProduct) product = t;
     j.add("sums_us", t.sums).add("sums_kinds_us", t.kinds).add("judge_us", t.judge);
     j.add("call_per_rank_us", t.call_per_rank);
+    j.add("sums_cold_us", t.sums_cold).add("sums_kinds_cold_us", t.kinds_cold);
+    j.add("call_per_rank_cold_us", t.call_per_rank_cold);
     j.add("product_sums_us", product.sums).add("product_judge_us", product.judge);
     j.add("product_call_per_rank_us", product.call_per_rank).add("vs_product", product.call_per_rank / t.call_per_rank);
+    j.add("product_call_per_rank_cold_us", product.call_per_rank_cold)
+        .add("vs_product_cold", product.call_per_rank_cold / t.call_per_rank_cold);
     j.print("TESTBED_JSON");
   }
   GPU_CHECK(gpuEventDestroy(e0));

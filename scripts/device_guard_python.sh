@@ -148,8 +148,12 @@ for line in open(sys.argv[1]):
     if line.startswith("TESTBED_JSON "):
         j = json.loads(line[len("TESTBED_JSON "):])
         kinds = " ".join(f"{k} {v:.1f}" for k, v in (j.get("sums_kinds_us") or {}).items())
+        cold = " ".join(f"{k} {v:.1f}" for k, v in (j.get("sums_kinds_cold_us") or {}).items())
         times = (f"sums {j['sums_us']:.1f} us ({kinds}), judge {j['judge_us']:.1f} us, a call per rank "
-                 f"{j['call_per_rank_us']:.1f} us ({j.get('vs_product') or float('nan'):.2f}x the product)") if "sums_us" in j else "not timed"
+                 f"{j['call_per_rank_us']:.1f} us ({j.get('vs_product') or float('nan'):.2f}x the product); "
+                 f"L2 cold: sums {j.get('sums_cold_us', float('nan')):.1f} us ({cold}), a call per rank "
+                 f"{j.get('call_per_rank_cold_us', float('nan')):.1f} us "
+                 f"({j.get('vs_product_cold') or float('nan'):.2f}x)") if "sums_us" in j else "not timed"
         print(f"testbed {j['subject']} {j['case']} M={j['m']}: ok {j.get('ok')}; {times}")
     elif line.startswith("TESTBED_SUMMARY") or line.startswith("testbed guard:"):
         print(line.rstrip())
