@@ -31,14 +31,26 @@ inline double timed_once_us(gpuStream_t s, gpuEvent_t e0, gpuEvent_t e1, Fn&& fn
   return double(ms) * 1e3;
 }
 
-// Two untimed calls of fn, then the median over `iterations` of fn bracketed by events on s (us).
-template <typename Fn>
-inline double timed_median_us(gpuStream_t s, gpuEvent_t e0, gpuEvent_t e1, int iterations, Fn&& fn, int warmups = 2) {
+// `warmups` untimed calls of fn, then the median over `iterations` of fn bracketed by events on s (us), `before`
+// enqueued on s ahead of each, outside the events (an L2 flush, say).
+template <typename Before, typename Fn>
+inline double timed_median_after_us(gpuStream_t s, gpuEvent_t e0, gpuEvent_t e1, int iterations, Before&& before,
+                                    Fn&& fn, int warmups = 2) {
   for (int i = 0; i < warmups; ++i) fn();
   GPU_CHECK(gpuStreamSynchronize(s));
   std::vector<double> v;
-  for (int i = 0; i < iterations; ++i) v.push_back(timed_once_us(s, e0, e1, fn));
+  for (int i = 0; i < iterations; ++i) {
+    before();
+    v.push_back(timed_once_us(s, e0, e1, fn));
+  }
   return median(v);
+}
+
+// Two untimed calls of fn, then the median over `iterations` of fn bracketed by events on s (us).
+template <typename Fn>
+inline double timed_median_us(gpuStream_t s, gpuEvent_t e0, gpuEvent_t e1, int iterations, Fn&& fn, int warmups = 2) {
+  return timed_median_after_us(
+      s, e0, e1, iterations, [] {}, fn, warmups);
 }
 
 // One GEMM's operands and output on device 0. The operands are generated at the padded M (a multiple of

@@ -298,14 +298,8 @@ struct L2Flush {
 template <typename Fn>
 double timed_cold_median_us(gpuStream_t s, gpuEvent_t e0, gpuEvent_t e1, const L2Flush& flush, int iterations,
                             Fn&& fn) {
-  fn();
-  GPU_CHECK(gpuStreamSynchronize(s));
-  std::vector<double> v;
-  for (int i = 0; i < iterations; ++i) {
-    flush(s);
-    v.push_back(timed_once_us(s, e0, e1, fn));
-  }
-  return median(v);
+  return timed_median_after_us(
+      s, e0, e1, iterations, [&] { flush(s); }, fn, 1);
 }
 
 Times time_subject(const DeviceCase& d, Subject s, gpuStream_t st, gpuEvent_t e0, gpuEvent_t e1, const L2Flush& flush) {

@@ -90,10 +90,9 @@ int gg_judge(const gg_judge_args* a, void* stream) {
     require(a != nullptr, "gg_judge: args is null");
     check_shape(a->world, a->m, a->n, a->stride);
     require(a->records && a->cells, "gg_judge: a null device pointer");
-    cg::Layout l = cg::make_layout(a->world, a->m, a->n, a->stride);
+    const cg::Layout l = judge_layout(*a);
     require(a->records_ld == 0 || a->records_ld >= l.floats, "gg_judge: records_ld below the record's size");
     require(aligned(a->records, 4), "gg_judge: records must be 4-byte aligned");
-    if (a->records_ld) l.ld = a->records_ld;
     launch_judge(l, consts_of(a->consts), static_cast<const float*>(a->records), static_cast<cg::Cell*>(a->cells),
                  static_cast<unsigned long long*>(a->call), static_cast<gpuStream_t>(stream));
     check_launch();

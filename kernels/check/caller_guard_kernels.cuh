@@ -444,6 +444,14 @@ __global__ void __launch_bounds__(kJudgeThreads)
 
 // ---- the host's side of the launches (the library's ABI and the lab's testbed) ----------------------------------
 
+// View blocks of up to `rows` (<= kRowChunk) listed rows: the largest power of two that divides a slice's listed rows,
+// so a chunk never crosses a slice.
+inline void set_view_rows(SumsParams& p, int rows) {
+  p.len = rows;
+  while (p.l.Ls % p.len) p.len /= 2;
+  p.view_blocks = int(p.l.L / p.len) * p.l.nb;
+}
+
 // The sums kernel's parameters of one gg_sums call (validated by the caller).
 inline SumsParams sums_params(const gg_sums_args& a) {
   SumsParams p{};
@@ -466,13 +474,9 @@ inline SumsParams sums_params(const gg_sums_args& a) {
   p.w = static_cast<const float*>(a.w);
   p.rec = static_cast<float*>(a.record);
   p.call = static_cast<const unsigned long long*>(a.call);
-  // A chunk of listed rows never crosses a slice: its length divides Ls.
-  int len = kRowChunk;
-  while (p.l.Ls % len) len /= 2;
-  p.len = len;
+  set_view_rows(p, kRowChunk);
   p.pred_row_groups = int((p.l.L + kPredRows - 1) / kPredRows);
   p.pred_blocks = p.pred_row_groups * ((p.l.nb + kPredBlocks - 1) / kPredBlocks);
-  p.view_blocks = int(p.l.L / len) * p.l.nb;
   p.wire_blocks = p.wire_recipe >= 0 ? int(p.l.Ls) : 0;
   return p;
 }
@@ -496,6 +500,13 @@ inline cg::Consts consts_of(const gg_consts& k) {
   c.fp8_gather = k.fp8_gather;
   c.recipe_known = k.recipe_known;
   return c;
+}
+
+// The gathered records' layout of one gg_judge call (records_ld, when given, the stride between ranks' records).
+inline cg::Layout judge_layout(const gg_judge_args& a) {
+  cg::Layout l = cg::make_layout(a.world, a.m, a.n, a.stride);
+  if (a.records_ld) l.ld = a.records_ld;
+  return l;
 }
 
 // The judge, with mori's two worlds (8: V4-Pro, 4: V4-Flash) fixed when compiled, any other read from the layout.

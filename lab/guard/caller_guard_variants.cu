@@ -138,13 +138,6 @@ struct TreeMerge {
   }
 };
 
-// View blocks of `rows` listed rows (the largest power of two up to it dividing a slice's listed rows).
-void set_view_rows(SumsParams& p, int rows) {
-  p.len = rows;
-  while (p.l.Ls % p.len) p.len /= 2;
-  p.view_blocks = int(p.l.L / p.len) * p.l.nb;
-}
-
 template <typename Predict, typename Wire = ProductWire>
 bool launch_kinds(SumsParams p, int kinds, gpuStream_t stream) {
   if (std::is_same<Predict, PredictSplitK>::value) {  // one row group (block) per listed row
@@ -196,8 +189,7 @@ bool guard_sums(Subject s, const gg_sums_args& a, int kinds, gpuStream_t stream)
 }
 
 bool guard_judge(Subject s, const gg_judge_args& a, gpuStream_t stream) {
-  cg::Layout l = cg::make_layout(a.world, a.m, a.n, a.stride);
-  if (a.records_ld) l.ld = a.records_ld;
+  const cg::Layout l = judge_layout(a);
   const cg::Consts k = consts_of(a.consts);
   const auto* records = static_cast<const float*>(a.records);
   auto* cells = static_cast<cg::Cell*>(a.cells);
