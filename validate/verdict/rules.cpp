@@ -179,7 +179,9 @@ std::string silent_slices_text(const RunRecord& r, const NumericsBasis& n, const
   if (off.size() > 8) list += ",...";
   // Missing shares leave a slice at most all-zero (relL2 1: a silent gather on the fp8 wire dequantizes
   // zero codes). Above 1 by the margin with every slice off, the buffer holds other data altogether.
-  const bool all_off = off.size() == r.per_slice_rel_l2.size();
+  const auto measured = std::count_if(r.per_slice_rel_l2.begin(), r.per_slice_rel_l2.end(),
+                                      [](double v) { return !std::isnan(v); });  // NaN: a slice of padding only
+  const bool all_off = int64_t(off.size()) == int64_t(measured);
   std::string cause = fix;
   if (all_off && n.worst && *n.worst > 1.0 + kNotThisRunMargin) {
     char above[200];

@@ -93,3 +93,29 @@ TEST(CliRunCheck, GpuOnlyFaultIsRefusedByTheCpuBackendWithItsName) {
 }
 
 }  // namespace
+
+namespace {
+
+// M = 1000 of mxfp8 at W = 8: 256-row tiles pad M to 2048, so slices 4-7 hold padding only and have no relL2 (NaN,
+// which the --json results spell null). `gemmar check` reads gemmar run's own results back with the same verdict:
+// the clean run passes (it was refused as INVALID_RECORD until 2026-12-07), silent puts still fail.
+TEST(CliRunCheck, ASliceOfPaddingOnlyReadsBackFromTheJsonResultsWithTheRunsVerdict) {
+  for (const std::string fault : {"none", "silent-puts"}) {
+    const auto run = run_gemmar({"run", "--backend", "cpu", "-m", "1000", "-n", "1024", "-k", "256", "--world", "8",
+                                 "--quant", "mxfp8", "--mode", "fused-sdma", "--inject", fault, "--json"});
+    ASSERT_TRUE(run.rc == 0 || run.rc == 1) << fault << ": " << run.err;
+    const nlohmann::json results = nlohmann::json::parse(run.out);
+    const auto& slices = results.at("runs").at(0).at("record").at("per_slice_rel_l2");
+    ASSERT_EQ(slices.size(), 8u);
+    for (int i = 4; i < 8; ++i) EXPECT_TRUE(slices[size_t(i)].is_null()) << fault << ": slice " << i << " " << slices;
+    const auto check = run_gemmar({"check", "-", "--json"}, run.out);
+    EXPECT_EQ(check.rc, run.rc) << fault << ": " << check.out << check.err;
+    const auto judged = nlohmann::json::parse(check.out).at("runs").at(0);
+    const auto& printed = results.at("runs").at(0);
+    EXPECT_EQ(judged.at("verdict"), printed.at("verdict")) << fault;
+    EXPECT_EQ(codes_of(judged.at("findings")), codes_of(printed.at("findings"))) << fault;
+    EXPECT_EQ(printed.at("verdict"), fault == "none" ? "pass" : "fail") << fault;
+  }
+}
+
+}  // namespace
