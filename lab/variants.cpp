@@ -18,7 +18,8 @@ const std::vector<SubjectInfo> kSubjects = {
     {S::GemmProductShared, "product-shared", C::Gemm, true, true, "",
      "launch_gemm's choice where 8 GEMMs share the device: at K = 2048 from 12288 rows, clusters sharing B"},
     {S::GemmFamilyWgmma, "family-wgmma", C::Gemm, true, true, "wgmma",
-     "gemm_wgmma_kernel forced: the op's sm_90a kernel for other K and the 32-wide scale steps"},
+     "gemm_wgmma_kernel forced: the op's sm_90a kernel for other K (mxfp8's too, which takes the tuned kernel at "
+     "K = 2048)"},
     {S::GemmFamilyPortable, "family-portable", C::Gemm, true, false, "mma",
      "the portable kernels forced: mma.sync (Blockscale) or CUDA cores (PerRow, PerStep32), the op's off "
      "compute capability 9.x"},
@@ -32,12 +33,9 @@ const std::vector<SubjectInfo> kSubjects = {
      "gemm_wgmma4_kernel in clusters of two CTAs along M sharing B, at every M and for one GEMM alone, K = 2048"},
     {S::GemmWgmma4BandMajor, "wgmma4-band-major", C::Gemm, false, true, "wgmma4n",
      "gemm_wgmma4_kernel with its tiles in band-major order (groups of one band)"},
-    {S::GemmWgmma4MxSteps, "wgmma4-mx-steps", C::Gemm, false, true, "none (new with issue 45)",
-     "gemm_wgmma4_kernel<16, PerStep32>: mxfp8 on the tuned kernel's ring, lag and stores, each 32-wide K step "
-     "two m64n64k32 halves through three accumulator sets (h + 2 in flight while h is promoted), the scales staged "
-     "by the producer; K = 2048"},
     {S::GemmWgmma4MxLag1, "wgmma4-mx-lag1", C::Gemm, false, true, "none (new with issue 45)",
-     "wgmma4-mx-steps with its consumer warpgroups 1 K block apart instead of 2 (half of its main loop's 2-block "
+     "the op's mxfp8 kernel at K = 2048 (gemm_wgmma4_kernel<16, PerStep32>) with its consumer warpgroups 1 K block "
+     "apart instead of 2 (half of its main loop's 2-block "
      "iteration, so one warpgroup's drain at the iteration's end falls inside the other's), K = 2048"},
     {S::WidenProduct, "widen-product", C::Widen, true, true, "int8",
      "launch_widen's choice: TMA stores for a pull on fewer blocks than SMs (sm_90), else register stores"},
@@ -136,7 +134,6 @@ bool gemm_applies(Subject s, Quant q, int64_t m, int64_t n, int64_t k) {
       return tiled && k2048 && pairs_m;
     case S::GemmWgmma4BandMajor:
       return tiled && kernels::dev::wgmma4_k(k);
-    case S::GemmWgmma4MxSteps:
     case S::GemmWgmma4MxLag1:
       return scales == GemmScales::PerStep32 && scale_block(q, true).rows == 32 && k2048;
     default:

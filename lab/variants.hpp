@@ -26,8 +26,7 @@ enum class Subject {
   GemmWgmma4ShareAB,    // lab: clusters of 2 x 2 CTAs sharing A along N and B along M
   GemmWgmma4ShareB,     // lab: clusters of two along M sharing B at every M and for one GEMM alone
   GemmWgmma4BandMajor,  // lab: the tuned kernel with its tiles in band-major order (no groups of bands)
-  GemmWgmma4MxSteps,    // lab: the tuned kernel promoting per 32-wide K step (PerStep32: mxfp8), K = 2048
-  GemmWgmma4MxLag1,     // lab: the same with its consumer warpgroups 1 K block apart
+  GemmWgmma4MxLag1,     // lab: the op's mxfp8 kernel (PerStep32, K = 2048) with its warpgroups 1 K block apart
   // widen: the fp8 wire's dequantize (the local grid) and pull (a fixed grid), against the CPU's wire_dequantize
   WidenProduct,    // launch_widen's choice
   WidenRegisters,  // lab: int8's register stores at every grid

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # On the GPU machine, one call (about 1-2 minutes on an H100): the mxfp8 GEMM on Hopper (issue 45). First the
 # lab's testbed over the mxfp8 cases (gemmar_gpu_bench testbed gemm mxfp8: every gemm subject that takes mxfp8,
-# the op's gemm_wgmma_kernel<PerStep32> and the lab's wgmma4-mx-steps and wgmma4-mx-lag1 among them, checked
+# the op's gemm_wgmma4_kernel<16, PerStep32>, the earlier gemm_wgmma_kernel<PerStep32> (family-wgmma) and the lab's
+# wgmma4-mx-lag1 among them, checked
 # against the CPU's GEMM and bit for bit against the op's output), then the timings in one process per GEMM, at
-# 4096 x 7168 x 2048 and the W = 4 target N = 5120, K = 2048 (M = 4096 and 16384): mxfp8 as the op runs it and as
-# each of the two variants, each
+# 4096 x 7168 x 2048 and the W = 4 target N = 5120, K = 2048 (M = 4096 and 16384): mxfp8 as the op runs it, as it
+# ran before issue 45 (family-wgmma) and as the lab's variant, each
 # beside our blockscale GEMM (and cuBLASLt's) on the same shape (MXFP8_CEILING_JSON), and ptpc. Everything under
 # $OUT; the table on stdout.
 #
@@ -27,14 +28,14 @@ echo "== testbed $(tail -1 "$OUT/testbed.log") t=${SECONDS}s"
 # A failure's reason is the bench's last stderr line, before the rc line (2026-12-07 call 1 showed only "rc=3").
 grep -v "^TESTBED_JSON" "$OUT/testbed.log" | tail -4 | cut -c1-300
 grep -h "TESTBED_SUMMARY" "$OUT/testbed.log"
-grep -h '"subject": "wgmma4-mx-\|"subject": "product"' "$OUT/testbed.log" | grep '"applies": true' |
+grep -h '"subject": "wgmma4-mx-\|"subject": "family-wgmma"\|"subject": "product"' "$OUT/testbed.log" | grep '"applies": true' |
   sed 's/"kernel": "[^"]*", //; s/"vendor": "[^"]*", //' | cut -c1-300
 
 # 2. The timings: old (the op's choice) and new (the lab's variant) in one process each, each beside our
 # blockscale GEMM of the same shape; ptpc alone beside cuBLASLt.
 for shape in "4096 7168 2048" "4096 5120 2048" "16384 5120 2048"; do
   # shellcheck disable=SC2086
-  for q in "mxfp8 product" "mxfp8 wgmma4-mx-steps" "mxfp8 wgmma4-mx-lag1" "ptpc product"; do
+  for q in "mxfp8 product" "mxfp8 family-wgmma" "mxfp8 wgmma4-mx-lag1" "ptpc product"; do
     left 170 && step 40 "$BENCH" gemm $shape $q
   done
 done > "$OUT/bench.log" 2>&1

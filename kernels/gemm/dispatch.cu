@@ -47,6 +47,10 @@ gpuError_t launch_gemm(const GemmOperands& op, int64_t m_begin, int64_t m_end, c
 const char* gemm_choice_name(const GemmProblem& p, const GemmChoice& c) {
   switch (c.family) {
     case GemmFamily::Sm90Wgmma4:
+      if (p.scales == GemmScales::PerStep32)
+        return "wgmma m64n64k32 e4m3 halves + TMA/mbarrier, promoted per 32-wide K step through three accumulator "
+               "sets, scales staged by the producer, consumer warpgroups 2 K blocks apart, 16-byte stores, persistent, "
+               "128x128 tiles (gemm_wgmma4_kernel<16, PerStep32>)";
       if (c.cluster.m == kShareB.m && c.cluster.n == kShareB.n)
         return p.scales == GemmScales::PerRow
                    ? "wgmma m64n128k32 e4m3 + TMA/mbarrier, PerRow (ptpc) epilogue, clusters of two CTAs along M "

@@ -64,7 +64,14 @@ GemmChoice choose_gemm(const GemmProblem& p) {
       return c;
     }
     case GemmScales::PerStep32:
-      c.family = p.sm90 && whole_tiles && p.b_scale_rows == 32 ? GemmFamily::Sm90Wgmma : GemmFamily::Portable;
+      // mxfp8: the tuned kernel promotes each 32-wide K step in its own accumulator sets at K = 2048 (3.3x the
+      // one-accumulator kernel on an H100, docs/results/h100-1gpu-2026-12-07-issue45); other K on that kernel.
+      if (!p.sm90 || !whole_tiles || p.b_scale_rows != 32) {
+        c.family = GemmFamily::Portable;
+        return c;
+      }
+      if (p.aligned16 && p.k == 16 * kTile) return {GemmFamily::Sm90Wgmma4, 16, kTileGroupBands, kNoCluster};
+      c.family = GemmFamily::Sm90Wgmma;
       return c;
     case GemmScales::Unsupported:
       break;

@@ -97,6 +97,12 @@ bool make_step_scale_map(gpuTensorMap* map, const float* base, int64_t m, int64_
 gpuError_t launch_sm90_wgmma4(const GemmOperands& op, int64_t m_begin, int64_t m_end, const GemmDest& dest,
                               gpuStream_t s, int k_blocks, int group_m, ClusterShape cluster) {
   const GemmScales scales = gemm_scales(op.quant);
+  if (scales == GemmScales::PerStep32) {  // mxfp8: instantiated at K = 2048, no cluster, 32 x 32 B scale blocks
+    if (k_blocks != 16 || cluster.m != 1 || cluster.n != 1 || scale_block(op.quant, true).rows != kMxBRows)
+      return gpuErrorInvalidValue;
+    return launch_tma_gemm(gemm_wgmma4_kernel<16, GemmScales::PerStep32>, kW4SmemMx, op, m_begin, m_end, dest, s,
+                           group_m, kNoCluster);
+  }
   if (scales != GemmScales::Blockscale && scales != GemmScales::PerRow) return gpuErrorInvalidValue;
   const bool per_row = scales == GemmScales::PerRow;
   if (cluster.m == kShareB.m && cluster.n == kShareB.n) {  // B multicast along M: instantiated at K = 2048 only

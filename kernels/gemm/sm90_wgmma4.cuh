@@ -27,13 +27,13 @@
 // Otherwise Blockscale (SA through tm_sa).
 //
 // kScales PerStep32 (mxfp8: SA [M, K/32], SB [N/32, K/32], B's scales per 32 x 32 block; kKB <= 16, no cluster),
-// the lab's `wgmma4-mx-steps` (lab/variants.hpp): the reference promotes every 32-wide K step (emulated_partial:
-// total = fma(dot32, sa * sb, total)), so each step is its own wgmma with fresh accumulators. The promotion is then
-// one fma per element per 32 of K, the CUDA cores' whole issue rate at the tensor cores' k = 32 rate, so the design
-// keeps every other instruction off that path: each step is issued as two m64n64k32 halves into three 32-register
-// sets (half-step h + 2 in flight while h is promoted, wait_group 2; 64 + 96 registers, where a second m64n128 set
-// left too few to load the scales and ptxas serialized every wgmma, C7512); a K block's 4 steps of A scales come
-// with its stage ([row][step], a 16-byte TMA box row per row of tm_sa), the tile's B scales with its first K block
+// the op's mxfp8 kernel at K = 2048 (heuristics.cpp choose_gemm): the reference promotes every 32-wide K step
+// (emulated_partial: total = fma(dot32, sa * sb, total)), so each step is its own wgmma with fresh accumulators. The
+// promotion is then one fma per element per 32 of K, the CUDA cores' whole issue rate at the tensor cores' k = 32 rate,
+// so the design keeps every other instruction off that path: each step is issued as two m64n64k32 halves into three
+// 32-register sets (half-step h + 2 in flight while h is promoted, wait_group 2; 64 + 96 registers, where a second
+// m64n128 set left too few to load the scales and ptxas serialized every wgmma, C7512); a K block's 4 steps of A scales
+// come with its stage ([row][step], a 16-byte TMA box row per row of tm_sa), the tile's B scales with its first K block
 // (4 bulk copies, [block of 32 columns][step]); a half-step's 4 products sa * sb (mul_rn, exactly the
 // reference's) are taken once per (row, column block) and loaded while its wgmma runs. The main loop runs
 // kMxUnroll K blocks per iteration, every group waited for within it (C7514); the lag, stores and counts are the

@@ -110,9 +110,6 @@ gpuError_t launch_gemm_subject(Subject s, const dev::GemmOperands& op, int64_t m
       return dev::launch_sm90_wgmma4(op, m_begin, m_end, dest, st, kb, dev::kTileGroupBands / 2, dev::kShareB);
     case Subject::GemmWgmma4BandMajor:
       return dev::launch_sm90_wgmma4(op, m_begin, m_end, dest, st, kb, 1, dev::kNoCluster);
-    case Subject::GemmWgmma4MxSteps:
-      return dev::launch_tma_gemm(gemm_wgmma4_kernel<16, dev::GemmScales::PerStep32>, dev::kW4SmemMx, op, m_begin,
-                                  m_end, dest, st, dev::kTileGroupBands, dev::kNoCluster);
     case Subject::GemmWgmma4MxLag1:
       return dev::launch_tma_gemm(gemm_wgmma4_kernel<16, dev::GemmScales::PerStep32, dev::NoCluster, LagOneBlock>,
                                   dev::kW4SmemMx, op, m_begin, m_end, dest, st, dev::kTileGroupBands, dev::kNoCluster);

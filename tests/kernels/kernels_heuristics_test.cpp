@@ -59,13 +59,28 @@ TEST(KernelsHeuristics, ClustersShareBOnlyWhereGemmsShareTheDeviceFrom12288RowsA
   EXPECT_FALSE(share_b_along_m(7168, 0, kShareBFromRows - 256, (kShareBFromRows - 256) / 8, 2));
 }
 
-TEST(KernelsHeuristics, OtherKMisalignedBuffersAndTheStepScalesRunTheGenericKernel) {
+TEST(KernelsHeuristics, Mxfp8AtK2048RunsTheTunedKernelPromotingEachStepWithoutAClusterOnEitherTarget) {
+  for (const int64_t n : {7168, 5120})
+    for (const int concurrent : {1, 8}) {
+      const GemmChoice c = choose_gemm(problem(Quant::Mxfp8, 16384, n, 2048, concurrent));
+      EXPECT_EQ(c.family, GemmFamily::Sm90Wgmma4) << n;
+      EXPECT_EQ(c.k_blocks, 16);
+      EXPECT_EQ(c.group_m, kTileGroupBands);
+      EXPECT_EQ(c.cluster.m, 1) << "the PerStep32 instantiation has no cluster";
+      EXPECT_EQ(c.cluster.n, 1);
+    }
+}
+
+TEST(KernelsHeuristics, OtherKMisalignedBuffersAndMxfp8OffK2048RunTheGenericKernel) {
   EXPECT_EQ(choose_gemm(problem(Quant::Blockscale, 4096, 7168, 640)).family, GemmFamily::Sm90Wgmma);
   GemmProblem p = problem(Quant::Blockscale, 4096, 7168, 2048);
   p.aligned16 = false;
   EXPECT_EQ(choose_gemm(p).family, GemmFamily::Sm90Wgmma);
   EXPECT_EQ(choose_gemm(problem(Quant::Ptpc, 4096, 7168, 640)).family, GemmFamily::Sm90Wgmma);
-  EXPECT_EQ(choose_gemm(problem(Quant::Mxfp8, 4096, 7168, 2048)).family, GemmFamily::Sm90Wgmma);
+  EXPECT_EQ(choose_gemm(problem(Quant::Mxfp8, 4096, 7168, 1024)).family, GemmFamily::Sm90Wgmma);
+  GemmProblem mx = problem(Quant::Mxfp8, 4096, 5120, 2048);
+  mx.aligned16 = false;
+  EXPECT_EQ(choose_gemm(mx).family, GemmFamily::Sm90Wgmma);
   for (const int kb : kWgmma4KBlocks) {
     EXPECT_TRUE(wgmma4_k(int64_t(kb) * 128));
     EXPECT_EQ(choose_gemm(problem(Quant::Ptpc, 4096, 7168, int64_t(kb) * 128)).family, GemmFamily::Sm90Wgmma4);
