@@ -403,6 +403,8 @@ std::vector<FitParam> fit_parameters(const Profile& prof) {
       {"link.lsa_bytes_in_flight", 1e5, 5e6},
       {"sdma_fp8.gather_handoff_us", 0, 100},
       {"sdma_fp8.dequantize_handoff_us", 0, 100},
+      // the folded reduce + quantize's loads in flight per wave: 64 lanes x 16 B x 1 .. 16 outstanding
+      {"reduce_quantize.bytes_in_flight_per_wave", 1024, 16384},
   };
   // Every quant's K loop against the base's that the profile lists (a new quant: its leaf in the profile).
   for (const auto& [q, _] : prof.params.gemm.efficiency_ratio)

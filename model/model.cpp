@@ -401,11 +401,23 @@ struct PredictionBuilder {
     const double reduce_b = W * (fp8_scatter ? fp8_scatter_slice_bytes() : slice_bf16) + slice_bf16;
     const double q_b = 2 * slice_bf16 + S * N + 4 * S;  // reads the bf16 slice twice, writes e4m3 + scales
     if (fp8 && cfg.fuse_quantize) {
-      // One wave per row for the per-row amax: the kernel's memory parallelism is S waves (Little's law).
       const double b = reduce_b + S * N + 4 * S;
-      const double little = x.share * S * p.reduce_quantize.bytes_in_flight_per_wave / p.hbm.latency_us / 1e3;
-      const double rate = std::min(x.hbm_rate() * x.share, little) / x.share;
-      Phase r = phase("reduce", L + us_at(b, rate), b, little < x.hbm_rate() * x.share ? "latency" : "hbm");
+      // mori kernels_sdma.py @f3bff0ae `sdma_reduce_quant`: a wave owns a row (QUANT_WAVES = 4 waves a block,
+      // quant_blocks = min(1024, ceil(S / 4)) blocks, the row loop striding over all of them), because the per-row
+      // amax is a butterfly within the wave. Its row is a chain of dependent round trips: the loads of the W slices
+      // (bytes_in_flight_per_wave at a time), the amax, then the codes from registers; every row runs at once (up
+      // to the grid's 4096 waves, then a wave takes its next row), so the chain is paid once per row a wave owns (on
+      // one device the W ranks' rows run at once too). The chain does not hide the device's streaming, nor the
+      // streaming the chain (mori's docstring: the one-wave-per-row map "scatters the block's footprint across the
+      // slice" and loses to the flat reduce + the separate quantize, 977.1 against 957.4 us at [16384, 7168] on 8
+      // ranks): the two add.
+      const double grid_waves = std::min(4096.0, 4 * std::ceil(S / 4));
+      const double rows_per_wave = std::ceil(S / grid_waves);
+      const double chain = rows_per_wave * (b / S) / p.reduce_quantize.bytes_in_flight_per_wave * p.hbm.latency_us;
+      const double stream = us_at(b, x.hbm_rate());
+      const double us = L + stream + chain;
+      const bool lat_bound = chain > stream;
+      Phase r = phase("reduce", us, b, lat_bound ? "latency" : "hbm");
       r.hbm_bytes = b;
       r.ceiling_us = us_at(b, x.hbm_rate());
       pr.phases.push_back(r);

@@ -94,19 +94,13 @@ std::string result_json(const Row& r) {
 
 // Known misses: published healthy cells slower than the model by more than its band (held at 7-7.5%), even against
 // the slowest machine it knows, named as the calibration names them (docs/model.md "Known misses" has each one's
-// number; measured 2026-12-07, docs/results/cpu-2026-12-07-model). Each must still be judged SLOWER_THAN_MODEL, so a
+// number). Each must still be judged SLOWER_THAN_MODEL, so a
 // model fix that brings one inside the band fails here until it is taken off the list; every other row must pass.
 const std::set<std::string> kExpectedMisses = {
     // fused-sdma blockscale fp8/lsa gather, W = 8, M = 4096: 329.5 us against 293.0 (301.5 on v2-015); the table
     // does not state its pull grid, and the model's 384-block grid gives 333.8 us. d5443336's row repeats f3bff0ae's.
     "readme_d5443336.txt:38 (README.md:397@d5443336)",
     "readme_f3bff0ae.txt:18 (README.md:741@f3bff0ae)",
-    // fused-lsa blockscale fp8/sdma gather on v2-015, W = 8, M = 4096: 499.4 us against 463.5 there (the measured M
-    // slope of the retest's fused-lsa is flatter than the model's: its M = 16384 cells are over-predicted).
-    "readme_retest_v2015.txt:55 (README.md:439@v2-015-retest)",
-    // split-sdma mxfp8 fp8/lsa gather with the folded quantize, W = 4, M = 16384: 1371.8 us against 1279.8 on v2-015
-    // (+7.2%, the band 7%).
-    "readme_retest_v2015.txt:93 (README.md:456@v2-015-retest)",
 };
 
 }  // namespace
