@@ -261,19 +261,12 @@ void Engine::upload(const OperandFn& gen) {
   }
 }
 
-// Relaxed rows: A over the GEMM's whole tiles (Mg_ rows), the rows past M zero codes with unit scales (their
-// partial rows are zeros nobody owns, puts or reduces: mori's last tile reads them as zeros and stores none of them).
-// The scales re-laid for Mg_ rows (blockscale's [K/128, M] is column-major: its stride is the row count).
+// Relaxed rows: A over the GEMM's whole tiles (Mg_ rows), put_plan.hpp pad_a_rows.
 void Engine::pad_gemm_rows(RankOperands& op) const {
   if (Mg_ == M_) return;
-  const ScaleBlock& sb = scale_block(quant_, false);
-  std::vector<float> scales(static_cast<size_t>(scale_count(sb, Mg_, K_)), 1.0f);
-  const int64_t step = scale_k_extent(sb, K_);
-  for (int64_t row = 0; row < M_; row += sb.rows)
-    for (int64_t col = 0; col < K_; col += step)
-      scales[size_t(scale_index(sb, Mg_, K_, row, col))] = op.a.scales[size_t(scale_index(sb, M_, K_, row, col))];
-  op.a.scales = std::move(scales);
-  op.a.codes.resize(static_cast<size_t>(Mg_ * K_), 0);
+  op.a.rows = M_;
+  op.a.cols = K_;
+  pad_a_rows(op.a, quant_, Mg_);
 }
 
 // Before the first launch only (untimed): poison everything the run writes; fresh (zero) slots / landing zones for

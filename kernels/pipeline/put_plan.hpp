@@ -25,6 +25,7 @@
 #include "common/config.hpp"
 #include "kernels/tile_slices.hpp"
 #include "reference/numerics_inline.hpp"
+#include "reference/quant.hpp"
 
 namespace gemmar::kernels {
 
@@ -145,6 +146,23 @@ inline std::vector<LaunchRows> slice_launch_rows(int world, int rank, int64_t sl
     out.push_back({p, b * tile_rows, b <= e ? (e + 1) * tile_rows : b * tile_rows});
   }
   return out;
+}
+
+// Relaxed rows: the GEMM runs over whole tiles of `tile_rows`, so A is extended from its M real rows to `rows` (M
+// rounded up): the rows past M zero codes with unit scales (their partial rows are zeros nobody owns, puts, reduces
+// or reads: mori's last tile loads them as zeros and stores none), the scales re-laid for the new row count
+// (blockscale's [K/128, M] is column-major: its stride is the row count).
+inline void pad_a_rows(reference::QuantizedMatrix& a, Quant q, int64_t rows) {
+  if (rows == a.rows) return;
+  const ScaleBlock& sb = scale_block(q, false);
+  const int64_t m = a.rows, k = a.cols, step = scale_k_extent(sb, k);
+  std::vector<float> scales(static_cast<size_t>(scale_count(sb, rows, k)), 1.0f);
+  for (int64_t row = 0; row < m; row += sb.rows)
+    for (int64_t col = 0; col < k; col += step)
+      scales[size_t(scale_index(sb, rows, k, row, col))] = a.scales[size_t(scale_index(sb, m, k, row, col))];
+  a.scales = std::move(scales);
+  a.codes.resize(static_cast<size_t>(rows * k), 0);
+  a.rows = rows;
 }
 
 }  // namespace gemmar::kernels

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "reference/operands.hpp"
+
 namespace gemmar::kernels {
 namespace {
 
@@ -272,6 +274,28 @@ TEST(KernelsPutPlan, PerSliceLaunchesRunEveryTileOnceAndEachSliceByItsPut) {
             EXPECT_LE(run[size_t(t)], int(j)) << "slice " << p << "'s tile " << t << " runs after its put";
         }
       }
+}
+
+// The GPU runs a relaxed M's GEMM over whole 128-row tiles: A's extension dequantizes to the same values on the real
+// rows (every quant's scale layout re-laid for the new row count) and to zeros past M.
+TEST(KernelsPutPlan, TheGemmsExtraRowsAreZeroAndTheRealOnesUnchanged) {
+  for (const QuantTraits& qt : kQuantTable) {
+    reference::OperandSpec spec;
+    spec.shape = Shape{1040, 256, 256, 4};
+    spec.quant = qt.quant;
+    std::vector<int64_t> rows(1040);
+    for (size_t i = 0; i < rows.size(); ++i) rows[i] = int64_t(i);
+    const reference::RankOperands op = reference::make_rank_operands(spec, 1, rows);
+    reference::RankOperands padded = op;
+    pad_a_rows(padded.a, qt.quant, 1152);
+    ASSERT_EQ(padded.a.rows, 1152);
+    ASSERT_EQ(int64_t(padded.a.scales.size()), scale_count(scale_block(qt.quant, false), 1152, 256));
+    const auto want = reference::dequantized_a(op, qt.quant, Fp8Format::E4M3FN);
+    const auto got = reference::dequantized_a(padded, qt.quant, Fp8Format::E4M3FN);
+    ASSERT_EQ(got.size(), size_t(1152 * 256));
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << qt.name << " element " << i;
+    for (size_t i = want.size(); i < got.size(); ++i) ASSERT_EQ(got[i], 0.0f) << qt.name << " element " << i;
+  }
 }
 
 }  // namespace
