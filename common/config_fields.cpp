@@ -78,8 +78,8 @@ std::vector<ConfigField> make_fields() {
           4096, "0: the chunk rule decides"),
       bool_field<&Config::relaxed_rows>(
           "relaxed_rows", "relaxed-rows",
-          "fused-sdma with --chunk-bands: M a multiple of W with a full BLOCK_M tile per rank, not padded (runs on "
-          "the cpu backend; the gpu backend refuses it)"),
+          "fused-sdma with --chunk-bands: M a multiple of W with a full BLOCK_M tile per rank, not padded (both "
+          "backends; the gpu refuses it with --guard)"),
       int_field<int64_t, &Config::logical_m>(
           "logical_m", "logical-m",
           "the op's logical M: -m is then the physical M and must be the row plan's padded M of it (0: -m is the "

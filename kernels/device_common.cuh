@@ -13,6 +13,7 @@
 
 #include "kernels/gpu_compat.hpp"
 #include "kernels/kernels.hpp"
+#include "kernels/tile_slices.hpp"
 #include "reference/numerics_inline.hpp"
 
 namespace gemmar::kernels::dev {
@@ -68,21 +69,35 @@ gpuError_t set_smem_once(Kernel kern, int bytes) {
   return e;
 }
 
-// Where a GEMM tile's rows go: the tile's rows all belong to one slice (slice_rows is a multiple of 128), so one
-// destination per tile, returned indexable by absolute row; null where the slice is dropped (the silent-scatter
-// fault drops the stores, not the count).
+// Where a GEMM tile's rows go: the destination of its first row's slice, returned indexable by absolute row; null
+// where the slice is dropped (the silent-scatter fault drops the stores, not the count). Whole-tile slices
+// (slice_rows a multiple of 128) give one destination per tile; a tile straddling two slices (relaxed rows) stores
+// through its first slice's destination, which GemmDest then requires to be consecutive slices of one buffer.
 __device__ __forceinline__ uint16_t* tile_dest(const GemmDest& d, int64_t m0, int& slice) {
   slice = int(m0 / d.slice_rows);
   uint16_t* base = d.dst[slice];
   return base ? base - int64_t(slice) * d.slice_rows * d.ldd : nullptr;
 }
 
-// The block's tile is stored: one count of it, after a fence (the release a put waiting on the counter needs).
-__device__ __forceinline__ void tile_done(const GemmDest& d, int slice) {
+// The last slice the tile from row m0 reaches with its real rows (GemmDest::rows): `slice` (its first row's) for
+// whole-tile slices, the next one for a tile straddling two (mori's relaxed epilogue: dest_end =
+// (min(row_lo + BLOCK_M, M) - 1) // slice_rows).
+__device__ __forceinline__ int tile_last_slice(const GemmDest& d, int64_t m0, int slice) {
+  return kernels::tile_last_slice(m0, kBlockM, d.rows, d.slice_rows, slice);
+}
+
+// `tiles` counts of the slices [slice, last] (the slices a tile's rows reach), after the caller's release.
+__device__ __forceinline__ void count_tiles(const GemmDest& d, int slice, int last, unsigned tiles) {
+  for (int p = slice; p <= last; ++p) atomicAdd(d.counters + p, tiles);
+}
+
+// The block's tile (from row m0) is stored: one count of it for every slice it reaches, after a fence (the release
+// a put waiting on the counter needs).
+__device__ __forceinline__ void tile_done(const GemmDest& d, int64_t m0, int slice) {
   __syncthreads();
   if (threadIdx.x == 0 && d.counters) {
     __threadfence();  // the tile's stores are visible before its count (the release the put waits on)
-    atomicAdd(d.counters + slice, 1u);
+    count_tiles(d, slice, tile_last_slice(d, m0, slice), 1u);
   }
 }
 

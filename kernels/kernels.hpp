@@ -15,11 +15,19 @@ constexpr int kBlockM = 128, kBlockN = 128, kBlockK = 128;  // blockscale: one s
 
 // Where each finished GEMM tile goes: rows of slice p land at dst[p] + (row - p*slice_rows) * ldd.
 // dst[p] == nullptr drops slice p (a silent push). counters[p] counts finished tiles of slice p.
+// A tile's rows go to the destination of its first row's slice: with slices that are not whole tiles (relaxed
+// rows) the destinations must be consecutive slices of one buffer (dst[p] = base + p * slice_rows * ldd), so a
+// tile straddling two slices stores each row where its own slice's destination has it.
 struct GemmDest {
   uint16_t* dst[kMaxWorld];
   int64_t slice_rows;
   int64_t ldd;
   unsigned int* counters;  // [world], may be null: finished 128-row tiles per destination slice
+  // The rows that are real (the run's M), 0: every slice is whole tiles. Otherwise (relaxed rows, mori's
+  // --relaxed-rows: slice_rows a multiple of nothing but 1, the GEMM run over M rounded up to whole tiles) a tile
+  // counts once for every slice its real rows reach, as mori's relaxed epilogue counts every owner a tile reaches
+  // (kernels/pipeline/put_plan.hpp slice_counter_targets); its rows past `rows` are nobody's.
+  int64_t rows = 0;
   // A consumer waits on the counters (fused-sdma's puts, gpu::stream_wait_geq): each count is then a release of
   // the tile's stores (a gpu-scope fence before it). Otherwise the counts only tally the tiles for the check after
   // the run (every tile produced) and gemm_wgmma4_kernel takes no fence for them.

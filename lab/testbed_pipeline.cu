@@ -29,8 +29,12 @@ CaseData case_data(const PipelineCase& c) {
   d.c = c;
   d.spec.shape = c.shape;
   d.spec.quant = c.config.quant;
-  for (int r = 0; r < c.shape.world; ++r) d.ops.push_back(reference::make_rank_operands(d.spec, r));
-  d.rows = reference::sample_rows(c.shape, c.config.quant, 64, 7);
+  // The rows of the case's row plan (relaxed rows: M / W an owner, M not padded to W * BLOCK_M), the sampled rows
+  // drawn from its slices.
+  std::vector<int64_t> all(static_cast<size_t>(padded_m(c.shape, c.config)));
+  for (size_t i = 0; i < all.size(); ++i) all[i] = int64_t(i);
+  for (int r = 0; r < c.shape.world; ++r) d.ops.push_back(reference::make_rank_operands(d.spec, r, all));
+  d.rows = reference::sample_rows(c.shape, c.config, 64, 7);
   reference::PartialsRequest preq;
   preq.operands = d.spec;
   preq.rows = d.rows;
@@ -51,12 +55,33 @@ kernels::DeviceRun device_run(const CaseData& d) {
 }
 
 // What one run's checks found: every output element against the collective recomputed on the device, the poison
-// left, and each rank's partial rows against the CPU's GEMM.
+// left, each rank's partial rows against the CPU's GEMM, and the sampled output rows against the CPU emulation of
+// the collective (reference/emulation.hpp emulate_collective) on the run's own partials, bit for bit (as `gemmar run`
+// checks a GPU run: the row plan, relaxed rows' owners, the fp8 wires).
 struct Checks {
-  int64_t wrong = 0, nonfinite = 0, unwritten = 0;
+  int64_t wrong = 0, nonfinite = 0, unwritten = 0, emulation_diff = 0;
   double rel_err = 0;
-  bool ok() const { return wrong == 0 && nonfinite == 0 && unwritten == 0 && rel_err < kMaxRelErr; }
+  bool ok() const {
+    return wrong == 0 && nonfinite == 0 && unwritten == 0 && emulation_diff == 0 && rel_err < kMaxRelErr;
+  }
 };
+
+// Elements of the sampled output rows that differ from the emulation's collective on the run's partials (-1: the
+// run returned no rows to compare).
+int64_t emulation_diff(const CaseData& d, const kernels::RunOutput& o) {
+  if (o.outputs.size() != size_t(d.c.shape.world) || o.partials.size() != o.outputs.size()) return -1;
+  reference::CollectiveRequest cr;
+  cr.shape = d.c.shape;
+  cr.config = effective_config(d.c.config);
+  cr.rows = d.rows;
+  const reference::Bf16Outputs want = reference::emulate_collective(cr, o.partials);
+  int64_t diff = 0;
+  for (size_t r = 0; r < want.size(); ++r) {
+    if (want[r].size() != o.outputs[r].size()) return -1;
+    for (size_t i = 0; i < want[r].size(); ++i) diff += want[r][i] != o.outputs[r][i];
+  }
+  return diff;
+}
 
 Checks check(const CaseData& d, const kernels::RunOutput& o) {
   Checks c;
@@ -66,6 +91,7 @@ Checks check(const CaseData& d, const kernels::RunOutput& o) {
   }
   if (o.full_compares.empty()) c.wrong = -1;  // nothing compared: a failed check, never a silent pass
   c.unwritten = o.unwritten_outputs;
+  c.emulation_diff = emulation_diff(d, o);
   for (size_t r = 0; r < o.partials.size() && r < d.cpu.partials.size(); ++r) {
     double err = 0, norm = 0;
     for (size_t i = 0; i < o.partials[r].size(); ++i) {
@@ -117,6 +143,7 @@ void testbed_pipeline_case(const PipelineCase& pc, TestbedTally& tally) {
     JsonLine j;
     j.add("concern", "pipeline").add("subject", info.name).add("product", info.product);
     j.add("config", config_label(pc.config)).add("quant", to_string(pc.config.quant)).add("guard", pc.guard);
+    j.add("chunk_bands", pc.config.chunk_bands).add("relaxed_rows", pc.config.relaxed_rows);
     j.add("m", pc.shape.m).add("n", pc.shape.n).add("k", pc.shape.k).add("world", pc.shape.world);
     j.add("applies", true).add("ran", true).add("device", product.device).add("launch", runs[i][0].launch);
     ++tally.lines;
@@ -128,6 +155,8 @@ void testbed_pipeline_case(const PipelineCase& pc, TestbedTally& tally) {
       worst.wrong = c.wrong < 0 || worst.wrong < 0 ? -1 : worst.wrong + c.wrong;
       worst.nonfinite += c.nonfinite;
       worst.unwritten += c.unwritten;
+      worst.emulation_diff =
+          c.emulation_diff < 0 || worst.emulation_diff < 0 ? -1 : worst.emulation_diff + c.emulation_diff;
       worst.rel_err = std::max(worst.rel_err, c.rel_err);
       const int64_t b = bits_differ(o, product);
       diff = b < 0 || diff < 0 ? -1 : diff + b;
@@ -135,6 +164,7 @@ void testbed_pipeline_case(const PipelineCase& pc, TestbedTally& tally) {
     const bool checked = worst.ok() && (!info.same_bits || diff == 0);
     tally.failed += !checked;
     j.add("wrong", worst.wrong).add("nonfinite", worst.nonfinite).add("unwritten", worst.unwritten);
+    j.add("emulation_diff", worst.emulation_diff);
     j.add("partial_rel_err", worst.rel_err).add("bits_vs_product", diff).add("checked", checked);
     if (checked) {
       std::vector<double> totals, product_totals;

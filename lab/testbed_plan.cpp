@@ -31,6 +31,11 @@ std::vector<PipelineCase> pipeline_cases() {
     c.scatter_dtype = WireDtype::Fp8;
     return c;
   };
+  auto relaxed = [](Config c, int chunk_bands) {
+    c.chunk_bands = chunk_bands;
+    c.relaxed_rows = true;
+    return c;
+  };
   using S = Subject;
   return {
       // where the priorities were measured (ptpc 4096, fused-sdma bf16)
@@ -55,6 +60,26 @@ std::vector<PipelineCase> pipeline_cases() {
        {S::PipelinePerSlice}},
       {Shape{4096, 5120, 2048, 4},
        fp8_scatter(config(Mode::FusedSdma, WireDtype::Fp8, Transport::Sdma, Quant::Mxfp8)),
+       false,
+       {S::PipelinePerSlice}},
+      // mori's relaxed rows (issue 45; kernels_fused.py @f3bff0ae): M a multiple of W only, a 128-row tile
+      // straddling two owners and two chunks. mori's W = 4 mxfp8 wo_b plans (4224 and 8256, chunk_bands 1: S = 1056
+      // and 2064, straddles at every owner boundary) on the bf16 wire, the fp8 scatter and the fp8 gather, and a
+      // W = 8 blockscale one (M = 4104, S = 513, puts of 2 bands: short tails), each on both put paths.
+      {Shape{4224, 5120, 2048, 4},
+       relaxed(config(Mode::FusedSdma, WireDtype::Bf16, Transport::Sdma, Quant::Mxfp8), 1),
+       false,
+       {S::PipelinePerSlice}},
+      {Shape{8256, 5120, 2048, 4},
+       relaxed(fp8_scatter(config(Mode::FusedSdma, WireDtype::Bf16, Transport::Sdma, Quant::Mxfp8)), 1),
+       false,
+       {S::PipelinePerSlice}},
+      {Shape{4224, 5120, 2048, 4},
+       relaxed(fp8_scatter(config(Mode::FusedSdma, WireDtype::Fp8, Transport::Lsa, Quant::Mxfp8)), 1),
+       false,
+       {S::PipelinePerSlice}},
+      {Shape{4104, 7168, 2048, 8},
+       relaxed(config(Mode::FusedSdma, WireDtype::Fp8, Transport::Sdma, Quant::Blockscale), 2),
        false,
        {S::PipelinePerSlice}},
   };

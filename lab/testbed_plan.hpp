@@ -31,7 +31,7 @@ std::vector<WidenCase> widen_cases();
 
 // One pipeline config, run as the op runs it (PipelineProduct) and as each listed variant, alternately.
 struct PipelineCase {
-  Shape shape;  // m padded (a multiple of world * block_m)
+  Shape shape;  // m as the config's row plan pads it: a multiple of world * block_m, or (relaxed rows) of world
   Config config;
   bool guard = false;
   std::vector<Subject> variants;

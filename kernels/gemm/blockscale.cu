@@ -297,7 +297,7 @@ __device__ __forceinline__ void blockscale_store_tile(const BlockscaleTile& t, u
 __device__ __forceinline__ void blockscale_epilogue(const BlockscaleTile& t, const GemmDest& dest, uint16_t* C,
                                                     int slice, const BlockscaleAcc& total) {
   if (C) blockscale_store_tile(t, C, dest.ldd, total);
-  tile_done(dest, slice);
+  tile_done(dest, t.m0, slice);
 }
 
 __global__ void __launch_bounds__(kThreads, 1)

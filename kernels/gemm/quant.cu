@@ -97,8 +97,9 @@ __global__ void __launch_bounds__(kQThreads)
     }
   }
 
-  // The tile's rows all belong to one slice (slice_rows is a multiple of 128): one destination per CTA, indexed
-  // by absolute row; a null destination (the silent-scatter fault) drops the stores, not the count.
+  // One destination per CTA, its first row's slice's, indexed by absolute row (a tile straddling two slices, relaxed
+  // rows: consecutive slices of one buffer, GemmDest); a null destination (the silent-scatter fault) drops the
+  // stores, not the count.
   const int slice = int(m0 / dest.slice_rows);
   uint16_t* base = dest.dst[slice];
   if (base) {
@@ -111,7 +112,7 @@ __global__ void __launch_bounds__(kQThreads)
   __syncthreads();
   if (tid == 0 && dest.counters) {
     __threadfence();  // the tile's stores are visible before its count (the release the put waits on)
-    atomicAdd(dest.counters + slice, 1u);
+    count_tiles(dest, slice, tile_last_slice(dest, m0, slice), 1u);  // each slice the tile reaches
   }
 }
 

@@ -140,7 +140,7 @@ __device__ __forceinline__ void wgmma_store_tile(float (&total)[64], const float
   ptx::consumer_bar();  // both consumer warpgroups stored the tile
   if (tid == 128 && dest.counters) {
     __threadfence();
-    atomicAdd(dest.counters + slice, 1u);
+    count_tiles(dest, slice, tile_last_slice(dest, m0, slice), 1u);  // each slice the tile reaches
   }
 }
 

@@ -246,8 +246,10 @@ __device__ __forceinline__ void wgmma4_consume(const W4Smem& sm, const GemmDest&
   int64_t m0 = 0, n0 = 0;                                    // the current tile's origin
   int tile_no = 0;                                           // this CTA's tile count (PerRow: its scale slot)
   // This warpgroup's stored tiles not yet counted: the open run of consecutive tiles of one destination slice.
-  // Both warpgroups store the same tiles in the same order, so their runs and flush numbers match.
-  int run_slice = -1, run_tiles = 0, flush_no = 0;
+  // Both warpgroups store the same tiles in the same order, so their runs and flush numbers match. run_reach: the
+  // run's tiles that also reach the next slice (relaxed rows: a tile straddling two slices counts for both,
+  // device_common.cuh tile_last_slice), counted after the run.
+  int run_slice = -1, run_tiles = 0, run_reach = 0, flush_no = 0;
   Lag::start(c, my_units);
   const uint64_t desc_a = ptx::smem_desc(sm.sA + 64 * c * kBlockK), desc_b = ptx::smem_desc(sm.sB);  // stage 0
   auto issue = [&](int gi, float(&a)[64]) {
@@ -320,10 +322,13 @@ __device__ __forceinline__ void wgmma4_consume(const W4Smem& sm, const GemmDest&
     for (int i = 0; i < 64; ++i) total[i] = 0.0f;
     if (run_tiles > 0 && slice != run_slice) {  // the run of the previous slice is closed: count it now
       if (dest.counters) count_run(run_slice, run_tiles);
+      if (dest.counters && run_reach > 0) count_run(run_slice + 1, run_reach);
       run_tiles = 0;
+      run_reach = 0;
     }
     run_slice = slice;
     ++run_tiles;
+    run_reach += tile_last_slice(dest, m0, slice) != slice;
     if (C) {
       const int64_t ldd = dest.ldd;
       uint4* row0 = reinterpret_cast<uint4*>(C + (m0 + lrow) * ldd + n0) + tq;
@@ -470,6 +475,7 @@ __device__ __forceinline__ void wgmma4_consume(const W4Smem& sm, const GemmDest&
     }
   }
   if (dest.counters && run_tiles > 0) count_run(run_slice, run_tiles);  // the open run
+  if (dest.counters && run_reach > 0) count_run(run_slice + 1, run_reach);
 }
 
 // group_m: the tile order's groups of bands (gemm/scheduler.cuh; the launcher fits it to the rows and slices).

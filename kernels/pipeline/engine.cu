@@ -11,6 +11,7 @@
 #include "kernels/gemm/heuristics.hpp"
 #include "kernels/host_check.hpp"
 #include "kernels/pipeline/legs.hpp"
+#include "kernels/pipeline/put_plan.hpp"
 #include "reference/quant.hpp"
 
 namespace gemmar::kernels {
@@ -31,11 +32,28 @@ Engine::Engine(const DeviceRun& plan, const OperandFn& gen, const PipelineHooks&
   GEMMAR_USAGE_CHECK(W_ >= 1 && W_ <= dev::kMaxWorld, "--world: the GPU backend supports 1..", dev::kMaxWorld);
   // The scales' sizes follow the quant's scale block (common/modes.hpp).
   quant_ = plan.config.quant;
-  GEMMAR_USAGE_CHECK(M_ % (int64_t(W_) * dev::kBlockM) == 0, "-m: must be padded to a multiple of world*128");
+  // Relaxed rows (mori's --relaxed-rows, kernels_fused.py @f3bff0ae compile_fused_gemm_scatter): M a multiple of W
+  // only, S = M / W rows a rank; the GEMM runs over whole tiles (Mg_), a tile straddling two owners stores each row
+  // into the one contiguous partial and counts for both owners (put_plan.hpp).
+  relaxed_ = row_plan(sh, plan.config).relaxed_rows;
+  if (relaxed_) {
+    GEMMAR_USAGE_CHECK(M_ % W_ == 0 && M_ / W_ >= dev::kBlockM, "-m: relaxed rows need a multiple of world (", W_,
+                       ") with a full 128-row tile per rank, got ", M_);
+    GEMMAR_USAGE_CHECK(traits(plan.config.mode).fused && traits(plan.config.mode).scatter_by_copy_engine,
+                       "--relaxed-rows with --mode ", to_string(plan.config.mode),
+                       ": relaxed rows requires fused SDMA, a full tile per peer, and chunk_bands");
+    GEMMAR_USAGE_CHECK(!plan.guard,
+                       "--guard with --relaxed-rows: the GPU guard samples whole 128-row tiles of a "
+                       "W x 128 padded M; run relaxed rows without --guard");
+  } else {
+    GEMMAR_USAGE_CHECK(M_ % (int64_t(W_) * dev::kBlockM) == 0, "-m: must be padded to a multiple of world*128");
+  }
   GEMMAR_USAGE_CHECK(N_ % dev::kBlockN == 0, "-n: the GPU GEMM needs a multiple of 128");
   GEMMAR_USAGE_CHECK(K_ % dev::kBlockK == 0, "-k: must be a multiple of 128");
   S_ = M_ / W_;
-  sa_count_ = scale_count(scale_block(quant_, false), M_, K_);
+  Mg_ = (M_ + dev::kBlockM - 1) / dev::kBlockM * dev::kBlockM;
+  counter_targets_ = slice_counter_targets(W_, S_, dev::kBlockM, N_ / dev::kBlockN);
+  sa_count_ = scale_count(scale_block(quant_, false), Mg_, K_);
   sb_count_ = scale_count(scale_block(quant_, true), N_, K_);
   eff_ = effective_config(plan.config);
   {  // The legs' shapes, from the mode's traits (common/modes.hpp), as reference/emulation.cpp reads them.
@@ -154,11 +172,11 @@ void Engine::allocate() {
       GPU_CHECK(gpuStreamCreateWithFlags(&rb.comp, gpuStreamNonBlocking));
       GPU_CHECK(gpuStreamCreateWithFlags(&rb.copy, gpuStreamNonBlocking));
     }
-    rb.a = dalloc<uint8_t>(M_ * K_);
+    rb.a = dalloc<uint8_t>(Mg_ * K_);
     rb.b = dalloc<uint8_t>(N_ * K_);
     rb.sa = dalloc<float>(sa_count_);
     rb.sb = dalloc<float>(sb_count_);
-    rb.c = dalloc<uint16_t>(M_ * N_);
+    rb.c = dalloc<uint16_t>(Mg_ * N_);  // relaxed rows: the last tile's rows past M too, which nothing reads
     rb.recv = dalloc<uint16_t>(int64_t(W_) * S_ * N_);
     rb.out = dalloc<uint16_t>(M_ * N_);
     if (plan_.inject.stale_output) rb.out_alt = dalloc<uint16_t>(M_ * N_);
@@ -208,14 +226,16 @@ void Engine::upload(const OperandFn& gen) {
       op.b.codes.assign(size_t(N_ * K_), 0);
       for (int64_t i = 0; i < M_; ++i) op.a.codes[size_t(i * K_)] = 0x38;
       for (int64_t i = 0; i < N_; ++i) op.b.codes[size_t(i * K_)] = 0x38;
-      op.a.scales.assign(size_t(sa_count_), float(r + 1));
+      op.a.scales.assign(size_t(scale_count(scale_block(quant_, false), M_, K_)), float(r + 1));
       op.b.scales.assign(size_t(sb_count_), 1.0f);
     } else {
       gen(r, op);
     }
     GEMMAR_CHECK(int64_t(op.a.codes.size()) == M_ * K_ && int64_t(op.b.codes.size()) == N_ * K_ &&
-                     int64_t(op.a.scales.size()) == sa_count_ && int64_t(op.b.scales.size()) == sb_count_,
+                     int64_t(op.a.scales.size()) == scale_count(scale_block(quant_, false), M_, K_) &&
+                     int64_t(op.b.scales.size()) == sb_count_,
                  "operand sizes of rank ", r);
+    pad_gemm_rows(op);
     auto& rb = ranks_[size_t(r)];
     set(rb.dev);
     GPU_CHECK(gpuMemcpy(rb.a, op.a.codes.data(), op.a.codes.size(), gpuMemcpyHostToDevice));
@@ -223,11 +243,11 @@ void Engine::upload(const OperandFn& gen) {
     GPU_CHECK(gpuMemcpy(rb.sa, op.a.scales.data(), op.a.scales.size() * 4, gpuMemcpyHostToDevice));
     GPU_CHECK(gpuMemcpy(rb.sb, op.b.scales.data(), op.b.scales.size() * 4, gpuMemcpyHostToDevice));
     if (plan_.inject.fnuz_read_as_fn) {
-      GPU_CHECK(dev::launch_fp8_recode(rb.a, M_ * K_, false, rb.comp));
+      GPU_CHECK(dev::launch_fp8_recode(rb.a, Mg_ * K_, false, rb.comp));
       GPU_CHECK(dev::launch_fp8_recode(rb.b, N_ * K_, false, rb.comp));
     }
     if (fnuz_hw_) {
-      GPU_CHECK(dev::launch_fp8_recode(rb.a, M_ * K_, true, rb.comp));
+      GPU_CHECK(dev::launch_fp8_recode(rb.a, Mg_ * K_, true, rb.comp));
       GPU_CHECK(dev::launch_fp8_recode(rb.b, N_ * K_, true, rb.comp));
       // Only the MFMA (Blockscale) kernel reads fnuz; gemm/quant.cu decodes the codes as fn itself.
       if (dev::gemm_scales(quant_) == dev::GemmScales::Blockscale)
@@ -241,6 +261,14 @@ void Engine::upload(const OperandFn& gen) {
   }
 }
 
+// Relaxed rows: A over the GEMM's whole tiles (Mg_ rows), put_plan.hpp pad_a_rows.
+void Engine::pad_gemm_rows(RankOperands& op) const {
+  if (Mg_ == M_) return;
+  op.a.rows = M_;
+  op.a.cols = K_;
+  pad_a_rows(op.a, quant_, Mg_);
+}
+
 // Before the first launch only (untimed): poison everything the run writes; fresh (zero) slots / landing zones for
 // the faults whose signature is what an unwritten buffer holds (reference/emulation.hpp's Faults).
 void Engine::poison_all() {
@@ -248,7 +276,7 @@ void Engine::poison_all() {
   const size_t slice_bytes = size_t(S_ * N_) * 2;
   for (auto& rb : ranks_) {
     set(rb.dev);
-    GPU_CHECK(gpuMemsetAsync(rb.c, 0xff, size_t(M_ * N_) * 2, rb.comp));
+    GPU_CHECK(gpuMemsetAsync(rb.c, 0xff, size_t(Mg_ * N_) * 2, rb.comp));
     GPU_CHECK(gpuMemsetAsync(rb.recv, f.silent_scatter ? 0x00 : 0xff, size_t(W_) * slice_bytes, rb.comp));
     GPU_CHECK(gpuMemsetAsync(rb.out, 0xff, size_t(M_ * N_) * 2, rb.comp));
     if (rb.out_alt) GPU_CHECK(gpuMemsetAsync(rb.out_alt, 0xff, size_t(M_ * N_) * 2, rb.comp));
@@ -621,15 +649,14 @@ void Engine::verify_counters() {
   // Every GEMM tile of every destination was produced (the epilogue's per-destination counters). The vendor GEMM
   // has no such epilogue: its partials are checked by the read-back alone.
   if (vendor_) return;
-  const unsigned expect = tiles_per_slice();
   for (int r = 0; r < W_; ++r) {
     std::vector<unsigned> c(static_cast<size_t>(W_));
     set(ranks_[size_t(r)].dev);
     GPU_CHECK(gpuMemcpy(c.data(), ranks_[size_t(r)].counters, size_t(W_) * 4, gpuMemcpyDeviceToHost));
     for (int p = 0; p < W_; ++p)
-      if (c[size_t(p)] != expect)
+      if (c[size_t(p)] != tiles_per_slice(p))
         throw EnvironmentError("rank " + std::to_string(r) + " produced " + std::to_string(c[size_t(p)]) + " of " +
-                               std::to_string(expect) + " GEMM tiles for slice " + std::to_string(p));
+                               std::to_string(tiles_per_slice(p)) + " GEMM tiles for slice " + std::to_string(p));
   }
 }
 

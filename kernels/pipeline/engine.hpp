@@ -87,6 +87,11 @@ class Engine {
   const Faults& faults() const { return plan_.inject; }
   int world() const { return W_; }
   int64_t m() const { return M_; }
+  // The rows the GEMM runs: M, or (relaxed rows) M rounded up to whole dev::kBlockM tiles, the rows past M zero
+  // rows of A nobody owns (mori: the last tile's rows past M are loaded as zeros and never stored or put).
+  int64_t gemm_m() const { return Mg_; }
+  // mori's --relaxed-rows (common/config.hpp row_plan): S = M / W rows a rank, a GEMM tile may straddle two owners.
+  bool relaxed_rows() const { return relaxed_; }
   int64_t n() const { return N_; }
   int64_t k() const { return K_; }
   int64_t slice_rows() const { return S_; }
@@ -135,8 +140,9 @@ class Engine {
   int pull_blocks() const;
   // Ranks placed on device `dev`, whose GEMMs run at once there (GemmDest::concurrent_gemms).
   int ranks_on_device(int dev) const;
-  // What each destination slice's counter reaches: every kernel of ours counts kBlockM x kBlockN tiles.
-  unsigned tiles_per_slice() const { return unsigned((S_ / dev::kBlockM) * (N_ / dev::kBlockN)); }
+  // What destination slice p's counter reaches: every kernel of ours counts kBlockM x kBlockN tiles, a tile once for
+  // every slice its rows reach (put_plan.hpp slice_counter_targets; whole-tile slices: S / kBlockM x N / kBlockN).
+  unsigned tiles_per_slice(int p) const { return counter_targets_[size_t(p)]; }
   // stale-replay: owner o's late peer (its put leaves last: (o+1)%W) and the rows of that put that have landed
   // when the reduce reads them (half the slice; reference::ReplayTiming without stragglers).
   int late_peer(int o) const { return (o + 1) % W_; }
@@ -150,6 +156,7 @@ class Engine {
   void allocate();
   bool stream_waits_work();
   void upload(const OperandFn& gen);
+  void pad_gemm_rows(RankOperands& op) const;
   void poison_all();
   void prepare_iteration(int it);
   void run_previous_launch();
@@ -174,7 +181,9 @@ class Engine {
   PipelineHooks hooks_;
   Config eff_;
   int W_ = 0, ndev_used_ = 1, rpd_ = 1;
-  int64_t M_ = 0, N_ = 0, K_ = 0, S_ = 0;
+  int64_t M_ = 0, N_ = 0, K_ = 0, S_ = 0, Mg_ = 0;
+  bool relaxed_ = false;
+  std::vector<unsigned> counter_targets_;  // per destination slice
   Quant quant_ = Quant::Blockscale;
   int64_t sa_count_ = 0, sb_count_ = 0;  // fp32 scales of A and of B in the quant's layout
   bool fnuz_hw_ = false;

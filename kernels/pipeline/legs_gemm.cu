@@ -21,9 +21,12 @@ struct RankGemm {
 RankGemm rank_gemm(Engine& e, int r) {
   RankBufs& rb = e.rank(r);
   RankGemm g;
-  g.ops = dev::GemmOperands{rb.a, rb.b, rb.sa, rb.sb, e.m(), e.n(), e.k(), e.quant()};
+  g.ops = dev::GemmOperands{rb.a, rb.b, rb.sa, rb.sb, e.gemm_m(), e.n(), e.k(), e.quant()};
   g.dest = dev::GemmDest{};
   g.dest.slice_rows = e.slice_rows();
+  // Relaxed rows: a tile counts for every owner its real rows reach (kernels/pipeline/put_plan.hpp); the slices'
+  // destinations below are consecutive slices of the partial, so a straddling tile's rows land in their own slice.
+  g.dest.rows = e.relaxed_rows() ? e.m() : 0;
   g.dest.ldd = e.n();
   g.dest.counters = rb.counters;
   g.dest.counters_release = e.persistent_puts();  // the puts wait on them; otherwise a tally for verify_counters
@@ -99,7 +102,7 @@ class GemmLeg final : public Leg {
       if (e.vendor())
         vendor_gemm(g.ops, rb.c, rb.comp);
       else
-        GPU_CHECK(e.launch_gemm(g.ops, 0, e.m(), g.dest, rb.comp));
+        GPU_CHECK(e.launch_gemm(g.ops, 0, e.gemm_m(), g.dest, rb.comp));
     }
     e.barrier(tm, "gemm");
   }
@@ -119,21 +122,23 @@ class FusedSdmaGemmLeg final : public Leg {
       const RankGemm g = rank_gemm(e, r);
       if (e.persistent_puts()) {
         // One launch; the GEMM's tile order finishes slice 0 first, and each peer's put leaves once its slice's
-        // tiles are all stored (the epilogue's counter, after a fence), in slice order, while later slices compute.
-        GPU_CHECK(e.launch_gemm(g.ops, 0, e.m(), g.dest, rb.comp));
+        // tiles are all stored (the epilogue's counter, after a fence; relaxed rows: the tiles touching the slice,
+        // a straddling one counted for both its owners), in slice order, while later slices compute.
+        GPU_CHECK(e.launch_gemm(g.ops, 0, e.gemm_m(), g.dest, rb.comp));
         for (int p = 0; p < W; ++p) {
           if (p == r) continue;
-          GPU_CHECK(gpu::stream_wait_geq(rb.copy, rb.counters + p, e.tiles_per_slice()));
+          GPU_CHECK(gpu::stream_wait_geq(rb.copy, rb.counters + p, e.tiles_per_slice(p)));
           send_slice(e, *wire_, r, p);
         }
         wire_->keep(e, r);
       } else {
         // Where the driver has no stream memory operations: one launch per destination slice, in the order the
         // puts should leave ((r+1)%W first, the own slice last), so each slice's put overlaps the GEMM of the
-        // slices after it; the put waits on its slice's launch.
-        for (int j = 1; j <= W; ++j) {
-          const int p = (r + j) % W;
-          GPU_CHECK(e.launch_gemm(g.ops, p * e.slice_rows(), (p + 1) * e.slice_rows(), g.dest, rb.comp));
+        // slices after it; the put waits on its slice's launch. Each launch runs the whole tiles touching its slice
+        // that no earlier one ran (put_plan.hpp slice_launch_rows: relaxed rows' straddling tiles run once).
+        for (const LaunchRows& lr : slice_launch_rows(W, r, e.slice_rows(), dev::kBlockM)) {
+          const int p = lr.slice;
+          if (lr.end > lr.begin) GPU_CHECK(e.launch_gemm(g.ops, lr.begin, lr.end, g.dest, rb.comp));
           if (p == r) {
             wire_->keep(e, r);
             continue;

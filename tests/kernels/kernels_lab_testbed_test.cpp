@@ -111,6 +111,32 @@ TEST(KernelsLabTestbed, EverySubjectRunsAtLeastOneTestbedCase) {
   for (const SubjectInfo& i : gemmar::lab::subjects()) EXPECT_TRUE(runs.count(i.id)) << i.name << " runs no case";
 }
 
+// Every pipeline case is a config gemmar runs (validate_shape_config), at an M the GPU engine takes: a multiple of
+// W x 128, or (mori's relaxed rows, issue 45) of W with a full tile an owner; the relaxed cases straddle owners
+// (S not a multiple of 128) on the bf16 wire, the fp8 scatter and the fp8 gather, and short-tail chunks.
+TEST(KernelsLabTestbed, PipelineCasesIncludeRelaxedRowsAtShapesTheEngineTakes) {
+  bool bf16 = false, fp8_scatter = false, fp8_gather = false, short_tail = false;
+  for (const auto& c : gemmar::lab::pipeline_cases()) {
+    EXPECT_NO_THROW(gemmar::validate_shape_config(c.shape, c.config)) << gemmar::config_label(c.config);
+    const int64_t m = gemmar::padded_m(c.shape, c.config), w = c.shape.world;
+    EXPECT_EQ(m, c.shape.m) << gemmar::config_label(c.config);
+    if (!c.config.relaxed_rows) {
+      EXPECT_EQ(m % (w * 128), 0) << gemmar::config_label(c.config);
+      continue;
+    }
+    EXPECT_EQ(m % w, 0);
+    EXPECT_GE(m / w, 128);
+    EXPECT_NE((m / w) % 128, 0) << "a relaxed case whose tiles never straddle two owners";
+    EXPECT_FALSE(c.guard) << "the GPU refuses --guard with relaxed rows";
+    const auto cp = gemmar::chunk_plan(c.shape, c.config);
+    bf16 |= c.config.scatter_dtype == gemmar::WireDtype::Bf16 && c.config.gather_dtype == gemmar::WireDtype::Bf16;
+    fp8_scatter |= c.config.scatter_dtype == gemmar::WireDtype::Fp8;
+    fp8_gather |= c.config.gather_dtype == gemmar::WireDtype::Fp8;
+    short_tail |= cp.tail_bands < cp.chunk_bands;
+  }
+  EXPECT_TRUE(bf16 && fp8_scatter && fp8_gather && short_tail);
+}
+
 TEST(KernelsLabTestbed, EachConcernsLauncherNamesEveryOneOfItsVariants) {
   const std::pair<Concern, const char*> launchers[] = {{Concern::Gemm, "lab/gemm/variants.cu"},
                                                        {Concern::Widen, "lab/convert/widen_variants.cu"},

@@ -166,7 +166,7 @@ class CpuBackend final : public Backend {
  public:
   std::string name() const override { return "cpu-emulation"; }
   // The emulation owns rows by the run's row plan (reference/emulation.hpp), relaxed rows included.
-  bool runs_relaxed_rows() const override { return true; }
+  std::string relaxed_rows_refusal(const RunRequest&) const override { return ""; }
   BackendResult execute(const RunRequest& req, const std::vector<int64_t>& rows) override {
     GEMMAR_USAGE_CHECK(!req.inject.flip_unsampled, "--inject flip-unsampled: GPU only (the CPU emulation holds only ",
                        "the sampled rows, so the fault has no element to act on); use --backend gpu");
@@ -459,13 +459,13 @@ RunRecord run_record(const RunRequest& req, const Config& cfg, const std::vector
 
 RunOutcome run_and_check(Backend& backend, const RunRequest& req) {
   validate_shape_config(req.shape, req.config);
-  // A backend that does not follow relaxed rows is refused them here, not run as something else: the GPU kernels
-  // put whole BLOCK_M bands per owner (kernels/pipeline/), and a relaxed slice's last band straddles two owners.
-  // The fp8 scatter runs on both (reference/emulation.cpp; kernels/collective/scatter_fp8.cu).
-  GEMMAR_USAGE_CHECK(!row_plan(req.shape, req.config).relaxed_rows || backend.runs_relaxed_rows(),
-                     "--relaxed-rows: the ", backend.name(),
-                     " backend pads M to W * BLOCK_M (its tiles never straddle two owners); run relaxed rows on the "
-                     "cpu backend (issue 45)");
+  // A backend that does not follow relaxed rows (or not this request's) is refused them here, not run as something
+  // else. The CPU emulation and the GPU kernels both follow them (kernels/pipeline/put_plan.hpp: a tile straddling
+  // two owners stores into each one's rows and counts for both, as mori's relaxed epilogue); the GPU refuses --guard.
+  if (row_plan(req.shape, req.config).relaxed_rows) {
+    const std::string refusal = backend.relaxed_rows_refusal(req);
+    GEMMAR_USAGE_CHECK(refusal.empty(), "--relaxed-rows: the ", backend.name(), " backend ", refusal, " (issue 45)");
+  }
   const Config cfg = effective_config(req.config);
   const std::vector<int64_t> rows = output_check::rows_to_check(req.shape, cfg, req.check_rows, req.seed);
   BackendResult res = execute_rows(backend, req, rows);

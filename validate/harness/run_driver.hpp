@@ -61,10 +61,12 @@ class Backend {
   // Runs one config end to end on the given operands, returns the sampled rows (the rows listed in
   // `rows_to_return`) of every rank's output and partials, and timings where it has them.
   virtual BackendResult execute(const RunRequest&, const std::vector<int64_t>& rows_to_return) = 0;
-  // Whether it runs relaxed rows (mori's --relaxed-rows: M padded to a multiple of W only, so a BLOCK_M tile may
-  // straddle two owners) as mori does. One that does not is refused such a run by run_and_check (exit 2), never
-  // handed a padded run in its place.
-  virtual bool runs_relaxed_rows() const { return false; }
+  // Why it cannot run this request's relaxed rows (mori's --relaxed-rows: M padded to a multiple of W only, so a
+  // BLOCK_M tile may straddle two owners) as mori does, completing "--relaxed-rows: the <name> backend ..."; empty
+  // when it runs them. A refused run is refused by run_and_check (exit 2), never handed a padded run in its place.
+  virtual std::string relaxed_rows_refusal(const RunRequest&) const {
+    return "pads M to W * BLOCK_M (its tiles never straddle two owners); run relaxed rows on the cpu backend";
+  }
 };
 
 std::unique_ptr<Backend> make_cpu_backend();

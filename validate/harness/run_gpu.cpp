@@ -119,25 +119,45 @@ class GpuBackend final : public Backend {
     attach_guard(req, plan, guard);
     const kernels::RunOutput o = kernels::run_gemm_ar(plan, operands);
     BackendResult res = backend_result(rows_to_return, o, guard);
-    if (is_fused(effective_config(req.config).mode) && req.inject.label() == "none" && !req.selftest_fill)
+    // Relaxed rows have no unfused baseline of the same M: mori's split modes refuse them ("relaxed rows requires
+    // fused SDMA", kernels_fused.py @f3bff0ae compile_fused_gemm_scatter).
+    if (is_fused(effective_config(req.config).mode) && req.inject.label() == "none" && !req.selftest_fill &&
+        !row_plan(req.shape, req.config).relaxed_rows)
       add_unfused_baseline(req, plan, operands, res);
     return res;
+  }
+
+  // The kernels follow relaxed rows as mori's fused-sdma epilogue does (kernels/pipeline/put_plan.hpp): S = M / W
+  // rows an owner, a tile straddling two owners stored into each one's rows and counted for both, every chunk's
+  // put its own rows. The device guard does not: it samples whole 128-row tiles of a W x 128 padded M.
+  std::string relaxed_rows_refusal(const RunRequest& req) const override {
+    if (req.guard)
+      return "runs them, but not with --guard: the GPU guard samples whole 128-row tiles of a W x 128 padded M "
+             "(run without --guard, or on the cpu backend)";
+    return "";
   }
 
  private:
   // Every rank's operands: they depend only on shape and seed, so they are reused across configs.
   void load_operands(const RunRequest& req) {
-    const auto key = std::make_tuple(req.shape.m, req.shape.n, req.shape.k, req.shape.world, req.seed);
+    // The rows of the run's row plan (padded_m(shape, config): relaxed rows and --schedule wo_b's padded M, not
+    // always W * BLOCK_M), those past the logical M zero rows, as the emulation generates them
+    // (reference/emulation.cpp emulate; mori's pad_rows).
+    const int64_t m_pad = padded_m(req.shape, req.config), m_logical = logical_m(req.shape, req.config);
+    const auto key = std::make_tuple(m_pad, m_logical, req.shape.n, req.shape.k, req.shape.world, req.seed);
     if (key == cache_key_) return;
     reference::OperandSpec spec;
     spec.shape = req.shape;
+    spec.shape.m = m_logical;
     spec.quant = req.config.quant;
     spec.data = reference::DataKind::Normal;
     spec.seed = req.seed;
     spec.fp8_format = Fp8Format::E4M3FN;
     cache_.clear();
     cache_.resize(size_t(req.shape.world));
-    for (int r = 0; r < req.shape.world; ++r) cache_[r] = reference::make_rank_operands(spec, r);
+    std::vector<int64_t> rows(static_cast<size_t>(m_pad));
+    for (int64_t i = 0; i < m_pad; ++i) rows[size_t(i)] = i;
+    for (int r = 0; r < req.shape.world; ++r) cache_[r] = reference::make_rank_operands(spec, r, rows);
     cache_key_ = key;
   }
 
@@ -159,7 +179,7 @@ class GpuBackend final : public Backend {
     res.unfused_baseline = what;
   }
 
-  std::tuple<int64_t, int64_t, int64_t, int, uint64_t> cache_key_{-1, -1, -1, -1, 0};
+  std::tuple<int64_t, int64_t, int64_t, int64_t, int, uint64_t> cache_key_{-1, -1, -1, -1, -1, 0};
   std::vector<reference::RankOperands> cache_;
   std::map<std::tuple<int64_t, int64_t, int64_t, int, std::string, int>, double> baselines_;
 };

@@ -1,7 +1,8 @@
 // Relaxed rows (mori's --relaxed-rows: M padded to a multiple of W only, a BLOCK_M tile straddling two owners)
 // through the same driver `gemmar run` uses: the CPU backend runs them, every row checked, clean on every wire pair and
 // with the fault that a moved owner would hide; a backend that pads M is refused such a run (exit 2) rather than
-// handed a padded run in its place.
+// handed a padded run in its place, and one that runs relaxed rows but not a given request of them (the GPU with
+// --guard) is refused that request with its reason.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -73,7 +74,7 @@ TEST(HarnessRelaxedRows, ASilentScatterIsCaughtOnTheRelaxedSlices) {
   EXPECT_TRUE(has_error(o.verdict, "SILENT_TRANSFER")) << codes(o.verdict);
 }
 
-// A backend like the GPU's: its kernels put whole BLOCK_M bands per owner.
+// A backend whose kernels put whole BLOCK_M bands per owner (as the GPU's did before issue 45): the default refusal.
 class PaddingOnlyBackend final : public Backend {
  public:
   std::string name() const override { return "padding-only"; }
@@ -93,6 +94,33 @@ TEST(HarnessRelaxedRows, ABackendThatPadsMIsRefusedTheRunWithExitTwo) {
     EXPECT_NE(msg.find("--relaxed-rows"), std::string::npos) << msg;
     EXPECT_NE(msg.find("padding-only"), std::string::npos) << msg;
     EXPECT_NE(msg.find("cpu backend"), std::string::npos) << msg;
+  }
+}
+
+// A backend like the GPU's: it runs relaxed rows but refuses them with --guard, in its own words.
+class NoGuardBackend final : public Backend {
+ public:
+  std::string name() const override { return "no-guard"; }
+  BackendResult execute(const RunRequest&, const std::vector<int64_t>&) override {
+    ADD_FAILURE() << "a refused relaxed run reached the backend";
+    return {};
+  }
+  std::string relaxed_rows_refusal(const RunRequest& req) const override {
+    return req.guard ? "runs them, but not with --guard" : "";
+  }
+};
+
+TEST(HarnessRelaxedRows, ABackendRefusesTheRequestsItDoesNotRunWithItsReason) {
+  NoGuardBackend backend;
+  RunRequest req = relaxed_request(WireDtype::Bf16, WireDtype::Bf16, "none");
+  req.guard = true;
+  try {
+    run_and_check(backend, req);
+    FAIL() << "no refusal";
+  } catch (const UsageError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("--relaxed-rows: the no-guard backend runs them, but not with --guard"), std::string::npos)
+        << msg;
   }
 }
 
