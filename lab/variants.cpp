@@ -73,14 +73,8 @@ const std::vector<SubjectInfo> kSubjects = {
     {S::GuardJudgeTree, "guard-judge-tree", C::Guard, false, false, "none (the product's judge until 2026-12-07)",
      "the judge's ranks read in a loop with the world from the layout, its threads' cells merged by a tree of 8 "
      "rounds over shared memory: another merge order (zsum), checked against the CPU reference"},
-    {S::GuardPredictASteps, "guard-predict-a-steps", C::Guard, false, true, "none (new with issue 49)",
-     "the prediction warp loads the codes and scales of 8 K steps (all of K = 2048) before the first step"},
     {S::GuardViewRows8, "guard-view-rows-8", C::Guard, false, true, "none (new with issue 49)",
      "view blocks of 8 listed rows, their loads in one round trip (4 times the blocks), in place of 32 in 4 rounds"},
-    {S::GuardWirePerBlock, "guard-wire-per-block", C::Guard, false, true, "none (new with issue 49)",
-     "one wire block per (owned listed row, column block), each taking the row's amax and narrowing one column block"},
-    {S::GuardNext, "guard-next", C::Guard, false, true, "none (new with issue 49)",
-     "guard-predict-a-steps, guard-view-rows-8 and guard-wire-per-block together"},
 };
 
 }  // namespace

@@ -49,10 +49,7 @@ enum class Subject {
   GuardProduct,        // the library's kernels as gg_sums and gg_judge launch them
   GuardPredictSplitK,  // lab: one listed row per prediction block, its K walked by the block's 128 threads
   GuardJudgeTree,      // lab: the judge of the product before 2026-12-07 (its cells merged by a shared-memory tree)
-  GuardPredictASteps,  // lab: the prediction's codes and scales of 8 K steps loaded before the first step
   GuardViewRows8,      // lab: view blocks of 8 listed rows (one round of loads), not 32
-  GuardWirePerBlock,   // lab: one wire block per (owned listed row, column block), not per row
-  GuardNext,           // lab: the three above together
   kCount
 };
 

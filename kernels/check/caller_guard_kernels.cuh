@@ -11,9 +11,9 @@
 //                          step's 16 weight loads issued before its FMAs)
 //                        view blocks: per (chunk of listed rows, column block): each thread 8 columns (one 16-byte
 //                          load per row, 8 rows in flight), the block's sums of O, O^2 and |O|
-//                        wire blocks (fp8 gather, recipe known): one per owned listed row: its amax, then the row as
-//                          the wire carries it, summed in the view blocks' order (so equal data gives equal bits);
-//                          the row read once, its blocks' sums written together
+//                        wire blocks (fp8 gather, recipe known): one per (owned listed row, column block): the
+//                          row's amax, then the block as the wire carries it, summed in the view blocks' order (so
+//                          equal data gives equal bits)
 //                      No block waits for another: every record value is finished by the block that computes it.
 //  caller_judge_kernel one block per (view, slice) cell: every check of the cell (check_one, every rank's record
 //                      loads issued together), merged by warp shuffles in a fixed order; then the call counter
@@ -40,8 +40,7 @@ constexpr int kWarps = kThreads / GEMMAR_WARP_SIZE;
 constexpr int kRowChunk = 32;  // listed rows per view block (a chunk never crosses a slice: Ls is a multiple of 32
                                // or the chunk is gcd(Ls, 32))
 constexpr int kRowBatch = 8;   // rows of 16-byte loads in flight per thread (a view block's 32 rows in 4 round trips)
-constexpr int kWireHeld = 8;   // column blocks a wire block reads together and holds for its second pass (n <= 8192)
-static_assert(kWireHeld <= kRowChunk, "a held row's block sums leave in one round of the shared array");
+constexpr int kWireHeld = 8;   // column blocks whose loads a wire block's amax issues together (n <= 8192)
 constexpr int kPredRows = kWarps, kPredBlocks = 8, kPredKVec = 8;
 constexpr int kJudgeThreads = 256;
 
@@ -263,8 +262,8 @@ __device__ __forceinline__ WireRowRef wire_row(const SumsParams& p, uint64_t cal
 }
 
 // The row's amax over the block (every thread gets it): the thread's loads of every column block issued together
-// (up to kWireHeld, kept in `held` for a second pass), then the warps' and the block's max.
-__device__ float wire_row_amax(const SumsParams& p, const WireRowRef& r, uint4 (&held)[kWireHeld]) {
+// (up to kWireHeld), then the warps' and the block's max.
+__device__ float wire_row_amax(const SumsParams& p, const WireRowRef& r) {
   __shared__ float red[kWarps];
   float amax = 0.0f;
   const auto amax_of = [&](const uint4& v) {
@@ -273,6 +272,7 @@ __device__ float wire_row_amax(const SumsParams& p, const WireRowRef& r, uint4 (
     for (int e = 0; e < kVec; ++e) amax = nm::amax_step(amax, x[e]);
   };
   if (p.l.nb <= kWireHeld) {
+    uint4 held[kWireHeld];
 #pragma unroll
     for (int b = 0; b < kWireHeld; ++b) held[b] = r.live(p, b) ? r.load(b) : uint4{0u, 0u, 0u, 0u};
 #pragma unroll
@@ -319,34 +319,22 @@ __device__ __forceinline__ float wire_warp_sum(const SumsParams& p, const WireSc
   return warp_sum(sum8(x).s);
 }
 
-// The owner's listed row i (of its slice) as the fp8 gather carries it: amax over the whole row, then each column
-// block narrowed and widened by the wire's recipe and summed as a view is. The row is read once (up to kWireHeld
-// column blocks held in registers) and its blocks' sums leave in one round of the shared array: a block at a time,
-// each with two barriers and the row read twice, took 21 us of a sums kernel at M = 16384 on an H100 (2026-12-07).
-__device__ void wire_sums(const SumsParams& p, uint64_t call, int64_t i) {
+// Column block b of the owner's listed row i (of its slice) as the fp8 gather carries it: the row's amax (every
+// column block's loads issued together), then the block narrowed and widened by the wire's recipe and summed as a
+// view is. One block per (row, column block): with one block per row (64 blocks at M = 16384, W = 8) the wire
+// blocks took 29.9 us of a 33.3 us sums kernel on an H100, against 16.5 of 23.2 us this way, the same bits
+// (docs/results/h100-1gpu-2026-12-08-guard/).
+__device__ void wire_sums(const SumsParams& p, uint64_t call, int64_t i, int b) {
   __shared__ float part[kWarps][kRowChunk];
   const WireRowRef r = wire_row(p, call, i);
-  uint4 held[kWireHeld];
-  const WireScale w = wire_scale_of(p, wire_row_amax(p, r, held));
-  const int t = r.t;
-  for (int b0 = 0; b0 < p.l.nb; b0 += kRowChunk) {
-    const int count = p.l.nb - b0 < kRowChunk ? p.l.nb - b0 : kRowChunk;
-    const auto block = [&](int b, const uint4& v) {
-      const float s = wire_warp_sum(p, w, v, r.live(p, b));
-      if (t % GEMMAR_WARP_SIZE == 0) part[t / GEMMAR_WARP_SIZE][b - b0] = s;
-    };
-    if (p.l.nb <= kWireHeld) {  // nb <= kWireHeld <= kRowChunk: one round, b0 = 0
-#pragma unroll
-      for (int b = 0; b < kWireHeld; ++b)
-        if (b < count) block(b, held[b]);
-    } else {
-      for (int b = b0; b < b0 + count; ++b) block(b, r.live(p, b) ? r.load(b) : uint4{0u, 0u, 0u, 0u});
-    }
-    __syncthreads();
-    if (t < count) p.rec[p.l.wsum + i * p.l.nb + b0 + t] = add_warps(part, t);
-    __syncthreads();
+  const WireScale w = wire_scale_of(p, wire_row_amax(p, r));
+  const float s = wire_warp_sum(p, w, r.live(p, b) ? r.load(b) : uint4{0u, 0u, 0u, 0u}, r.live(p, b));
+  if (r.t % GEMMAR_WARP_SIZE == 0) part[r.t / GEMMAR_WARP_SIZE][0] = s;
+  __syncthreads();
+  if (r.t == 0) {
+    p.rec[p.l.wsum + i * p.l.nb + b] = add_warps(part, 0);
+    if (b == 0) p.rec[p.l.wscale + i] = w.scale;
   }
-  if (t == 0) p.rec[p.l.wscale + i] = w.scale;
 }
 
 // The prediction and wire blocks' code as types: the lab's variants of them (lab/guard/) plug into the same kernel.
@@ -355,8 +343,10 @@ struct ProductPredict {
     predict_rows<StepPairs>(p, call, i0, b0);
   }
 };
-struct ProductWire {  // wire block `blk`: one per owned listed row (sums_params' wire_blocks)
-  __device__ void operator()(const SumsParams& p, uint64_t call, int blk) const { wire_sums(p, call, blk); }
+struct ProductWire {  // wire block `blk`: column block blk % nb of owned listed row blk / nb (sums_params)
+  __device__ void operator()(const SumsParams& p, uint64_t call, int blk) const {
+    wire_sums(p, call, blk / p.l.nb, blk % p.l.nb);
+  }
 };
 
 template <typename Predict = ProductPredict, typename Wire = ProductWire>
@@ -477,7 +467,7 @@ inline SumsParams sums_params(const gg_sums_args& a) {
   set_view_rows(p, kRowChunk);
   p.pred_row_groups = int((p.l.L + kPredRows - 1) / kPredRows);
   p.pred_blocks = p.pred_row_groups * ((p.l.nb + kPredBlocks - 1) / kPredBlocks);
-  p.wire_blocks = p.wire_recipe >= 0 ? int(p.l.Ls) : 0;
+  p.wire_blocks = p.wire_recipe >= 0 ? int(p.l.Ls) * p.l.nb : 0;
   return p;
 }
 

@@ -8,19 +8,13 @@
 //                          merged by a tree of 8 rounds over shared memory (16-word cells at a 16-word stride, a
 //                          barrier a round; the judge's TreeMerge); another merge order (zsum's roundings): checked
 //                          against the CPU reference.
-//   guard-predict-a-steps  the prediction warp loads the codes and scales of 8 K steps (all of K = 2048) before the
-//                          first step, so the row's HBM latency is paid once, not once per step pair: the same FMAs
-//                          in the same order, the same bits.
 //   guard-view-rows-8      view blocks of 8 listed rows (their loads in one round trip, 4 times the blocks) in place
 //                          of the product's 32 (4 rounds): the same sums, the same bits.
-//   guard-wire-per-block   one wire block per (owned listed row, column block), each taking the row's amax from its
-//                          loads issued together and narrowing its one column block, in place of one block per row
-//                          narrowing all of its column blocks (64 blocks at M = 16384, W = 8): the same sums, the
-//                          same bits.
-//   guard-next             the three above together: the candidate for the product.
 // Promoted and retired (docs/results/h100-1gpu-2026-12-07-guard-cost/): guard-predict-preload (the product's
 // predict_step since), guard-judge-world (the judge's ranks unrolled: no faster), guard-both,
-// guard-split-k-judge-world.
+// guard-split-k-judge-world. Then (docs/results/h100-1gpu-2026-12-08-guard/): guard-wire-per-block (the product's
+// wire_sums since: 1.24-1.51x a call on the fp8 gather), guard-predict-a-steps (a row's 8 K steps of codes loaded
+// first: 0.56-0.63x, its prediction 24 us against 15), guard-next (the three together).
 #include <type_traits>
 
 #include "kernels/check/caller_guard_kernels.cuh"
@@ -73,54 +67,6 @@ struct PredictSplitK {
   }
 };
 
-// guard-predict-a-steps: the codes and scales of kASteps K steps loaded before the first step, then the product's
-// predict_step on each in order (a K loop of the product's predict_rows).
-constexpr int kASteps = 8;
-struct ASteps {
-  __device__ void operator()(const SumsParams& p, int64_t row, int lane, int b0, int live, float (&s)[kPredBlocks],
-                             float (&sa)[kPredBlocks], float& sq) const {
-    constexpr int64_t step = int64_t(GEMMAR_WARP_SIZE) * kPredKVec;
-    for (int64_t k0 = int64_t(lane) * kPredKVec; k0 < p.k; k0 += kASteps * step) {
-      uint2 raw[kASteps];
-      float sc[kASteps];
-#pragma unroll
-      for (int j = 0; j < kASteps; ++j) {
-        const int64_t kc = k0 + j * step;
-        raw[j] = kc < p.k ? *reinterpret_cast<const uint2*>(p.a + row * p.k + kc) : uint2{0u, 0u};
-        sc[j] = kc < p.k ? a_scale_of(p, row, kc / p.a_scale_k) : 0.0f;
-      }
-#pragma unroll
-      for (int j = 0; j < kASteps; ++j)
-        if (k0 + j * step < p.k) predict_step(p, raw[j], sc[j], k0 + j * step, b0, live, s, sa, sq);
-    }
-  }
-};
-struct PredictASteps {
-  __device__ void operator()(const SumsParams& p, uint64_t call, int64_t i0, int b0) const {
-    predict_rows<ASteps>(p, call, i0, b0);
-  }
-};
-
-// guard-wire-per-block: wire block blk is column block blk % nb of owned listed row blk / nb (launch_kinds gives
-// Ls x nb of them); each takes the row's amax itself and narrows its one column block, with the product's helpers.
-struct WirePerBlock {
-  __device__ void operator()(const SumsParams& p, uint64_t call, int blk) const {
-    __shared__ float part[kWarps][kRowChunk];
-    const int64_t i = blk / p.l.nb;
-    const int b = blk % p.l.nb;
-    const WireRowRef r = wire_row(p, call, i);
-    uint4 held[kWireHeld];
-    const WireScale w = wire_scale_of(p, wire_row_amax(p, r, held));
-    const float s = wire_warp_sum(p, w, r.live(p, b) ? r.load(b) : uint4{0u, 0u, 0u, 0u}, r.live(p, b));
-    if (r.t % GEMMAR_WARP_SIZE == 0) part[r.t / GEMMAR_WARP_SIZE][0] = s;
-    __syncthreads();
-    if (r.t == 0) {
-      p.rec[p.l.wsum + i * p.l.nb + b] = add_warps(part, 0);
-      if (b == 0) p.rec[p.l.wscale + i] = w.scale;
-    }
-  }
-};
-
 // The product's judge merge before 2026-12-07 (guard-judge-tree): every thread's cell into shared memory, then a
 // tree of log2(threads) rounds, a barrier each.
 struct TreeMerge {
@@ -144,7 +90,6 @@ bool launch_kinds(SumsParams p, int kinds, gpuStream_t stream) {
     p.pred_row_groups = int(p.l.L);
     p.pred_blocks = int(p.l.L) * ((p.l.nb + kPredBlocks - 1) / kPredBlocks);
   }
-  if (std::is_same<Wire, WirePerBlock>::value && p.wire_blocks > 0) p.wire_blocks = int(p.l.Ls) * p.l.nb;
   int blocks = 0;
   if (kinds == kGuardAllKinds) {
     blocks = p.pred_blocks + p.view_blocks + p.wire_blocks;
@@ -173,16 +118,9 @@ bool guard_sums(Subject s, const gg_sums_args& a, int kinds, gpuStream_t stream)
       return launch_kinds<ProductPredict>(p, kinds, stream);
     case Subject::GuardPredictSplitK:
       return launch_kinds<PredictSplitK>(p, kinds, stream);
-    case Subject::GuardPredictASteps:
-      return launch_kinds<PredictASteps>(p, kinds, stream);
     case Subject::GuardViewRows8:
       set_view_rows(p, 8);
       return launch_kinds<ProductPredict>(p, kinds, stream);
-    case Subject::GuardWirePerBlock:
-      return launch_kinds<ProductPredict, WirePerBlock>(p, kinds, stream);
-    case Subject::GuardNext:
-      set_view_rows(p, 8);
-      return launch_kinds<PredictASteps, WirePerBlock>(p, kinds, stream);
     default:
       return false;
   }
@@ -197,10 +135,7 @@ bool guard_judge(Subject s, const gg_judge_args& a, gpuStream_t stream) {
   switch (s) {
     case Subject::GuardProduct:
     case Subject::GuardPredictSplitK:
-    case Subject::GuardPredictASteps:
     case Subject::GuardViewRows8:
-    case Subject::GuardWirePerBlock:
-    case Subject::GuardNext:
       launch_judge(l, k, records, cells, call, stream);
       return true;
     case Subject::GuardJudgeTree:
