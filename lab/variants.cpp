@@ -37,6 +37,9 @@ const std::vector<SubjectInfo> kSubjects = {
      "the op's mxfp8 kernel at K = 2048 (gemm_wgmma4_kernel<16, PerStep32>) with its consumer warpgroups 1 K block "
      "apart instead of 2 (half of its main loop's 2-block "
      "iteration, so one warpgroup's drain at the iteration's end falls inside the other's), K = 2048"},
+    {S::GemmWgmma4MxProducer64, "wgmma4-mx-producer-64", C::Gemm, false, true, "none (new with issue 45)",
+     "the op's mxfp8 kernel at K = 2048 with its producer warpgroup at 64 registers and its consumers at 216 (ptxas: "
+     "no spills, where the product's 56 spill 236 bytes)"},
     {S::WidenProduct, "widen-product", C::Widen, true, true, "int8",
      "launch_widen's choice: TMA stores for a pull on fewer blocks than SMs (sm_90), else register stores"},
     {S::WidenRegisters, "widen-registers", C::Widen, false, true, "int8-st",
@@ -129,6 +132,7 @@ bool gemm_applies(Subject s, Quant q, int64_t m, int64_t n, int64_t k) {
     case S::GemmWgmma4BandMajor:
       return tiled && kernels::dev::wgmma4_k(k);
     case S::GemmWgmma4MxLag1:
+    case S::GemmWgmma4MxProducer64:
       return scales == GemmScales::PerStep32 && scale_block(q, true).rows == 32 && k2048;
     default:
       break;

@@ -17,16 +17,17 @@ enum class Concern { Gemm, Widen, Pipeline, Guard };
 
 enum class Subject {
   // gemm: one GEMM of the quant at M x N x K, against the CPU reference and cuBLASLt
-  GemmProduct,          // launch_gemm's choice, one GEMM on the device
-  GemmProductShared,    // launch_gemm's choice where 8 GEMMs share the device (GemmDest::concurrent_gemms = 8)
-  GemmFamilyWgmma,      // the generic sm_90a kernel forced at every K (the op's kernel for other K, PerStep32)
-  GemmFamilyPortable,   // the portable kernels forced (the op's off compute capability 9.x, and AMD's twin)
-  GemmWgmma4InStep,     // lab: the tuned kernel with its warpgroups in step (no lag)
-  GemmWgmma4ShareA,     // lab: clusters of two CTAs along N sharing A by TMA multicast
-  GemmWgmma4ShareAB,    // lab: clusters of 2 x 2 CTAs sharing A along N and B along M
-  GemmWgmma4ShareB,     // lab: clusters of two along M sharing B at every M and for one GEMM alone
-  GemmWgmma4BandMajor,  // lab: the tuned kernel with its tiles in band-major order (no groups of bands)
-  GemmWgmma4MxLag1,     // lab: the op's mxfp8 kernel (PerStep32, K = 2048) with its warpgroups 1 K block apart
+  GemmProduct,             // launch_gemm's choice, one GEMM on the device
+  GemmProductShared,       // launch_gemm's choice where 8 GEMMs share the device (GemmDest::concurrent_gemms = 8)
+  GemmFamilyWgmma,         // the generic sm_90a kernel forced at every K (the op's kernel for other K, PerStep32)
+  GemmFamilyPortable,      // the portable kernels forced (the op's off compute capability 9.x, and AMD's twin)
+  GemmWgmma4InStep,        // lab: the tuned kernel with its warpgroups in step (no lag)
+  GemmWgmma4ShareA,        // lab: clusters of two CTAs along N sharing A by TMA multicast
+  GemmWgmma4ShareAB,       // lab: clusters of 2 x 2 CTAs sharing A along N and B along M
+  GemmWgmma4ShareB,        // lab: clusters of two along M sharing B at every M and for one GEMM alone
+  GemmWgmma4BandMajor,     // lab: the tuned kernel with its tiles in band-major order (no groups of bands)
+  GemmWgmma4MxLag1,        // lab: the op's mxfp8 kernel (PerStep32, K = 2048) with its warpgroups 1 K block apart
+  GemmWgmma4MxProducer64,  // lab: the op's mxfp8 kernel with its producer at 64 registers (no spills)
   // widen: the fp8 wire's dequantize (the local grid) and pull (a fixed grid), against the CPU's wire_dequantize
   WidenProduct,    // launch_widen's choice
   WidenRegisters,  // lab: int8's register stores at every grid

@@ -35,7 +35,7 @@ grep -h '"subject": "wgmma4-mx-\|"subject": "family-wgmma"\|"subject": "product"
 # blockscale GEMM of the same shape; ptpc alone beside cuBLASLt.
 for shape in "4096 7168 2048" "4096 5120 2048" "16384 5120 2048"; do
   # shellcheck disable=SC2086
-  for q in "mxfp8 product" "mxfp8 family-wgmma" "mxfp8 wgmma4-mx-lag1" "ptpc product"; do
+  for q in "mxfp8 product" "mxfp8 family-wgmma" "mxfp8 wgmma4-mx-lag1" "mxfp8 wgmma4-mx-producer-64" "ptpc product"; do
     left 170 && step 40 "$BENCH" gemm $shape $q
   done
 done > "$OUT/bench.log" 2>&1

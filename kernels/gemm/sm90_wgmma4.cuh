@@ -57,6 +57,8 @@
 // The lab's variants of this kernel (other clusters, the warpgroups in step, the band-major order, PerStep32) are
 // lab/gemm/.
 #pragma once
+#include <type_traits>
+
 #include "kernels/gemm/sm90.cuh"
 
 namespace gemmar::kernels::dev {
@@ -79,8 +81,19 @@ constexpr int kW4MxSteps = kBlockK / 32;
 constexpr int kW4MxMaxKB = 256 / (4 * kW4MxSteps);
 constexpr int kMxUnroll = 2;  // PerStep32: K blocks per iteration of a tile's main loop
 // PerStep32's registers: its producer (4 bulk copies of B scales per tile) spilled at 40; the consumers keep the
-// total (64) and three half-step sets (96) in what is left (224).
+// total (64) and three half-step sets (96) in what is left (224). ptxas still reports 236 bytes of spills at 56 (and
+// at 48; none at 64, whose consumers get 216): the lab's `wgmma4-mx-producer-64` times that against this.
 constexpr int kMxProducerRegisters = 56;
+// The producer's registers under PerStep32: the lag policy's kMxProducerRegisters where it names one (a lab
+// variant's), else kMxProducerRegisters.
+template <typename Lag, typename = void>
+struct MxProducerRegisters {
+  static constexpr int value = kMxProducerRegisters;
+};
+template <typename Lag>
+struct MxProducerRegisters<Lag, std::void_t<decltype(Lag::kMxProducerRegisters)>> {
+  static constexpr int value = Lag::kMxProducerRegisters;
+};
 
 // ---- the cluster policies -----------------------------------------------------------------------------------
 struct NoCluster {
@@ -533,13 +546,13 @@ __global__ void __launch_bounds__(kWThreads, 1)
 
   if (wg == 0) {  // producer
     if constexpr (kMx)
-      ptx::producer_registers_n<kMxProducerRegisters>();
+      ptx::producer_registers_n<MxProducerRegisters<Lag>::value>();
     else
       ptx::producer_registers();
     if (tid == 0) wgmma4_produce<kKB, kScales, Cluster>(sm, tm_a, tm_b, tm_sa, SA, SB, sched, m_begin, first, stride);
   } else {
     if constexpr (kMx)
-      ptx::consumer_registers_n<kMxProducerRegisters>();
+      ptx::consumer_registers_n<MxProducerRegisters<Lag>::value>();
     else
       ptx::consumer_registers();
     wgmma4_consume<kKB, kScales, Cluster, Lag>(sm, dest, sched, m_begin, first, stride, my_units, tid, wg, rank);
