@@ -260,8 +260,13 @@ struct PredictionBuilder {
       // intersections"), a device-scope atomic each: gemm.relaxed_tile_us more per tile, paid by every wave.
       const double quantize_tile_us =
           (fp8_scatter ? x.scatter_quantize_tile_us() : 0.0) + (cfg.relaxed_rows && sdma ? x.relaxed_tile_us() : 0.0);
-      double gemm_f =
-          stores_are_c ? gemm_only : gemm_only * (1.0 + p.gemm.epilogue_slowdown) + x.waves() * quantize_tile_us;
+      // The fused epilogue's tail (kernels_fused.py @f3bff0ae, after the block's store_c: wait_barrier(0), thread 0's
+      // counter atomic, the elected put) runs once per tile, after its K loop, so it slows the tile waves, not the
+      // launch or the K-proportional fill that precedes the first wave's first tile.
+      const double gemm_waves_work = gemm_only - p.gemm.launch_us - x.gemm_fill_us();
+      double gemm_f = stores_are_c
+                          ? gemm_only
+                          : gemm_only + gemm_waves_work * p.gemm.epilogue_slowdown + x.waves() * quantize_tile_us;
       // Pushes start when the first wave of tiles is done (after the launch and the K-proportional fill; on one
       // device the W ranks' GEMMs start at once, so one launch and one fill).
       const double wave_us = x.tile_us() * (1.0 + p.gemm.epilogue_slowdown) + quantize_tile_us;
@@ -498,7 +503,16 @@ struct PredictionBuilder {
       const double e = fp8 ? 1.0 : 2.0;
       const double in_b = (W - 1) * S * N * e + (fp8 ? (W - 1) * 4 * S : 0.0);
       const double out_b = (W - 1) * slice_bf16;
-      const PullRate r = pull_rate(x, cfg.pull_blocks);
+      // mori's grid: the asked grid (MORI_GEMM_AR_PULL_BLOCKS, else PULL_BLOCKS = 64), but never more blocks than
+      // its quantize grid, one block per 4 rows of the slice (kernels_sdma.py @f3bff0ae build_sdma_phases:
+      // `pull_blocks = max(1, min(env or PULL_BLOCKS, quant_blocks))`, quant_blocks = max(1, min(1024,
+      // ceil(slice_rows / QUANT_WAVES))), QUANT_WAVES = 4: a wave owns a row, so a bigger grid has no rows for
+      // its waves). Binds below 4 x 64 rows a slice (M < 2048 at W = 8 under the default grid). mori's kernel on an
+      // xGMI node only: gemmar's own pull (NVLink, one device) launches the grid it is given.
+      const int quant_blocks = int(std::max(1.0, std::min(1024.0, std::ceil(S / 4.0))));
+      const int pull_blocks =
+          p.link.medium == Medium::Xgmi ? std::max(1, std::min(cfg.pull_blocks, quant_blocks)) : cfg.pull_blocks;
+      const PullRate r = pull_rate(x, pull_blocks);
       // ... but never faster than the W - 1 links' raw peak, the lower bound's (below W = 8 the whole mesh's
       // calibrated rate is more than the links a pull can use: gemmar model exited 3 at W = 2).
       double link_us = std::max(us_at(in_b, r.gbps), us_at(in_b, x.link_peak_raw())),

@@ -28,11 +28,12 @@ TEST(ModelCalibrationFit, TheProfileHoldsWhatTheFitGivesFromItsPoints) {
     const double fitted = fit.profile.source[model::value_pointer(fp.path)].get<double>();
     EXPECT_NEAR(fitted, committed, 2e-3 * std::fabs(committed) + 1e-4) << fp.path;
   }
-  // 3.09% over the 367 points (3.16% before the folded reduce + quantize's row chain, issue 46): the held terms
+  // 2.94% over the 367 points (3.09% before the fused epilogue tail slowed only the tile waves, 3.16% before the
+  // folded reduce + quantize's row chain, issue 46): the held terms
   // (gemm.k_iter_latency_us, gemm.partial_wave_compute_fraction, link.protocol_efficiency, link.scatter_efficiency
   // and copy_engine.aggregate_gbps at their calibration on mori's sweeps, docs/model.md "Held parameters") cost it
   // about a quarter point against a fit with them free, which broke checks the fit never sees.
-  EXPECT_LT(fit.rms_log_error, 0.032);
+  EXPECT_LT(fit.rms_log_error, 0.030);
 }
 
 TEST(ModelCalibrationFit, EveryW4PointUsesThreeOfTheSevenLinks) {
@@ -55,9 +56,10 @@ TEST(ModelCalibrationFit, EveryW4PointUsesThreeOfTheSevenLinks) {
 // Out of sample: mori's single-process GEMM sweep (tests/data/model/mori_1p.jsonl: its GEMM alone in one process,
 // blockscale and mxfp8, N = 5120, K = 2048, M = 4096 ... 16384, three repeats each) is in no fit; the model's
 // gemm-only predicts the mean of each shape's repeats within 5% (M = 12288 is 7.5 waves of 128 x 256 tiles, a
-// partial wave no calibration point of blockscale has). One named exception: mxfp8 at M = 16384, which mori
-// measured at 182.4 us here and at 192.7 us in fused_mxfp8.txt (a calibration point, an older mori commit), 5.6%
-// apart: the fit follows the point it has (-0.6% there) and lands +5.3% from this one; held at 6%.
+// partial wave no calibration point of blockscale has). mxfp8 at M = 16384 was measured at 182.4 us here and at
+// 192.7 us in fused_mxfp8.txt (a calibration point, an older mori commit), 5.6% apart; since the fused epilogue's
+// tail slows only the tile waves (docs/model.md "gemm (fused)", 2026-12-08) the fit lands within 5% of both, and
+// blockscale M = 8192 (+5.09% before) is no longer a known miss.
 TEST(ModelCalibrationFit, MorisSingleProcessGemmSweepIsPredictedWithinFivePercentOutOfSample) {
   const auto prof = model::load_profile("mi355x");
   std::ifstream in(GEMMAR_TEST_DATA_DIR "/model/mori_1p.jsonl");
@@ -86,17 +88,7 @@ TEST(ModelCalibrationFit, MorisSingleProcessGemmSweepIsPredictedWithinFivePercen
     const double err = model::predict(prof, s, c).total_us / measured - 1.0;
     std::printf("%-20s M=%-6lld %7.1f us  model %+5.2f%%\n", key.first.c_str(), (long long)key.second, measured,
                 100 * err);
-    const bool two_measurements_apart = key.first == "mori-mxfp8-1p" && key.second == 16384;
-    // A known miss (2026-12-07): blockscale M = 8192, 143.1 us measured, +5.1% once the fit converged on mori's
-    // README cells (they pull gemm.tile_epilogue_us and the GEMM's efficiency down along a direction the fit barely
-    // sees, 3.16% rms either way; the committed values before that put it +4.96%). It must still miss, by at most
-    // 5.5%: a fix that brings it within 5% fails here until it is taken off.
-    if (key.first == "mori-blockscale-1p" && key.second == 8192) {
-      EXPECT_GT(std::fabs(err), 0.05) << "within 5% now: take blockscale M=8192 off the known misses";
-      EXPECT_LE(std::fabs(err), 0.055) << key.first << " M=" << key.second;
-      continue;
-    }
-    EXPECT_LE(std::fabs(err), two_measurements_apart ? 0.06 : 0.05) << key.first << " M=" << key.second;
+    EXPECT_LE(std::fabs(err), 0.05) << key.first << " M=" << key.second;
   }
 }
 

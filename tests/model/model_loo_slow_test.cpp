@@ -21,48 +21,50 @@ constexpr double kWorstLooError = 0.05;
 // Known misses: published cells the model misses by more than 5% leave-one-out after the physics it has, each named
 // by its calibration source (docs/model.md "Known misses"). A listed cell is still predicted and printed; it must still
 // miss, so a fix that brings one within 5% fails here until it is taken off the list. Each with its measured us and
-// leave-one-out error (39 since the folded reduce + quantize's row chain, issue 46; 40 before, each with its
-// configuration in docs/results/cpu-2026-12-07-model/README.md):
+// leave-one-out error (39 since the fused epilogue's tail slows only the tile waves, 2026-12-08: f3bff0ae README.md:853
+// left the list, fused_mxfp8.txt:9 joined it at -5.01%, the retest's padding rows at M = 1024 came 2 points closer;
+// 39 too since the folded reduce + quantize's row chain, issue 46; 40 before, each with its configuration in
+// docs/results/cpu-2026-12-07-model/README.md):
 const std::set<std::string> kKnownMisses = {
-    "sweep_dsv41.jsonl:25",                                       // 53.7 us, -5.32%
-    "readme_f3bff0ae.txt:9 (README.md:373@f3bff0ae)",             // 707.3 us, -7.90%
-    "readme_f3bff0ae.txt:18 (README.md:741@f3bff0ae)",            // 329.5 us, -11.57%
-    "readme_f3bff0ae.txt:21 (README.md:742@f3bff0ae)",            // 539.3 us, -6.72%
-    "readme_f3bff0ae.txt:40 (README.md:853@f3bff0ae)",            // 176.3 us, +5.14%
-    "readme_retest_v2015.txt:24 (README.md:428@v2-015-retest)",   // 1507.6 us, -7.55%
-    "readme_retest_v2015.txt:28 (README.md:430@v2-015-retest)",   // 516.2 us, -6.69%
-    "readme_retest_v2015.txt:30 (README.md:430@v2-015-retest)",   // 1673.5 us, +6.44%
-    "readme_retest_v2015.txt:55 (README.md:439@v2-015-retest)",   // 499.4 us, -9.46%
-    "readme_retest_v2015.txt:57 (README.md:439@v2-015-retest)",   // 1495.5 us, +8.68%
-    "readme_retest_v2015.txt:58 (README.md:440@v2-015-retest)",   // 515.1 us, -6.17%
-    "readme_retest_v2015.txt:60 (README.md:440@v2-015-retest)",   // 1515.7 us, +8.69%
-    "readme_retest_v2015.txt:61 (README.md:441@v2-015-retest)",   // 463.7 us, -7.71%
-    "readme_retest_v2015.txt:63 (README.md:441@v2-015-retest)",   // 1440.1 us, +9.01%
-    "readme_retest_v2015.txt:66 (README.md:442@v2-015-retest)",   // 1465.9 us, +8.60%
-    "readme_retest_v2015.txt:67 (README.md:448@v2-015-retest)",   // 57.0 us, +6.33%
-    "readme_retest_v2015.txt:69 (README.md:448@v2-015-retest)",   // 162.0 us, -6.36%
-    "readme_retest_v2015.txt:90 (README.md:455@v2-015-retest)",   // 1352.0 us, -5.31%
-    "readme_retest_v2015.txt:93 (README.md:456@v2-015-retest)",   // 1371.8 us, -6.72%
-    "readme_retest_v2015.txt:94 (README.md:457@v2-015-retest)",   // 374.2 us, +5.12%
-    "readme_retest_v2015.txt:97 (README.md:458@v2-015-retest)",   // 380.1 us, +6.01%
-    "readme_retest_v2015.txt:108 (README.md:461@v2-015-retest)",  // 1575.6 us, +5.69%
-    "readme_retest_v2015.txt:112 (README.md:463@v2-015-retest)",  // 462.3 us, -5.83%
-    "readme_retest_v2015.txt:122 (README.md:522@v2-015-retest)",  // 125.4 us, +8.90%
-    "readme_retest_v2015.txt:123 (README.md:522@v2-015-retest)",  // 125.7 us, +8.70%
-    "readme_retest_v2015.txt:124 (README.md:522@v2-015-retest)",  // 125.7 us, +8.67%
-    "readme_retest_v2015.txt:125 (README.md:523@v2-015-retest)",  // 127.0 us, +7.56%
-    "readme_retest_v2015.txt:126 (README.md:523@v2-015-retest)",  // 126.6 us, +7.86%
-    "readme_retest_v2015.txt:127 (README.md:523@v2-015-retest)",  // 126.8 us, +7.68%
-    "readme_retest_v2015.txt:129 (README.md:524@v2-015-retest)",  // 168.8 us, -8.21%
-    "readme_retest_v2015.txt:132 (README.md:525@v2-015-retest)",  // 410.4 us, -5.49%
-    "readme_retest_v2015.txt:133 (README.md:525@v2-015-retest)",  // 406.0 us, -6.54%
-    "readme_retest_v2015.txt:135 (README.md:526@v2-015-retest)",  // 710.1 us, -6.45%
-    "readme_retest_v2015.txt:136 (README.md:526@v2-015-retest)",  // 707.9 us, -7.98%
-    "readme_retest_v2015.txt:173 (README.md:594@v2-015-retest)",  // 367.7 us, +5.07%
-    "readme_retest_v2015.txt:183 (README.md:599@v2-015-retest)",  // 906.4 us, -6.02%
-    "readme_retest_v2015.txt:189 (README.md:624@v2-015-retest)",  // 1262.6 us, -5.66%
-    "readme_retest_v2015.txt:190 (README.md:625@v2-015-retest)",  // 1264.1 us, -5.78%
-    "readme_retest_v2015.txt:191 (README.md:626@v2-015-retest)",  // 1264.4 us, -5.80%
+    "sweep_dsv41.jsonl:25",                                       // 53.7 us, -5.20%
+    "fused_mxfp8.txt:9",                                          // 152.2 us, -5.01%
+    "readme_f3bff0ae.txt:9 (README.md:373@f3bff0ae)",             // 707.3 us, -7.70%
+    "readme_f3bff0ae.txt:18 (README.md:741@f3bff0ae)",            // 329.5 us, -11.26%
+    "readme_f3bff0ae.txt:21 (README.md:742@f3bff0ae)",            // 539.3 us, -6.55%
+    "readme_retest_v2015.txt:24 (README.md:428@v2-015-retest)",   // 1507.6 us, -7.32%
+    "readme_retest_v2015.txt:28 (README.md:430@v2-015-retest)",   // 516.2 us, -6.63%
+    "readme_retest_v2015.txt:30 (README.md:430@v2-015-retest)",   // 1673.5 us, +6.48%
+    "readme_retest_v2015.txt:55 (README.md:439@v2-015-retest)",   // 499.4 us, -9.47%
+    "readme_retest_v2015.txt:57 (README.md:439@v2-015-retest)",   // 1495.5 us, +8.69%
+    "readme_retest_v2015.txt:58 (README.md:440@v2-015-retest)",   // 515.1 us, -6.30%
+    "readme_retest_v2015.txt:60 (README.md:440@v2-015-retest)",   // 1515.7 us, +8.67%
+    "readme_retest_v2015.txt:61 (README.md:441@v2-015-retest)",   // 463.7 us, -7.58%
+    "readme_retest_v2015.txt:63 (README.md:441@v2-015-retest)",   // 1440.1 us, +9.10%
+    "readme_retest_v2015.txt:66 (README.md:442@v2-015-retest)",   // 1465.9 us, +8.65%
+    "readme_retest_v2015.txt:67 (README.md:448@v2-015-retest)",   // 57.0 us, +6.92%
+    "readme_retest_v2015.txt:69 (README.md:448@v2-015-retest)",   // 162.0 us, -6.29%
+    "readme_retest_v2015.txt:90 (README.md:455@v2-015-retest)",   // 1352.0 us, -5.23%
+    "readme_retest_v2015.txt:93 (README.md:456@v2-015-retest)",   // 1371.8 us, -6.66%
+    "readme_retest_v2015.txt:94 (README.md:457@v2-015-retest)",   // 374.2 us, +5.44%
+    "readme_retest_v2015.txt:97 (README.md:458@v2-015-retest)",   // 380.1 us, +6.26%
+    "readme_retest_v2015.txt:108 (README.md:461@v2-015-retest)",  // 1575.6 us, +5.67%
+    "readme_retest_v2015.txt:112 (README.md:463@v2-015-retest)",  // 462.3 us, -5.77%
+    "readme_retest_v2015.txt:122 (README.md:522@v2-015-retest)",  // 125.4 us, +6.67%
+    "readme_retest_v2015.txt:123 (README.md:522@v2-015-retest)",  // 125.7 us, +6.46%
+    "readme_retest_v2015.txt:124 (README.md:522@v2-015-retest)",  // 125.7 us, +6.43%
+    "readme_retest_v2015.txt:125 (README.md:523@v2-015-retest)",  // 127.0 us, +5.37%
+    "readme_retest_v2015.txt:126 (README.md:523@v2-015-retest)",  // 126.6 us, +5.65%
+    "readme_retest_v2015.txt:127 (README.md:523@v2-015-retest)",  // 126.8 us, +5.48%
+    "readme_retest_v2015.txt:129 (README.md:524@v2-015-retest)",  // 168.8 us, -8.31%
+    "readme_retest_v2015.txt:132 (README.md:525@v2-015-retest)",  // 410.4 us, -5.07%
+    "readme_retest_v2015.txt:133 (README.md:525@v2-015-retest)",  // 406.0 us, -6.11%
+    "readme_retest_v2015.txt:135 (README.md:526@v2-015-retest)",  // 710.1 us, -6.26%
+    "readme_retest_v2015.txt:136 (README.md:526@v2-015-retest)",  // 707.9 us, -7.79%
+    "readme_retest_v2015.txt:173 (README.md:594@v2-015-retest)",  // 367.7 us, +5.15%
+    "readme_retest_v2015.txt:183 (README.md:599@v2-015-retest)",  // 906.4 us, -6.00%
+    "readme_retest_v2015.txt:189 (README.md:624@v2-015-retest)",  // 1262.6 us, -5.49%
+    "readme_retest_v2015.txt:190 (README.md:625@v2-015-retest)",  // 1264.1 us, -5.60%
+    "readme_retest_v2015.txt:191 (README.md:626@v2-015-retest)",  // 1264.4 us, -5.63%
 };
 
 // GEMMAR_LOO_STRIDE=S refits every S-th scored point (default 8: 345 refits over 367 points took ~37 min on the 2-core
