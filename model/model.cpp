@@ -503,16 +503,7 @@ struct PredictionBuilder {
       const double e = fp8 ? 1.0 : 2.0;
       const double in_b = (W - 1) * S * N * e + (fp8 ? (W - 1) * 4 * S : 0.0);
       const double out_b = (W - 1) * slice_bf16;
-      // mori's grid: the asked grid (MORI_GEMM_AR_PULL_BLOCKS, else PULL_BLOCKS = 64), but never more blocks than
-      // its quantize grid, one block per 4 rows of the slice (kernels_sdma.py @f3bff0ae build_sdma_phases:
-      // `pull_blocks = max(1, min(env or PULL_BLOCKS, quant_blocks))`, quant_blocks = max(1, min(1024,
-      // ceil(slice_rows / QUANT_WAVES))), QUANT_WAVES = 4: a wave owns a row, so a bigger grid has no rows for
-      // its waves). Binds below 4 x 64 rows a slice (M < 2048 at W = 8 under the default grid). mori's kernel on an
-      // xGMI node only: gemmar's own pull (NVLink, one device) launches the grid it is given.
-      const int quant_blocks = int(std::max(1.0, std::min(1024.0, std::ceil(S / 4.0))));
-      const int pull_blocks =
-          p.link.medium == Medium::Xgmi ? std::max(1, std::min(cfg.pull_blocks, quant_blocks)) : cfg.pull_blocks;
-      const PullRate r = pull_rate(x, pull_blocks);
+      const PullRate r = pull_rate(x, cfg.pull_blocks);
       // ... but never faster than the W - 1 links' raw peak, the lower bound's (below W = 8 the whole mesh's
       // calibrated rate is more than the links a pull can use: gemmar model exited 3 at W = 2).
       double link_us = std::max(us_at(in_b, r.gbps), us_at(in_b, x.link_peak_raw())),
